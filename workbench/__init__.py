@@ -1,0 +1,202 @@
+"""Spark Streaming Workbench: run, watch and replay Structured Streaming queries in Jupyter.
+
+The public API. In a notebook, ``%load_ext workbench`` adds the ``%%stream`` magic; from
+Python:
+
+>>> import workbench                                           # doctest: +SKIP
+>>> spark = workbench.session()                                # doctest: +SKIP
+>>> df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 10).load()  # doctest: +SKIP
+>>> handle = workbench.start(df, "numbers")                    # doctest: +SKIP
+>>> handle.history()                                           # doctest: +SKIP
+>>> workbench.stop_all()                                       # doctest: +SKIP
+
+Importing this package does not import pyspark; the first call that needs Spark does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "session", "start", "stream", "streams", "stop_all", "load_ipython_extension",
+    "unload_ipython_extension", "StreamHandle",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .spark.streams import StreamHandle
+
+# Public names that live in submodules, imported on first use so that `import workbench`
+# (and the command line) stays fast and free of pyspark.
+_LAZY = {
+    "StreamHandle": ("workbench.spark.streams", "StreamHandle"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+
+
+def _env() -> Any:
+    from .spark import current_env
+
+    return current_env()
+
+
+def session(**conf: Any) -> Any:
+    """Return the workbench's SparkSession, starting an embedded local Spark on first call.
+
+    The session is tuned for interactive streaming on one machine: 2 shuffle partitions,
+    adaptive execution off, driver and UI on 127.0.0.1, quiet logs, UTC session time zone,
+    and a private temporary folder for checkpoints that is removed at exit. Calling it
+    again returns the same session.
+
+    Set ``WORKBENCH_MASTER`` (e.g. ``spark://host:7077``) to use a cluster, or
+    ``SPARK_REMOTE`` (e.g. ``sc://host:15002``) to use a Spark Connect server.
+
+    Parameters
+    ----------
+    **conf
+        Spark settings, e.g. ``**{"spark.sql.shuffle.partitions": "4"}``; they win over the
+        workbench's defaults. On a running session only runtime settings can change.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+
+    Examples
+    --------
+    >>> spark = workbench.session()                          # doctest: +SKIP
+    >>> spark.conf.get("spark.sql.shuffle.partitions")       # doctest: +SKIP
+    '2'
+    """
+    return _env().session(**conf)
+
+
+def start(
+    df: Any,
+    name: str,
+    *,
+    sink: str = "memory",
+    output_mode: str | None = None,
+    trigger: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    rows: int = 20,
+    truncate: bool = True,
+    console: Callable[[str], None] | None = None,
+    poll_interval: float | None = None,
+) -> StreamHandle:
+    """Start a streaming query and return its :class:`StreamHandle`.
+
+    Starting a name that is already active replaces that stream (stop, then start).
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        A streaming DataFrame (built from ``spark.readStream``).
+    name : str
+        The stream's name: letters, digits and underscores. The memory sink's table has
+        this name, so ``spark.sql("select * from name")`` reads it.
+    sink : {"memory", "console"}, default "memory"
+        ``console`` prints each micro-batch as Spark's console sink does; in a notebook the
+        tables appear under the cell that started the stream.
+    output_mode : {"append", "update", "complete"}, optional
+        Spark's default (append) when left out.
+    trigger : str, optional
+        ``"1 second"``, ``"500 ms"``, ``"once"``, ``"available-now"``; back-to-back
+        batches when left out.
+    checkpoint : str or path, optional
+        Checkpoint folder; a fresh private temporary one when left out.
+    rows : int, default 20
+        Rows shown per console batch.
+    truncate : bool, default True
+        Truncate long cells in console tables, as Spark does.
+    console : callable, optional
+        Where console text goes (called with each batch's text). Defaults to an output
+        area under the current notebook cell, or standard output outside notebooks.
+    poll_interval : float, optional
+        Seconds between progress polls (default 0.5).
+
+    Returns
+    -------
+    StreamHandle
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, before Spark starts anything.
+    workbench.errors.StreamStartError
+        When Spark refuses the query; one line, with ``.details`` holding Spark's text.
+
+    Examples
+    --------
+    >>> spark = workbench.session()                                          # doctest: +SKIP
+    >>> df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()  # doctest: +SKIP
+    >>> handle = workbench.start(df, "numbers", trigger="1 second")          # doctest: +SKIP
+    >>> handle.result().shape                                                # doctest: +SKIP
+    """
+    if console is None and sink == "console":
+        from .views.console import cell_console
+
+        console = cell_console()
+    return _env().start(
+        df, name, sink=sink, output_mode=output_mode, trigger=trigger, checkpoint=checkpoint,
+        rows=rows, truncate=truncate, console=console, poll_interval=poll_interval,
+    )
+
+
+def stream(name: str) -> StreamHandle:
+    """The :class:`StreamHandle` of the stream called ``name``.
+
+    Examples
+    --------
+    >>> workbench.stream("numbers").status                   # doctest: +SKIP
+    'active'
+    """
+    return _env().get(name)
+
+
+def streams() -> pd.DataFrame:
+    """A table of every stream started in this process, one row each.
+
+    Columns: name, id, run_id, status (active / stopped / failed), sink, output_mode,
+    trigger, batches, last_batch_id, watermark, input_rows_per_second,
+    processed_rows_per_second, error.
+
+    Examples
+    --------
+    >>> workbench.streams()[["name", "status", "batches"]]   # doctest: +SKIP
+    """
+    return _env().streams()
+
+
+def stop_all() -> None:
+    """Stop every stream and its progress poller. Also runs at interpreter exit.
+
+    Examples
+    --------
+    >>> workbench.stop_all()                                  # doctest: +SKIP
+    """
+    _env().stop_all()
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the workbench magics (``%load_ext workbench``)."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Stop every stream when the extension is unloaded."""
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)

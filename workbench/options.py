@@ -1,0 +1,184 @@
+"""Pure validation of the options a user gives when starting a stream.
+
+Every user-facing entry point (``workbench.start``, ``%%stream``, the replay panel) checks
+its options here, before Spark starts anything, so that a mistake gives one clear line
+naming the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "SINKS", "OUTPUT_MODES", "Trigger", "parse_trigger", "check_name", "check_sink",
+    "check_output_mode", "check_rows",
+]
+
+SINKS: tuple[str, ...] = ("memory", "console")
+OUTPUT_MODES: tuple[str, ...] = ("append", "update", "complete")
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNITS = {
+    "ms": "milliseconds", "milli": "milliseconds", "millis": "milliseconds",
+    "millisecond": "milliseconds", "milliseconds": "milliseconds",
+    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
+    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
+    "h": "hours", "hour": "hours", "hours": "hours",
+}
+_INTERVAL = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)$")
+_TRIGGER_HELP = (
+    "an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing "
+    "for as fast as possible"
+)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A parsed trigger: exactly one of its forms.
+
+    Attributes
+    ----------
+    kind : str
+        ``"default"`` (run batches back to back), ``"processing_time"``, ``"once"`` or
+        ``"available_now"``.
+    interval : str or None
+        Spark's interval text for ``processing_time`` (e.g. ``"1 seconds"``).
+    text : str
+        How the user wrote it, normalised, for tables and messages.
+    """
+
+    kind: str
+    interval: str | None = None
+    text: str = "default"
+
+    def writer_kwargs(self) -> dict[str, object]:
+        """Keyword arguments for ``DataStreamWriter.trigger``; empty for the default trigger."""
+        if self.kind == "processing_time":
+            return {"processingTime": self.interval}
+        if self.kind == "once":
+            return {"once": True}
+        if self.kind == "available_now":
+            return {"availableNow": True}
+        return {}
+
+
+def parse_trigger(value: str | Trigger | None) -> Trigger:
+    """Parse a trigger as users write it.
+
+    Parameters
+    ----------
+    value : str, Trigger or None
+        ``"1 second"``, ``"500 ms"``, ``"2 minutes"``, ``"once"``, ``"available-now"``
+        (or ``"availableNow"``), or None/``"default"`` for back-to-back batches.
+
+    Returns
+    -------
+    Trigger
+
+    Raises
+    ------
+    ValueError
+        For anything else, naming the value and the allowed forms.
+
+    Examples
+    --------
+    >>> parse_trigger("1 second").writer_kwargs()
+    {'processingTime': '1 seconds'}
+    >>> parse_trigger("available-now").kind
+    'available_now'
+    >>> parse_trigger("soon")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown trigger 'soon': use an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing for as fast as possible
+    """
+    if isinstance(value, Trigger):
+        return value
+    if value is None:
+        return Trigger("default")
+    if not isinstance(value, str):
+        raise TypeError(f"trigger must be a string such as '1 second', got {value!r}")
+    text = value.strip().lower()
+    if text in ("", "default"):
+        return Trigger("default")
+    if text == "once":
+        return Trigger("once", text="once")
+    if text.replace("_", "-") in ("available-now", "availablenow"):
+        return Trigger("available_now", text="available-now")
+    match = _INTERVAL.match(text)
+    if match and match.group(2) in _UNITS:
+        amount, unit = match.group(1), _UNITS[match.group(2)]
+        if float(amount) <= 0:
+            raise ValueError(f"trigger interval must be positive, got {value!r}")
+        return Trigger("processing_time", interval=f"{amount} {unit}", text=f"{amount} {unit}")
+    raise ValueError(f"unknown trigger {value!r}: use {_TRIGGER_HELP}")
+
+
+def check_name(name: object) -> str:
+    """Check a stream name: it also names the memory-sink table, so it must be an identifier.
+
+    Examples
+    --------
+    >>> check_name("counts")
+    'counts'
+    >>> check_name("my counts")
+    Traceback (most recent call last):
+    ...
+    ValueError: bad stream name 'my counts': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"stream name must be a string, got {name!r}")
+    if not name.strip():
+        raise ValueError("stream name is empty: give a name such as 'word_counts'")
+    if not _NAME.match(name):
+        raise ValueError(
+            f"bad stream name {name!r}: use letters, digits and underscores, starting with a "
+            "letter or underscore (e.g. 'word_counts')"
+        )
+    return name
+
+
+def check_sink(sink: object) -> str:
+    """Check a sink name (``memory`` or ``console``), case-insensitively.
+
+    Examples
+    --------
+    >>> check_sink("Console")
+    'console'
+    """
+    if isinstance(sink, str) and sink.strip().lower() in SINKS:
+        return sink.strip().lower()
+    raise ValueError(f"unknown sink {sink!r}: use one of {', '.join(SINKS)}")
+
+
+def check_output_mode(mode: object) -> str | None:
+    """Check an output mode (``append``, ``update``, ``complete`` or None for Spark's default).
+
+    Examples
+    --------
+    >>> check_output_mode("Update")
+    'update'
+    >>> check_output_mode(None) is None
+    True
+    """
+    if mode is None:
+        return None
+    if isinstance(mode, str) and mode.strip().lower() in OUTPUT_MODES:
+        return mode.strip().lower()
+    raise ValueError(
+        f"unknown output mode {mode!r}: use one of {', '.join(OUTPUT_MODES)} "
+        "(or leave it out for Spark's default, append)"
+    )
+
+
+def check_rows(rows: object) -> int:
+    """Check a row count for previews and console tables (a positive whole number).
+
+    Examples
+    --------
+    >>> check_rows(5)
+    5
+    """
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ValueError(f"rows must be a positive whole number, got {rows!r}")
+    return rows

@@ -1,0 +1,214 @@
+"""Typed progress records: the one place where Spark's progress JSON becomes Python objects.
+
+Spark reports a streaming query's progress as JSON (``StreamingQuery.lastProgress``,
+``recentProgress`` and listener events). :meth:`BatchProgress.from_json` turns one such
+dictionary into a frozen :class:`BatchProgress`; nothing past the poller handles raw dicts.
+Field names are snake_case; Spark's camelCase survives only in the JSON keys read here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS"]
+
+#: ``durationMs`` keys that make up a batch, in the order the monitor stacks them,
+#: mapped to the record attribute that holds each.
+DURATION_PARTS: dict[str, str] = {
+    "addBatch": "add_batch_ms",
+    "getBatch": "get_batch_ms",
+    "latestOffset": "latest_offset_ms",
+    "queryPlanning": "query_planning_ms",
+    "walCommit": "wal_commit_ms",
+    "commitOffsets": "commit_offsets_ms",
+}
+
+
+def parse_spark_time(text: str | None) -> datetime | None:
+    """Parse a timestamp as Spark writes it in progress JSON (``2024-01-01T12:07:00.000Z``).
+
+    Parameters
+    ----------
+    text : str or None
+        ISO-8601 text in UTC with a trailing ``Z``, or None.
+
+    Returns
+    -------
+    datetime or None
+        A timezone-aware UTC datetime, or None when Spark gave none.
+
+    Examples
+    --------
+    >>> parse_spark_time("2024-01-01T12:07:00.000Z")
+    datetime.datetime(2024, 1, 1, 12, 7, tzinfo=datetime.timezone.utc)
+    >>> parse_spark_time(None) is None
+    True
+    """
+    if not text:
+        return None
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    # Spark writes NaN rates for batches that took no time; keep them as NaN floats.
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class OperatorProgress:
+    """Progress of one stateful operator in one micro-batch (``stateOperators[i]``).
+
+    Examples
+    --------
+    >>> op = OperatorProgress.from_json({"operatorName": "stateStoreSave", "numRowsTotal": 4})
+    >>> op.num_rows_total, op.num_rows_updated
+    (4, 0)
+    """
+
+    operator_name: str
+    num_rows_total: int = 0
+    num_rows_updated: int = 0
+    num_rows_removed: int = 0
+    num_rows_dropped_by_watermark: int = 0
+    memory_used_bytes: int = 0
+    num_shuffle_partitions: int | None = None
+    num_state_store_instances: int | None = None
+    custom_metrics: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OperatorProgress:
+        """Build a record from one element of Spark's ``stateOperators`` list."""
+        return cls(
+            operator_name=str(data.get("operatorName", "")),
+            num_rows_total=int(data.get("numRowsTotal", 0) or 0),
+            num_rows_updated=int(data.get("numRowsUpdated", 0) or 0),
+            num_rows_removed=int(data.get("numRowsRemoved", 0) or 0),
+            num_rows_dropped_by_watermark=int(data.get("numRowsDroppedByWatermark", 0) or 0),
+            memory_used_bytes=int(data.get("memoryUsedBytes", 0) or 0),
+            num_shuffle_partitions=_int(data.get("numShufflePartitions")),
+            num_state_store_instances=_int(data.get("numStateStoreInstances")),
+            custom_metrics=dict(data.get("customMetrics") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """What Spark reported about one micro-batch of a streaming query.
+
+    Build it with :meth:`from_json` from Spark's progress dictionary. Durations are in
+    milliseconds (None where Spark reported none), times are timezone-aware UTC datetimes.
+
+    Examples
+    --------
+    >>> record = BatchProgress.from_json({
+    ...     "id": "q", "runId": "r", "name": "counts", "batchId": 3,
+    ...     "timestamp": "2024-01-01T00:00:01.000Z", "numInputRows": 10,
+    ...     "durationMs": {"addBatch": 15, "triggerExecution": 80},
+    ...     "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"},
+    ...     "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 2}],
+    ... })
+    >>> record.batch_id, record.add_batch_ms, record.state_rows_total
+    (3, 15, 2)
+    >>> record.is_idle_report
+    False
+    """
+
+    batch_id: int
+    timestamp: datetime | None
+    query_id: str = ""
+    run_id: str = ""
+    name: str | None = None
+    batch_duration_ms: int | None = None
+    num_input_rows: int = 0
+    input_rows_per_second: float | None = None
+    processed_rows_per_second: float | None = None
+    add_batch_ms: int | None = None
+    get_batch_ms: int | None = None
+    latest_offset_ms: int | None = None
+    query_planning_ms: int | None = None
+    trigger_execution_ms: int | None = None
+    wal_commit_ms: int | None = None
+    commit_offsets_ms: int | None = None
+    event_time_min: datetime | None = None
+    event_time_max: datetime | None = None
+    event_time_avg: datetime | None = None
+    watermark: datetime | None = None
+    operators: tuple[OperatorProgress, ...] = ()
+    num_output_rows: int | None = None
+    sink_description: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchProgress:
+        """Build a record from Spark's progress dictionary (``json.loads(progress.json)``)."""
+        durations = data.get("durationMs") or {}
+        event_time = data.get("eventTime") or {}
+        sink = data.get("sink") or {}
+        parts = {attr: _int(durations.get(key)) for key, attr in DURATION_PARTS.items()}
+        return cls(
+            batch_id=int(data["batchId"]),
+            timestamp=parse_spark_time(data.get("timestamp")),
+            query_id=str(data.get("id", "")),
+            run_id=str(data.get("runId", "")),
+            name=data.get("name"),
+            batch_duration_ms=_int(data.get("batchDuration")),
+            num_input_rows=int(data.get("numInputRows", 0) or 0),
+            input_rows_per_second=_float(data.get("inputRowsPerSecond")),
+            processed_rows_per_second=_float(data.get("processedRowsPerSecond")),
+            trigger_execution_ms=_int(durations.get("triggerExecution")),
+            event_time_min=parse_spark_time(event_time.get("min")),
+            event_time_max=parse_spark_time(event_time.get("max")),
+            event_time_avg=parse_spark_time(event_time.get("avg")),
+            watermark=parse_spark_time(event_time.get("watermark")),
+            operators=tuple(OperatorProgress.from_json(op) for op in data.get("stateOperators") or ()),
+            num_output_rows=_int(sink.get("numOutputRows")),
+            sink_description=sink.get("description"),
+            **parts,
+        )
+
+    @property
+    def is_idle_report(self) -> bool:
+        """True for Spark's idle re-report, which is not a batch.
+
+        While no data arrives Spark re-reports progress every 10 s under the *next* batch
+        id, with no rows and only ``latestOffset``/``triggerExecution`` timed. A batch that
+        really ran (even an empty, watermark-only one) always times ``addBatch``.
+        """
+        return self.num_input_rows == 0 and self.add_batch_ms is None
+
+    @property
+    def state_rows_total(self) -> int:
+        """Rows held in state, summed over the stateful operators."""
+        return sum(op.num_rows_total for op in self.operators)
+
+    @property
+    def state_rows_updated(self) -> int:
+        """State rows updated in this batch, summed over operators."""
+        return sum(op.num_rows_updated for op in self.operators)
+
+    @property
+    def state_rows_removed(self) -> int:
+        """State rows removed (evicted) in this batch, summed over operators."""
+        return sum(op.num_rows_removed for op in self.operators)
+
+    @property
+    def state_rows_dropped_by_watermark(self) -> int:
+        """Spark's ``numRowsDroppedByWatermark`` summed over operators.
+
+        Spark counts late *aggregated groups* here (after partial aggregation), not input
+        rows; see the replay panel's late-row account for a per-row count.
+        """
+        return sum(op.num_rows_dropped_by_watermark for op in self.operators)
+
+    @property
+    def state_memory_bytes(self) -> int:
+        """State store memory in bytes, summed over operators."""
+        return sum(op.memory_used_bytes for op in self.operators)

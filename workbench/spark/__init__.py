@@ -1,0 +1,9 @@
+"""Everything that talks to pyspark: sessions, starting and stopping queries, sources.
+
+No other part of the workbench imports pyspark; they go through this package.
+"""
+
+from .environment import STREAM_COLUMNS, Workbench, current_env, new_env
+from .streams import StreamHandle
+
+__all__ = ["Workbench", "current_env", "new_env", "StreamHandle", "STREAM_COLUMNS"]

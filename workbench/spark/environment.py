@@ -1,0 +1,262 @@
+"""The workbench's per-process state: one owner for the session, the streams and temp files.
+
+:class:`Workbench` holds the SparkSession, the private temporary folder (checkpoints and
+warehouse) and the handle of every stream started in this process. ``current_env()``
+returns the one in use; ``new_env()`` replaces it (tests use it for a clean slate). At
+interpreter exit every stream is stopped and the temporary folder removed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
+from .session import build_session
+from .streams import StreamHandle, StreamSpec, run_query
+
+__all__ = ["Workbench", "current_env", "new_env", "STREAM_COLUMNS"]
+
+log = logging.getLogger(__name__)
+
+#: Columns of :meth:`Workbench.streams`.
+STREAM_COLUMNS = (
+    "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
+    "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
+)
+
+
+def check_streaming_frame(df: Any) -> None:
+    """Raise TypeError/ValueError unless ``df`` is a streaming pyspark DataFrame."""
+    from pyspark.sql import DataFrame
+
+    if not isinstance(df, DataFrame):
+        raise TypeError(
+            f"expected a streaming pyspark DataFrame (from spark.readStream...), got {type(df).__name__}"
+        )
+    if not df.isStreaming:
+        raise ValueError(
+            "this DataFrame is not streaming (it was built with spark.read, not spark.readStream): "
+            "start streams from spark.readStream sources"
+        )
+
+
+class Workbench:
+    """Owns the SparkSession, the temporary folder and the streams of one process.
+
+    Parameters
+    ----------
+    poll_interval : float, default 0.5
+        Seconds between progress polls for new streams.
+    history_cap : int, default 100_000
+        Most batches each stream's history keeps.
+
+    Examples
+    --------
+    >>> env = current_env()                       # doctest: +SKIP
+    >>> handle = env.start(df, "counts")          # doctest: +SKIP
+    >>> env.stop_all()                            # doctest: +SKIP
+    """
+
+    def __init__(self, *, poll_interval: float = 0.5, history_cap: int = 100_000) -> None:
+        self.poll_interval = poll_interval
+        self.history_cap = history_cap
+        self._spark: Any = None
+        self._temp_dir: Path | None = None
+        self._handles: dict[str, StreamHandle] = {}
+        self._lock = threading.RLock()
+        self._counter = itertools.count(1)
+        #: Called with a handle whenever one of its queries ends (views subscribe here).
+        self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
+
+    # -- resources ---------------------------------------------------------------------------
+
+    @property
+    def temp_dir(self) -> Path:
+        """The private temporary folder (mode 0700), created on first use, removed at exit."""
+        with self._lock:
+            if self._temp_dir is None or not self._temp_dir.exists():
+                self._temp_dir = Path(tempfile.mkdtemp(prefix="workbench-"))
+            return self._temp_dir
+
+    def session(self, **conf: Any) -> Any:
+        """Return the workbench's SparkSession, building it on first call.
+
+        See :func:`workbench.session`.
+        """
+        with self._lock:
+            if self._spark is None or _is_stopped(self._spark):
+                self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
+            elif conf:
+                for key, value in conf.items():
+                    try:
+                        self._spark.conf.set(key, str(value))
+                    except Exception:
+                        log.warning("%s cannot change on a running session; restart the kernel to set it", key)
+            return self._spark
+
+    def new_checkpoint(self, name: str) -> str:
+        """A fresh checkpoint folder for one start of stream ``name``."""
+        folder = self.temp_dir / "checkpoints" / f"{name}-{next(self._counter)}"
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
+    # -- streams --------------------------------------------------------------------------------
+
+    def start(
+        self,
+        df: Any,
+        name: str,
+        *,
+        sink: str = "memory",
+        output_mode: str | None = None,
+        trigger: Any = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        rows: int = 20,
+        truncate: bool = True,
+        console: Callable[[str], None] | None = None,
+        poll_interval: float | None = None,
+    ) -> StreamHandle:
+        """Validate, replace any active stream of the same name, start; see :func:`workbench.start`."""
+        name = check_name(name)
+        spec_sink = check_sink(sink)
+        mode = check_output_mode(output_mode)
+        parsed_trigger = parse_trigger(trigger)
+        rows = check_rows(rows)
+        interval = self.poll_interval if poll_interval is None else poll_interval
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise ValueError(f"poll_interval must be a positive number of seconds, got {interval!r}")
+        if checkpoint is not None and not str(checkpoint).strip():
+            raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
+        check_streaming_frame(df)
+        with self._lock:
+            self.stop(name, missing_ok=True)
+            self._stop_foreign(df, name)
+            spec = StreamSpec(
+                name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
+                checkpoint=str(checkpoint) if checkpoint is not None else self.new_checkpoint(name),
+                rows=rows, truncate=bool(truncate), poll_interval=float(interval),
+                history_cap=self.history_cap,
+            )
+            handle = run_query(df.sparkSession, df, spec, console=console, on_event=self._finished)
+            self._handles[name] = handle
+            return handle
+
+    def _stop_foreign(self, df: Any, name: str) -> None:
+        """Stop a query of this name started outside the workbench (it would block the start)."""
+        for query in df.sparkSession.streams.active:
+            if query.name == name:
+                log.info("stopping active query %r to replace it", name)
+                query.stop()
+
+    def _finished(self, handle: StreamHandle) -> None:
+        for callback in list(self.on_stream_finished):
+            try:
+                callback(handle)
+            except Exception:
+                log.exception("stream-finished callback failed")
+
+    def get(self, name: str) -> StreamHandle:
+        """The handle of stream ``name``; ValueError listing the known names if there is none."""
+        with self._lock:
+            if name in self._handles:
+                return self._handles[name]
+            known = ", ".join(self._handles) or "none started yet"
+        raise ValueError(f"no stream named {name!r} (streams: {known})")
+
+    def handles(self) -> list[StreamHandle]:
+        """Every stream started in this process (the latest start of each name)."""
+        with self._lock:
+            return list(self._handles.values())
+
+    def streams(self) -> pd.DataFrame:
+        """One row per stream: see :func:`workbench.streams`."""
+        return pd.DataFrame([h.summary() for h in self.handles()], columns=list(STREAM_COLUMNS))
+
+    def stop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Stop stream ``name``."""
+        with self._lock:
+            handle = self._handles.get(name)
+        if handle is None:
+            if not missing_ok:
+                self.get(name)  # raises with the known names
+            return
+        handle.stop()
+
+    def stop_all(self) -> None:
+        """Stop every stream and poller this workbench started, and any other active query."""
+        for handle in self.handles():
+            handle.stop()
+        spark = self._spark
+        if spark is not None and not _is_stopped(spark):
+            try:
+                for query in spark.streams.active:
+                    query.stop()
+            except Exception:
+                log.debug("stopping remaining queries failed", exc_info=True)
+
+    def close(self) -> None:
+        """Stop everything and remove the temporary folder (the session itself stays)."""
+        self.stop_all()
+        with self._lock:
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                self._temp_dir = None
+
+
+def _is_stopped(spark: Any) -> bool:
+    # Classic sessions lose their JVM context when stopped; Connect sessions report it.
+    context = getattr(spark, "_sc", None)
+    if context is not None:
+        return getattr(context, "_jsc", None) is None
+    return bool(getattr(spark, "is_stopped", False))
+
+
+class _EnvHolder:
+    """Holds the current :class:`Workbench`; the one piece of process-wide state."""
+
+    def __init__(self) -> None:
+        self.env: Workbench | None = None
+        self.lock = threading.Lock()
+
+
+_holder = _EnvHolder()
+
+
+def current_env() -> Workbench:
+    """The workbench of this process, created on first use."""
+    with _holder.lock:
+        if _holder.env is None:
+            _holder.env = Workbench()
+        return _holder.env
+
+
+def new_env(**kwargs: Any) -> Workbench:
+    """Close the current workbench (stopping its streams) and start a fresh one.
+
+    The SparkSession is kept: building one takes seconds and it holds no workbench state.
+    """
+    with _holder.lock:
+        old = _holder.env
+        _holder.env = Workbench(**kwargs)
+        if old is not None:
+            _holder.env._spark = old._spark
+    if old is not None:
+        old.close()
+    return _holder.env
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    env = _holder.env
+    if env is not None:
+        env.close()

@@ -1,0 +1,119 @@
+"""Building the SparkSession: an embedded local Spark tuned for interactive streaming.
+
+Defaults measured on a 2-core machine: 200 shuffle partitions make a stateful micro-batch
+~25x slower than 2; adaptive execution is unsupported in streaming and only logs a
+warning; the driver and UI would bind every interface unless told otherwise.
+``WORKBENCH_MASTER`` points the session at a cluster and ``SPARK_REMOTE`` at a Spark
+Connect server instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._java import require_java
+
+__all__ = ["build_session", "default_conf", "is_local_master", "is_connect"]
+
+log = logging.getLogger(__name__)
+
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+def is_local_master(master: str) -> bool:
+    """Whether a master URL runs Spark inside this machine (``local``, ``local[2]``, ...)."""
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
+
+
+def is_connect() -> bool:
+    """Whether sessions go through Spark Connect (``SPARK_REMOTE`` is set)."""
+    return bool(os.environ.get("SPARK_REMOTE"))
+
+
+def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
+    """The configuration the workbench gives a session, before the user's own settings.
+
+    Parameters
+    ----------
+    master : str
+        The master URL; loopback binding is added only for a local master (a cluster's
+        executors must reach the driver).
+    warehouse_dir : str
+        Folder for ``spark.sql.warehouse.dir``, so nothing lands in the working folder.
+
+    Examples
+    --------
+    >>> conf = default_conf("local[2]", "/tmp/w")
+    >>> conf["spark.sql.shuffle.partitions"], conf["spark.driver.host"]
+    ('2', '127.0.0.1')
+    >>> "spark.driver.host" in default_conf("spark://cluster:7077", "/tmp/w")
+    False
+    """
+    conf = {
+        "spark.app.name": "workbench",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.sql.warehouse.dir": warehouse_dir,
+        "spark.log.structuredLogging.enabled": "false",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J}",
+    }
+    if is_local_master(master):
+        conf["spark.master"] = master
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    else:
+        conf["spark.master"] = master
+    return conf
+
+
+def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
+    """Create (or return the active) SparkSession with the workbench's defaults.
+
+    Parameters
+    ----------
+    warehouse_dir : str
+        Private folder for the SQL warehouse.
+    conf : dict
+        The user's settings; they win over the defaults.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+    """
+    from pyspark.sql import SparkSession
+
+    if is_connect():
+        # Only runtime SQL settings can be given to a Spark Connect server.
+        settings = {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.adaptive.enabled": "false",
+            "spark.sql.session.timeZone": "UTC",
+            **{k: str(v) for k, v in conf.items()},
+        }
+        builder = SparkSession.builder.remote(os.environ["SPARK_REMOTE"])
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        log.info("connecting to Spark Connect at %s", os.environ["SPARK_REMOTE"])
+        return builder.getOrCreate()
+
+    require_java()
+    master = str(conf.get("spark.master") or os.environ.get("WORKBENCH_MASTER") or "local[2]")
+    settings = {**default_conf(master, warehouse_dir), **{k: str(v) for k, v in conf.items()}}
+    if is_local_master(settings["spark.master"]):
+        # Decides where the JVM's web UI and block manager bind; read once at JVM start.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python UDF workers must use this interpreter (and so this environment's packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,325 @@
+"""Starting and stopping streaming queries, and the handle users hold for each.
+
+A :class:`StreamHandle` owns one running query: the pyspark ``StreamingQuery``, its
+:class:`~workbench.progress.ProgressHistory` and the poller that fills it. The console
+sink renders each micro-batch on the Python side (``foreachBatch``) so that the text
+reaches the notebook cell that started the query, which the JVM's own console sink cannot
+guarantee in a Jupyter kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Sequence
+
+import pandas as pd
+
+from ..errors import StreamStartError, summarize_error
+from ..options import Trigger
+from ..progress import ProgressHistory, ProgressPoller
+
+__all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
+
+log = logging.getLogger(__name__)
+
+ConsoleWriter = Callable[[str], None]
+
+_RULE = "-" * 43
+
+
+def format_console_batch(batch_id: int, table: str) -> str:
+    """Frame a rendered table the way Spark's console sink does.
+
+    Examples
+    --------
+    >>> print(format_console_batch(0, "+---+\\n|  a|\\n+---+\\n"), end="")
+    -------------------------------------------
+    Batch: 0
+    -------------------------------------------
+    +---+
+    |  a|
+    +---+
+    <BLANKLINE>
+    """
+    return f"{_RULE}\nBatch: {batch_id}\n{_RULE}\n{table.rstrip()}\n\n"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Everything needed to start one query, already validated."""
+
+    name: str
+    sink: str
+    output_mode: str | None
+    trigger: Trigger
+    checkpoint: str
+    rows: int = 20
+    truncate: bool = True
+    poll_interval: float = 0.5
+    history_cap: int = 100_000
+
+
+class QueryProgressSource:
+    """Adapts a pyspark ``StreamingQuery`` (classic or Spark Connect) to the poller's source."""
+
+    def __init__(self, query: Any) -> None:
+        self._query = query
+
+    def is_active(self) -> bool:
+        return bool(self._query.isActive)
+
+    def last_progress(self) -> Mapping[str, Any] | None:
+        progress = self._query.lastProgress
+        return progress_json(progress) if progress else None
+
+    def recent_progress(self) -> Sequence[Mapping[str, Any]]:
+        return [progress_json(p) for p in self._query.recentProgress]
+
+
+class StreamHandle:
+    """A streaming query started by the workbench.
+
+    Use :func:`workbench.start` to get one. The handle keeps the query's complete
+    per-batch progress history (not just Spark's last 99 entries) and reports the query's
+    status and error in readable form.
+
+    Attributes
+    ----------
+    name : str
+        The stream's name (also the memory sink's table name).
+    query : pyspark.sql.streaming.StreamingQuery
+        The underlying query.
+    progress : ProgressHistory
+        The live progress model that the monitor reads.
+    sink, output_mode, trigger, checkpoint
+        How the query was started.
+
+    Examples
+    --------
+    >>> handle = workbench.start(df, "counts")        # doctest: +SKIP
+    >>> handle.status                                  # doctest: +SKIP
+    'active'
+    >>> handle.history()[["batch_id", "num_input_rows"]].tail(2)   # doctest: +SKIP
+    """
+
+    def __init__(self, spec: StreamSpec, query: Any, spark: Any, on_event: Callable[[StreamHandle], None] | None = None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.sink = spec.sink
+        self.output_mode = spec.output_mode
+        self.trigger = spec.trigger.text
+        self.checkpoint = spec.checkpoint
+        self.query = query
+        self.started_at = datetime.now(timezone.utc)
+        self.progress = ProgressHistory(cap=spec.history_cap)
+        self._spark = spark
+        self._lock = threading.Lock()
+        self._final_status: str | None = None
+        self._error: str | None = None
+        self._error_details: str | None = None
+        self._on_event = on_event
+        self._finished = threading.Event()
+        self.poller = ProgressPoller(
+            QueryProgressSource(query), self.progress, interval=spec.poll_interval,
+            on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
+        )
+
+    # -- status --------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The query's id (stable across restarts from the same checkpoint)."""
+        return str(self.query.id)
+
+    @property
+    def run_id(self) -> str:
+        """The id of this run of the query."""
+        return str(self.query.runId)
+
+    @property
+    def status(self) -> str:
+        """``"active"``, ``"stopped"`` or ``"failed"``."""
+        if self._final_status is not None:
+            return self._final_status
+        try:
+            if self.query.isActive:
+                return "active"
+        except Exception:  # the session is gone
+            return self._settle()
+        return self._settle()
+
+    @property
+    def error(self) -> str | None:
+        """One readable line for a failed query (the user's own error first), else None.
+
+        The full text is in :attr:`error_details`.
+        """
+        self.status  # settles a terminated query's error
+        return self._error
+
+    @property
+    def error_details(self) -> str | None:
+        """Spark's full error text for a failed query, else None."""
+        self.status
+        return self._error_details
+
+    def _settle(self) -> str:
+        """Record how a query that is no longer active ended (once)."""
+        with self._lock:
+            if self._final_status is not None:
+                return self._final_status
+            try:
+                exc = self.query.exception()
+            except Exception:  # the session is gone: nothing more to learn
+                exc = None
+            if exc is not None:
+                self._error_details = str(exc)
+                self._error = summarize_error(self._error_details)
+                self._final_status = "failed"
+            else:
+                self._final_status = "stopped"
+            return self._final_status
+
+    def _on_poller_finished(self) -> None:
+        self._settle()
+        self._finished.set()
+        if self._on_event is not None:
+            self._on_event(self)
+
+    def wait_finished(self, timeout: float | None = None) -> bool:
+        """Wait until the query has ended and its last batches are in the history."""
+        return self._finished.wait(timeout)
+
+    # -- data ------------------------------------------------------------------------------
+
+    def history(self, *, operators: bool = False) -> pd.DataFrame:
+        """Every batch since the stream started, one row per batch (see ``HISTORY_COLUMNS``).
+
+        Parameters
+        ----------
+        operators : bool, default False
+            One row per batch and stateful operator instead of state summed over operators.
+
+        Examples
+        --------
+        >>> handle.history()[["batch_id", "watermark", "state_rows_total"]]   # doctest: +SKIP
+        """
+        return self.progress.to_frame(operators=operators)
+
+    def result(self) -> pd.DataFrame:
+        """The memory sink's table as a pandas DataFrame (what the query has output so far).
+
+        Raises
+        ------
+        ValueError
+            For a console-sink stream, which keeps no table.
+        """
+        if self.sink != "memory":
+            raise ValueError(
+                f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table: "
+                "start it with sink='memory' to read results"
+            )
+        return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
+
+    def stop(self) -> None:
+        """Stop the query and its poller; the history keeps every batch that ran."""
+        try:
+            self.query.stop()
+        except Exception:
+            log.debug("stopping %s failed", self.name, exc_info=True)
+        self.poller.stop()
+        if not self._finished.is_set():
+            # The poller was stopped before it noticed: read the last batches here.
+            try:
+                self.poller.fill()
+            except Exception:
+                log.debug("final progress read for %s failed", self.name, exc_info=True)
+            self._settle()
+            self._finished.set()
+
+    def summary(self) -> dict[str, Any]:
+        """One row of :func:`workbench.streams`."""
+        last = self.progress.last()
+        status = self.status
+        return {
+            "name": self.name,
+            "id": self.id,
+            "run_id": self.run_id,
+            "status": status,
+            "sink": self.sink,
+            "output_mode": self.output_mode or "append",
+            "trigger": self.trigger,
+            "batches": self.progress.total,
+            "last_batch_id": last.batch_id if last else None,
+            "watermark": last.watermark if last else None,
+            "input_rows_per_second": last.input_rows_per_second if last else None,
+            "processed_rows_per_second": last.processed_rows_per_second if last else None,
+            "error": self.error,
+        }
+
+    def __repr__(self) -> str:
+        return f"<StreamHandle {self.name!r} {self.status} sink={self.sink} batches={self.progress.total}>"
+
+
+def _console_writer_fn(spec: StreamSpec, write: ConsoleWriter) -> Callable[[Any, int], None]:
+    rows, truncate = spec.rows, spec.truncate
+
+    def render(batch_df: Any, batch_id: int) -> None:
+        table = batch_df._show_string(rows, 20 if truncate else 0)
+        write(format_console_batch(batch_id, table))
+
+    return render
+
+
+def run_query(
+    spark: Any,
+    df: Any,
+    spec: StreamSpec,
+    *,
+    console: ConsoleWriter | None = None,
+    on_event: Callable[[StreamHandle], None] | None = None,
+) -> StreamHandle:
+    """Start ``df`` as described by ``spec`` and return its running handle.
+
+    Raises
+    ------
+    StreamStartError
+        When Spark refuses the query (unsupported output mode, analysis error); the message
+        is one line, ``.details`` holds Spark's full text.
+    """
+    writer = df.writeStream.queryName(spec.name).option("checkpointLocation", spec.checkpoint)
+    if spec.output_mode:
+        writer = writer.outputMode(spec.output_mode)
+    trigger = spec.trigger.writer_kwargs()
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if spec.sink == "memory":
+        writer = writer.format("memory")
+    else:
+        writer = writer.foreachBatch(_console_writer_fn(spec, console or _print))
+    try:
+        query = writer.start()
+    except Exception as exc:  # Spark's analysis errors arrive as py4j-captured exceptions
+        details = str(exc)
+        raise StreamStartError(
+            f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
+        ) from None
+    handle = StreamHandle(spec, query, spark, on_event=on_event)
+    handle.poller.start()
+    return handle
+
+
+def _print(text: str) -> None:
+    print(text, end="", flush=True)  # plain Python: the console sink's output is the point
+
+
+def progress_json(progress: Any) -> dict[str, Any]:
+    """Spark's progress JSON as a plain dict, from pyspark's ``StreamingQueryProgress``."""
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return dict(progress)
