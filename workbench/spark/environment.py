@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from .session import build_session
 from .streams import StreamHandle, StreamSpec, run_query
@@ -125,8 +126,13 @@ class Workbench:
         truncate: bool = True,
         console: Callable[[str], None] | None = None,
         poll_interval: float | None = None,
+        history: ProgressHistory | None = None,
     ) -> StreamHandle:
-        """Validate, replace any active stream of the same name, start; see :func:`workbench.start`."""
+        """Validate, replace any active stream of the same name, start; see :func:`workbench.start`.
+
+        ``history`` lets a caller that restarts one query many times (the replay panel)
+        keep a single history across the runs.
+        """
         name = check_name(name)
         spec_sink = check_sink(sink)
         mode = check_output_mode(output_mode)
@@ -147,7 +153,9 @@ class Workbench:
                 rows=rows, truncate=bool(truncate), poll_interval=float(interval),
                 history_cap=self.history_cap,
             )
-            handle = run_query(df.sparkSession, df, spec, console=console, on_event=self._finished)
+            handle = run_query(
+                df.sparkSession, df, spec, console=console, on_event=self._finished, history=history
+            )
             self._handles[name] = handle
             return handle
 

@@ -106,7 +106,14 @@ class StreamHandle:
     >>> handle.history()[["batch_id", "num_input_rows"]].tail(2)   # doctest: +SKIP
     """
 
-    def __init__(self, spec: StreamSpec, query: Any, spark: Any, on_event: Callable[[StreamHandle], None] | None = None) -> None:
+    def __init__(
+        self,
+        spec: StreamSpec,
+        query: Any,
+        spark: Any,
+        on_event: Callable[[StreamHandle], None] | None = None,
+        history: ProgressHistory | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.sink = spec.sink
@@ -115,13 +122,15 @@ class StreamHandle:
         self.checkpoint = spec.checkpoint
         self.query = query
         self.started_at = datetime.now(timezone.utc)
-        self.progress = ProgressHistory(cap=spec.history_cap)
+        self.progress = history if history is not None else ProgressHistory(cap=spec.history_cap)
         self._spark = spark
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
         self._error_details: str | None = None
-        self._on_event = on_event
+        self._finish_callbacks: list[Callable[[StreamHandle], None]] = []
+        if on_event is not None:
+            self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
         self.poller = ProgressPoller(
             QueryProgressSource(query), self.progress, interval=spec.poll_interval,
@@ -186,13 +195,46 @@ class StreamHandle:
 
     def _on_poller_finished(self) -> None:
         self._settle()
-        self._finished.set()
-        if self._on_event is not None:
-            self._on_event(self)
+        self._mark_finished()
+
+    def _mark_finished(self) -> None:
+        with self._lock:
+            if self._finished.is_set():
+                return
+            self._finished.set()
+            callbacks = list(self._finish_callbacks)
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("stream-finished callback failed")
+
+    @property
+    def finished(self) -> bool:
+        """Whether the query has ended and its last batches are in the history."""
+        return self._finished.is_set()
 
     def wait_finished(self, timeout: float | None = None) -> bool:
         """Wait until the query has ended and its last batches are in the history."""
         return self._finished.wait(timeout)
+
+    def on_finished(self, callback: Callable[[StreamHandle], None]) -> None:
+        """Call ``callback(handle)`` once the query has ended (at once if it already has).
+
+        After that, :attr:`status` and :attr:`error` no longer call Spark. The callback runs
+        on the poller's thread (or the caller's): keep it short.
+        """
+        with self._lock:
+            if not self._finished.is_set():
+                self._finish_callbacks.append(callback)
+                return
+        callback(self)
+
+    def monitor(self, **options: Any) -> Any:
+        """The live dashboard of this stream (an ipywidgets widget); see ``StreamMonitor``."""
+        from ..views.monitor import StreamMonitor
+
+        return StreamMonitor(self, **options)
 
     # -- data ------------------------------------------------------------------------------
 
@@ -239,7 +281,7 @@ class StreamHandle:
             except Exception:
                 log.debug("final progress read for %s failed", self.name, exc_info=True)
             self._settle()
-            self._finished.set()
+            self._mark_finished()
 
     def summary(self) -> dict[str, Any]:
         """One row of :func:`workbench.streams`."""
@@ -282,6 +324,7 @@ def run_query(
     *,
     console: ConsoleWriter | None = None,
     on_event: Callable[[StreamHandle], None] | None = None,
+    history: ProgressHistory | None = None,
 ) -> StreamHandle:
     """Start ``df`` as described by ``spec`` and return its running handle.
 
@@ -308,7 +351,7 @@ def run_query(
         raise StreamStartError(
             f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
         ) from None
-    handle = StreamHandle(spec, query, spark, on_event=on_event)
+    handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
     handle.poller.start()
     return handle
 

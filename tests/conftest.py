@@ -1,0 +1,55 @@
+"""Shared fixtures: one local Spark session for the whole run, a fresh workbench per test.
+
+Spark tests take ``spark`` (the session) and ``env`` (a clean :class:`Workbench` whose
+streams are all stopped after the test, and checked to be).
+"""
+
+from __future__ import annotations
+
+import os
+import pytest
+
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one local SparkSession of the test run (workbench defaults)."""
+    import workbench
+    from workbench.spark import current_env
+
+    session = workbench.session()
+    yield session
+    current_env().close()
+    session.stop()
+
+
+@pytest.fixture
+def env(spark):
+    """A fresh workbench for one test; afterwards no stream, poller or temp folder remains."""
+    from workbench.spark import new_env
+
+    workbench_env = new_env()
+    yield workbench_env
+    temp = workbench_env._temp_dir
+    pollers = [h.poller for h in workbench_env.handles()]
+    workbench_env.close()
+    assert not spark.streams.active, "a test left streaming queries running"
+    assert not any(p.running for p in pollers), "a test left a poller thread running"
+    assert temp is None or not temp.exists(), "a test left the workbench temp folder behind"
+
+
+@pytest.fixture
+def rate_stream(spark):
+    """Factory for a deterministic rate-micro-batch streaming DataFrame."""
+
+    def make(rows_per_batch: int = 10, partitions: int = 1, start_ms: int = 0, advance_ms: int = 1000):
+        return (
+            spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", rows_per_batch)
+            .option("numPartitions", partitions)
+            .option("startTimestamp", start_ms)
+            .option("advanceMillisPerBatch", advance_ms)
+            .load()
+        )
+
+    return make
