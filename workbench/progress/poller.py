@@ -45,8 +45,9 @@ class ProgressPoller:
     interval : float, default 0.5
         Seconds between ticks.
     on_finished : callable, optional
-        Called once, with no arguments, on the poller's thread after the query stopped
-        (or the source failed) and the last batches were read.
+        Called once, with no arguments, on the poller's thread when the poller ends by
+        itself: the query stopped (its last batches were read) or the source failed. Not
+        called after :meth:`stop`: the caller that stops the poller finishes the job.
     name : str, optional
         Thread name, for debugging.
 
@@ -140,20 +141,19 @@ class ProgressPoller:
     def _run(self) -> None:
         try:
             while not self._stop.wait(self.interval):
-                active = self.source.is_active()
-                if active:
-                    self.poll_once()
-                else:
+                if not self.source.is_active():
                     # The query ended between ticks: read what it did before it stopped.
                     self.fill()
                     break
+                self.poll_once()
+            else:
+                return  # stopped from outside: whoever stopped us finishes the job
         except Exception:
             # Usually the session went away under us; the history keeps what it has.
             log.debug("progress poller %s stopped on an error", self._name, exc_info=True)
-        finally:
-            self._stop.set()
-            if self._on_finished is not None:
-                try:
-                    self._on_finished()
-                except Exception:
-                    log.exception("poller finish callback failed")
+        self._stop.set()
+        if self._on_finished is not None:
+            try:
+                self._on_finished()
+            except Exception:
+                log.exception("poller finish callback failed")

@@ -275,7 +275,7 @@ class StreamHandle:
             log.debug("stopping %s failed", self.name, exc_info=True)
         self.poller.stop()
         if not self._finished.is_set():
-            # The poller was stopped before it noticed: read the last batches here.
+            # The poller was stopped before it noticed the end: read the last batches here.
             try:
                 self.poller.fill()
             except Exception:

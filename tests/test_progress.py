@@ -1,0 +1,252 @@
+"""Pure tests of the progress model: records, history and poller logic on scripted progress."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+
+import pandas as pd
+import pytest
+
+from workbench.progress import (
+    HISTORY_COLUMNS,
+    BatchProgress,
+    ProgressHistory,
+    ProgressPoller,
+)
+from tests.helpers import wait_for
+
+# The shape of a real progress entry of a windowed aggregation (captured from Spark 4.3).
+FULL = {
+    "id": "5b2f", "runId": "9c1e", "name": "counts", "timestamp": "2026-11-22T18:27:13.498Z",
+    "batchId": 4, "batchDuration": 212, "numInputRows": 10, "inputRowsPerSecond": 26.6,
+    "processedRowsPerSecond": 47.2,
+    "durationMs": {"addBatch": 120, "commitOffsets": 30, "getBatch": 1, "latestOffset": 2,
+                   "queryPlanning": 14, "triggerExecution": 211, "walCommit": 28},
+    "eventTime": {"avg": "1970-01-01T00:00:04.500Z", "max": "1970-01-01T00:00:05.000Z",
+                  "min": "1970-01-01T00:00:04.000Z", "watermark": "1970-01-01T00:00:01.000Z"},
+    "stateOperators": [
+        {"operatorName": "stateStoreSave", "numRowsTotal": 3, "numRowsUpdated": 2,
+         "numRowsRemoved": 1, "numRowsDroppedByWatermark": 1, "memoryUsedBytes": 1000,
+         "numShufflePartitions": 2, "numStateStoreInstances": 2, "customMetrics": {"x": 1}},
+        {"operatorName": "dedupe", "numRowsTotal": 7, "numRowsUpdated": 1, "numRowsRemoved": 0,
+         "numRowsDroppedByWatermark": 0, "memoryUsedBytes": 500},
+    ],
+    "sources": [], "sink": {"description": "MemorySink", "numOutputRows": 2},
+}
+
+
+def batch(i: int, rows: int = 1, **extra) -> dict:
+    return {"batchId": i, "numInputRows": rows, "durationMs": {"addBatch": 1, "triggerExecution": 2}, **extra}
+
+
+def idle(i: int) -> dict:
+    """Spark's idle re-report: the next batch id, no rows, only two durations."""
+    return {"batchId": i, "numInputRows": 0, "durationMs": {"latestOffset": 0, "triggerExecution": 0}}
+
+
+class TestRecords:
+    def test_full_record_is_typed(self):
+        r = BatchProgress.from_json(FULL)
+        assert r.batch_id == 4 and r.name == "counts" and r.run_id == "9c1e"
+        assert r.timestamp == datetime(2026, 11, 22, 18, 27, 13, 498000, tzinfo=timezone.utc)
+        assert (r.add_batch_ms, r.wal_commit_ms, r.trigger_execution_ms) == (120, 28, 211)
+        assert r.watermark == datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc)
+        assert r.event_time_max - r.event_time_min == pd.Timedelta(seconds=1)
+        assert r.state_rows_total == 10 and r.state_rows_updated == 3 and r.state_rows_removed == 1
+        assert r.state_rows_dropped_by_watermark == 1 and r.state_memory_bytes == 1500
+        assert r.operators[0].custom_metrics == {"x": 1}
+        assert r.num_output_rows == 2 and not r.is_idle_report
+
+    def test_records_are_frozen(self):
+        r = BatchProgress.from_json(FULL)
+        with pytest.raises(AttributeError):
+            r.batch_id = 5  # type: ignore[misc]
+
+    def test_watermark_only_batch_is_a_batch(self):
+        r = BatchProgress.from_json({"batchId": 3, "numInputRows": 0,
+                                     "durationMs": {"addBatch": 5, "triggerExecution": 40},
+                                     "eventTime": {"watermark": "2024-01-01T12:04:00.000Z"}})
+        assert not r.is_idle_report and r.event_time_min is None and r.watermark is not None
+
+    def test_idle_report_is_recognised(self):
+        assert BatchProgress.from_json(idle(7)).is_idle_report
+
+
+class TestHistory:
+    def test_frame_columns_types_and_nat(self):
+        h = ProgressHistory()
+        h.extend([BatchProgress.from_json(FULL), BatchProgress.from_json(batch(5))])
+        frame = h.to_frame()
+        assert list(frame.columns) == list(HISTORY_COLUMNS)
+        assert str(frame["watermark"].dtype) == "datetime64[ns, UTC]"
+        assert frame.loc[1, "watermark"] is pd.NaT
+        assert frame.loc[0, "state_rows_total"] == 10
+        assert pd.isna(frame.loc[1, "wal_commit_ms"])  # Spark gave none: missing, not 0
+
+    def test_operator_rows(self):
+        h = ProgressHistory()
+        h.extend([BatchProgress.from_json(FULL)])
+        ops = h.to_frame(operators=True)
+        assert list(ops["operator_name"]) == ["stateStoreSave", "dedupe"]
+        assert ops["state_rows_total"].sum() == h.to_frame().loc[0, "state_rows_total"]
+
+    def test_refuses_idle_reports_and_duplicates(self):
+        h = ProgressHistory()
+        added = h.extend(BatchProgress.from_json(d) for d in [batch(0), batch(1), idle(2), batch(1)])
+        assert [r.batch_id for r in added] == [0, 1]
+        assert h.last_batch_id == 1 and len(h) == 2
+
+    def test_cap_drops_oldest(self):
+        h = ProgressHistory(cap=3)
+        h.extend(BatchProgress.from_json(batch(i)) for i in range(10))
+        assert [r.batch_id for r in h.records()] == [7, 8, 9]
+        assert h.total == 10 and h.dropped == 7
+        assert [r.batch_id for r in h.tail(2)] == [8, 9]
+
+    @pytest.mark.parametrize("cap", [0, -1, 2.5, True, "10"])
+    def test_bad_cap(self, cap):
+        with pytest.raises(ValueError, match="cap"):
+            ProgressHistory(cap=cap)
+
+    def test_subscribers_get_new_records_and_can_unsubscribe(self):
+        h = ProgressHistory()
+        seen: list[list[int]] = []
+        unsubscribe = h.subscribe(lambda records: seen.append([r.batch_id for r in records]))
+        h.extend([BatchProgress.from_json(batch(0)), BatchProgress.from_json(batch(1))])
+        h.extend([BatchProgress.from_json(batch(1))])  # nothing new: no call
+        unsubscribe()
+        h.extend([BatchProgress.from_json(batch(2))])
+        assert seen == [[0, 1]]
+
+    def test_a_failing_subscriber_does_not_break_the_history(self):
+        h = ProgressHistory()
+        h.subscribe(lambda records: 1 / 0)
+        h.extend([BatchProgress.from_json(batch(0))])
+        assert h.last_batch_id == 0
+
+
+class ScriptedSource:
+    """A progress source driven by the test: what Spark would report at each tick."""
+
+    def __init__(self) -> None:
+        self.active = True
+        self.last: dict | None = None
+        self.recent: list[dict] = []
+        self.recent_calls = 0
+
+    def report(self, *entries: dict) -> None:
+        self.recent = (self.recent + list(entries))[-99:]
+        self.last = entries[-1]
+
+    def is_active(self) -> bool:
+        return self.active
+
+    def last_progress(self):
+        return self.last
+
+    def recent_progress(self):
+        self.recent_calls += 1
+        return list(self.recent)
+
+
+class TestPollerLogic:
+    def setup_method(self):
+        self.source = ScriptedSource()
+        self.history = ProgressHistory()
+        self.poller = ProgressPoller(self.source, self.history)
+
+    def ids(self):
+        return [r.batch_id for r in self.history.records()]
+
+    def test_nothing_yet(self):
+        assert self.poller.poll_once() == [] and self.source.recent_calls == 0
+
+    def test_next_batch_is_read_cheaply(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()  # first poll fills from the list
+        calls = self.source.recent_calls
+        self.source.report(batch(1))
+        self.poller.poll_once()
+        self.source.report(batch(2))
+        self.poller.poll_once()
+        assert self.ids() == [0, 1, 2] and self.source.recent_calls == calls
+
+    def test_gap_is_filled_from_recent_progress(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        self.source.report(batch(1), batch(2), batch(3))
+        self.poller.poll_once()
+        assert self.ids() == [0, 1, 2, 3]
+
+    def test_same_batch_twice_costs_nothing(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        calls = self.source.recent_calls
+        assert self.poller.poll_once() == [] and self.source.recent_calls == calls
+
+    def test_idle_reports_are_not_batches(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        calls = self.source.recent_calls
+        self.source.report(idle(1))
+        assert self.poller.poll_once() == [] and self.source.recent_calls == calls
+        self.source.report(idle(1))
+        self.poller.poll_once()
+        self.source.report(batch(1))
+        self.poller.poll_once()
+        assert self.ids() == [0, 1]
+
+    def test_missed_batch_behind_an_idle_report_is_filled(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        self.source.report(batch(1), idle(2))  # batch 1 ran and went idle between two ticks
+        self.poller.poll_once()
+        assert self.ids() == [0, 1]
+
+    def test_restart_from_checkpoint_starts_at_later_id(self):
+        self.source.report(batch(40), batch(41))
+        self.poller.poll_once()
+        assert self.ids() == [40, 41]
+
+    def test_long_run_with_small_recent_list_keeps_every_batch(self):
+        for i in range(0, 300, 3):  # three batches between ticks, list holds 99
+            self.source.report(batch(i), batch(i + 1), batch(i + 2))
+            self.poller.poll_once()
+        assert self.ids() == list(range(300))
+
+    @pytest.mark.parametrize("interval", [0, -1, "1", True])
+    def test_bad_interval(self, interval):
+        with pytest.raises(ValueError, match="interval"):
+            ProgressPoller(self.source, self.history, interval=interval)
+
+
+class TestPollerThread:
+    def test_stops_itself_when_the_query_ends_and_reads_the_last_batches(self):
+        source, history = ScriptedSource(), ProgressHistory()
+        finished = threading.Event()
+        poller = ProgressPoller(source, history, interval=0.01, on_finished=finished.set).start()
+        source.report(batch(0))
+        wait_for(lambda: history.last_batch_id == 0, timeout=5, message="first batch")
+        source.recent = [batch(0), batch(1), batch(2)]
+        source.active = False  # ended before the poller saw batches 1 and 2
+        assert finished.wait(5)
+        assert [r.batch_id for r in history.records()] == [0, 1, 2]
+        assert not poller.running
+
+    def test_source_errors_stop_the_thread_and_call_finish(self):
+        class Broken(ScriptedSource):
+            def is_active(self):
+                raise RuntimeError("session is gone")
+
+        finished = threading.Event()
+        poller = ProgressPoller(Broken(), ProgressHistory(), interval=0.01, on_finished=finished.set).start()
+        assert finished.wait(5)
+        poller.stop()
+        assert not poller.running
+
+    def test_stop_joins_the_thread(self):
+        poller = ProgressPoller(ScriptedSource(), ProgressHistory(), interval=0.01).start()
+        assert poller.running and poller._thread.daemon
+        poller.stop()
+        assert not poller.running

@@ -1,0 +1,255 @@
+"""The foundation on real Spark: session defaults, starting streams, handles, history, faults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+
+import workbench
+from workbench.errors import StreamStartError
+from workbench.spark import STREAM_COLUMNS
+from tests.helpers import live_threads, wait_for
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_session_is_tuned_for_local_streaming_and_stays_on_loopback(spark):
+    assert workbench.session() is spark
+    conf = spark.conf
+    assert conf.get("spark.sql.shuffle.partitions") == "2"
+    assert conf.get("spark.sql.adaptive.enabled") == "false"
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert urlparse(spark.sparkContext.uiWebUrl).hostname == "127.0.0.1"
+    assert spark.sparkContext.master.startswith("local")
+
+
+def test_memory_stream_result_and_typed_history(env, rate_stream):
+    handle = env.start(rate_stream(rows_per_batch=5), "numbers")
+    assert handle.status == "active" and handle.sink == "memory"
+    wait_for(lambda: handle.progress.total >= 3, message="3 batches")
+    handle.stop()
+    history = handle.history()
+    result = handle.result()
+    assert handle.status == "stopped" and handle.error is None
+    assert list(history["batch_id"]) == list(range(len(history)))
+    # Every committed row reached the memory table, and the history accounts for all of them.
+    assert len(result) == history["num_input_rows"].sum() == 5 * len(history)
+    assert sorted(result["value"]) == list(range(len(result)))
+    assert str(history["timestamp"].dtype) == "datetime64[ns, UTC]"
+    assert (history["trigger_execution_ms"] > 0).all()
+    assert history["watermark"].isna().all()  # no watermark defined: NaT, not epoch 0
+
+
+def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_stream):
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "10")
+    try:
+        handle = env.start(rate_stream(rows_per_batch=2), "fast", poll_interval=0.5)
+        wait_for(lambda: handle.progress.total >= 150, timeout=120, message="150 batches")
+        handle.stop()
+    finally:
+        spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
+    assert len(handle.query.recentProgress) <= 10
+    ids = list(handle.history()["batch_id"])
+    assert len(ids) >= 150 and ids == list(range(len(ids)))
+
+
+def test_idle_re_reports_are_not_batches(env, spark, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\n")
+    df = spark.readStream.format("text").load(str(folder))
+    handle = env.start(df, "idle")
+    # Spark re-reports an idle query every 10 s under the next batch id with 0 rows.
+    wait_for(lambda: (handle.query.lastProgress or {}).get("batchId") == 1, timeout=40,
+             message="Spark's idle re-report")
+    time.sleep(1.0)  # at least one poll after it
+    history = handle.history()
+    handle.stop()
+    assert list(history["batch_id"]) == [0] and list(history["num_input_rows"]) == [2]
+
+
+def test_console_sink_renders_each_batch_like_spark(env, rate_stream):
+    texts: list[str] = []
+    handle = env.start(rate_stream(rows_per_batch=4, partitions=1), "shown", sink="console",
+                       rows=3, console=texts.append)
+    wait_for(lambda: len(texts) >= 3, message="3 console batches")
+    handle.stop()
+    for batch_id, text in enumerate(texts[:3]):
+        lines = text.splitlines()
+        assert lines[:3] == ["-" * 43, f"Batch: {batch_id}", "-" * 43]
+        assert lines[3].startswith("+") and "|value|" in lines[4].replace(" ", "")
+        assert f"only showing top 3 rows" in text
+        values = [int(line.split("|")[2]) for line in lines[6:9]]
+        assert values == [4 * batch_id + k for k in range(3)]
+    with pytest.raises(ValueError, match="console sink"):
+        handle.result()
+
+
+def test_starting_an_active_name_replaces_the_stream(env, spark, rate_stream):
+    first = env.start(rate_stream(), "same")
+    second = env.start(rate_stream(), "same")
+    assert first.status == "stopped" and second.status == "active"
+    assert [q.name for q in spark.streams.active] == ["same"]
+    assert workbench.stream("same") is second
+    second.stop()
+
+
+def test_a_query_started_outside_the_workbench_is_replaced_too(env, spark, rate_stream):
+    raw = rate_stream().writeStream.format("memory").queryName("raw").start()
+    handle = env.start(rate_stream(), "raw")
+    assert not raw.isActive and handle.status == "active"
+    handle.stop()
+
+
+@pytest.mark.parametrize(
+    "trigger, expected_batches", [("once", 1), ("available-now", None)]
+)
+def test_one_shot_triggers_end_by_themselves(env, rate_stream, trigger, expected_batches):
+    handle = env.start(rate_stream(), f"t_{trigger.replace('-', '_')}", trigger=trigger)
+    assert handle.wait_finished(60)
+    assert handle.status == "stopped"
+    batches = handle.history()
+    assert len(batches) >= 1 and batches["num_input_rows"].iloc[0] == 10
+    if expected_batches is not None:
+        assert len(batches) == expected_batches
+
+
+def test_processing_time_trigger_spaces_batches(env, rate_stream):
+    handle = env.start(rate_stream(), "slow", trigger="1 second")
+    wait_for(lambda: handle.progress.total >= 3, message="3 batches")
+    handle.stop()
+    starts = handle.history()["timestamp"]
+    # Spark aligns processing-time triggers to the interval, so batch 1 may come early.
+    assert (starts.diff().iloc[2:] >= pd.Timedelta(milliseconds=900)).all()
+    assert handle.trigger == "1 seconds"
+
+
+def test_streams_table(env, rate_stream):
+    a = env.start(rate_stream(), "a")
+    wait_for(lambda: a.progress.total >= 1, message="a batch")
+    env.start(rate_stream(), "b", trigger="once").wait_finished(60)
+    table = workbench.streams()
+    assert list(table.columns) == list(STREAM_COLUMNS)
+    rows = table.set_index("name")
+    assert rows.loc["a", "status"] == "active" and rows.loc["b", "status"] == "stopped"
+    assert rows.loc["b", "trigger"] == "once" and rows.loc["a", "sink"] == "memory"
+    assert rows.loc["a", "batches"] >= 1 and rows.loc["b", "last_batch_id"] == 0
+    env.stop_all()
+    assert set(env.streams()["status"]) == {"stopped"}
+
+
+def test_state_columns_sum_over_operators(env, rate_stream):
+    df = (
+        rate_stream(rows_per_batch=20)
+        .withWatermark("timestamp", "1 second")
+        .dropDuplicates(["value"])
+        .groupBy(F.window("timestamp", "2 seconds"))
+        .count()
+    )
+    handle = env.start(df, "two_ops", output_mode="update")
+    wait_for(lambda: handle.progress.total >= 3, message="3 batches")
+    handle.stop()
+    per_batch = handle.history()
+    per_op = handle.history(operators=True)
+    assert per_op.groupby("batch_id")["operator_index"].count().eq(2).all()
+    summed = per_op.groupby("batch_id")["state_rows_total"].sum()
+    assert (summed.values == per_batch.set_index("batch_id")["state_rows_total"].values).all()
+    assert per_batch["watermark"].notna().all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"name": ""}, ValueError, "empty"),
+        ({"name": "two words"}, ValueError, "'two words'"),
+        ({"sink": "kafka"}, ValueError, "'kafka'"),
+        ({"output_mode": "upsert"}, ValueError, "'upsert'"),
+        ({"trigger": "soon"}, ValueError, "'soon'"),
+        ({"rows": 0}, ValueError, "rows"),
+        ({"poll_interval": 0}, ValueError, "poll_interval"),
+        ({"checkpoint": " "}, ValueError, "checkpoint"),
+    ],
+)
+def test_bad_arguments_fail_before_spark_starts_anything(env, spark, rate_stream, kwargs, error, fragment):
+    arguments = {"name": "bad", **kwargs}
+    with pytest.raises(error) as info:
+        env.start(rate_stream(), **arguments)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    assert not spark.streams.active and not env.handles()
+
+
+def test_non_streaming_inputs_are_refused(env, spark):
+    with pytest.raises(ValueError, match="not streaming"):
+        env.start(spark.range(3), "static")
+    with pytest.raises(TypeError, match="streaming pyspark DataFrame"):
+        env.start([1, 2, 3], "plain")
+    assert not spark.streams.active
+
+
+def test_spark_refusal_is_one_readable_line(env, spark, rate_stream):
+    counts = rate_stream().groupBy(F.window("timestamp", "10 seconds")).count()
+    with pytest.raises(StreamStartError) as info:
+        env.start(counts, "no_watermark", output_mode="append")
+    message = str(info.value)
+    assert "\n" not in message and "Py4J" not in message
+    assert "not supported for streaming aggregations without watermark" in message
+    assert "STREAMING_OUTPUT_MODE" in info.value.details
+    assert not spark.streams.active
+
+
+def test_failed_query_reports_the_users_error(env, spark, rate_stream):
+    @F.udf("long")
+    def check(value):
+        if value >= 15:
+            raise ValueError(f"value {value} is too big")
+        return value
+
+    handle = env.start(rate_stream(rows_per_batch=10).select(check("value").alias("v")), "fails")
+    assert handle.wait_finished(60)
+    assert handle.status == "failed"
+    assert handle.error.startswith("ValueError: value 1") and handle.error.endswith("is too big")
+    assert "\n" not in handle.error and len(handle.error_details) > len(handle.error)
+    assert not handle.poller.running
+    row = env.streams().set_index("name").loc["fails"]
+    assert row["status"] == "failed" and row["error"] == handle.error
+    assert list(handle.history()["batch_id"]) == [0]  # batch 0 succeeded before the failure
+
+
+def test_stop_all_leaves_no_query_or_thread(env, spark, rate_stream):
+    handles = [env.start(rate_stream(), f"s{i}") for i in range(3)]
+    wait_for(lambda: all(h.progress.total for h in handles), message="every stream's first batch")
+    workbench.stop_all()
+    assert not spark.streams.active
+    assert all(h.status == "stopped" and not h.poller.running for h in handles)
+    assert not [t for t in live_threads() if t.name.startswith("workbench-poller")]
+
+
+def test_interpreter_exit_stops_streams_and_removes_the_temp_folder(tmp_path):
+    script = textwrap.dedent(
+        """
+        import workbench
+        from workbench.spark import current_env
+        spark = workbench.session()
+        df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+        handle = workbench.start(df, "left_running")
+        handle.wait_finished(3)
+        print(current_env().temp_dir, flush=True)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    temp = Path(done.stdout.strip().splitlines()[-1])
+    assert temp.name.startswith("workbench-") and not temp.exists()
+    assert "Traceback" not in done.stderr
