@@ -69,6 +69,14 @@ class TestRecords:
                                      "eventTime": {"watermark": "2024-01-01T12:04:00.000Z"}})
         assert not r.is_idle_report and r.event_time_min is None and r.watermark is not None
 
+    def test_totals_missing_from_spark_connect_json_come_from_the_sources(self):
+        r = BatchProgress.from_json({
+            "batchId": 2, "durationMs": {"addBatch": 3},
+            "sources": [{"numInputRows": 5, "inputRowsPerSecond": 2.5, "processedRowsPerSecond": 10.0},
+                        {"numInputRows": 1, "inputRowsPerSecond": 0.5, "processedRowsPerSecond": 2.0}],
+        })
+        assert (r.num_input_rows, r.input_rows_per_second, r.processed_rows_per_second) == (6, 3.0, 12.0)
+
     def test_idle_report_is_recognised(self):
         assert BatchProgress.from_json(idle(7)).is_idle_report
 

@@ -58,6 +58,11 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _source_sum(sources: Any, key: str) -> float | None:
+    values = [source[key] for source in sources if source.get(key) is not None]
+    return sum(values) if values else None
+
+
 def _float(value: Any) -> float | None:
     # Spark writes NaN rates for batches that took no time; keep them as NaN floats.
     return None if value is None else float(value)
@@ -153,6 +158,14 @@ class BatchProgress:
         event_time = data.get("eventTime") or {}
         sink = data.get("sink") or {}
         parts = {attr: _int(durations.get(key)) for key, attr in DURATION_PARTS.items()}
+        sources = data.get("sources") or ()
+        # Spark Connect's progress JSON leaves out the totals that Spark derives from the
+        # sources; derive them the same way.
+        num_input_rows = data.get("numInputRows", _source_sum(sources, "numInputRows"))
+        input_rate = data.get("inputRowsPerSecond", _source_sum(sources, "inputRowsPerSecond"))
+        processed_rate = data.get(
+            "processedRowsPerSecond", _source_sum(sources, "processedRowsPerSecond")
+        )
         return cls(
             batch_id=int(data["batchId"]),
             timestamp=parse_spark_time(data.get("timestamp")),
@@ -160,9 +173,9 @@ class BatchProgress:
             run_id=str(data.get("runId", "")),
             name=data.get("name"),
             batch_duration_ms=_int(data.get("batchDuration")),
-            num_input_rows=int(data.get("numInputRows", 0) or 0),
-            input_rows_per_second=_float(data.get("inputRowsPerSecond")),
-            processed_rows_per_second=_float(data.get("processedRowsPerSecond")),
+            num_input_rows=int(num_input_rows or 0),
+            input_rows_per_second=_float(input_rate),
+            processed_rows_per_second=_float(processed_rate),
             trigger_execution_ms=_int(durations.get("triggerExecution")),
             event_time_min=parse_spark_time(event_time.get("min")),
             event_time_max=parse_spark_time(event_time.get("max")),

@@ -90,6 +90,10 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     from pyspark.sql import SparkSession
 
     if is_connect():
+        remote = os.environ["SPARK_REMOTE"]
+        if remote.startswith("local"):
+            # pyspark starts a local Connect server JVM; keep it on loopback as well.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Only runtime SQL settings can be given to a Spark Connect server.
         settings = {
             "spark.sql.shuffle.partitions": "2",
@@ -97,10 +101,10 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
             "spark.sql.session.timeZone": "UTC",
             **{k: str(v) for k, v in conf.items()},
         }
-        builder = SparkSession.builder.remote(os.environ["SPARK_REMOTE"])
+        builder = SparkSession.builder.remote(remote)
         for key, value in settings.items():
             builder = builder.config(key, value)
-        log.info("connecting to Spark Connect at %s", os.environ["SPARK_REMOTE"])
+        log.info("connecting to Spark Connect at %s", remote)
         return builder.getOrCreate()
 
     require_java()

@@ -1,0 +1,67 @@
+"""Pointing the workbench elsewhere: ``WORKBENCH_MASTER`` and ``SPARK_REMOTE`` (Spark Connect).
+
+Each case runs in its own Python process, since one process holds one kind of session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, time
+    import workbench
+    spark = workbench.session()
+    df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+    handle = workbench.start(df, "elsewhere")
+    deadline = time.time() + 60
+    while handle.progress.total < 3 and time.time() < deadline:
+        time.sleep(0.2)
+    handle.stop()
+    history = handle.history()
+    print(json.dumps({
+        "kind": type(spark).__module__,
+        "master": spark.conf.get("spark.master", None),
+        "partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "batches": history["batch_id"].tolist(),
+        "rows": history["num_input_rows"].tolist(),
+        "result": len(handle.result()),
+        "status": handle.status,
+    }))
+    """
+)
+
+
+def run(extra_env: dict[str, str]) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    env.update(extra_env, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_workbench_master_chooses_the_master():
+    report = run({"WORKBENCH_MASTER": "local[1]"})
+    assert report["master"] == "local[1]" and report["partitions"] == "2"
+    assert report["batches"][:3] == [0, 1, 2] and report["status"] == "stopped"
+    assert report["result"] == sum(report["rows"])
+
+
+def test_spark_connect_streams_and_history(tmp_path):
+    # pyspark starts a local Spark Connect server for "local[...]" remotes.
+    report = run({"SPARK_REMOTE": "local[2]"})
+    assert report["kind"].startswith("pyspark.sql.connect")
+    assert report["batches"][:3] == [0, 1, 2] and set(report["rows"]) == {5}
+    assert report["result"] == sum(report["rows"]) and report["status"] == "stopped"
