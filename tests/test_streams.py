@@ -220,7 +220,7 @@ def test_failed_query_reports_the_users_error(env, spark, rate_stream):
     assert handle.status == "failed"
     assert handle.error.startswith("ValueError: value 1") and handle.error.endswith("is too big")
     assert "\n" not in handle.error and len(handle.error_details) > len(handle.error)
-    assert not handle.poller.running
+    wait_for(lambda: not handle.poller.running, timeout=5, message="the poller to end")
     row = env.streams().set_index("name").loc["fails"]
     assert row["status"] == "failed" and row["error"] == handle.error
     assert list(handle.history()["batch_id"]) == [0]  # batch 0 succeeded before the failure

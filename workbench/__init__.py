@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "session", "start", "stream", "streams", "stop_all", "load_ipython_extension",
     "unload_ipython_extension", "StreamHandle",
+    "Replay", "Script", "ReplayPanel", "replay_panel", "compare", "scenarios",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +36,12 @@ if TYPE_CHECKING:  # pragma: no cover
 # (and the command line) stays fast and free of pyspark.
 _LAZY = {
     "StreamHandle": ("workbench.spark.streams", "StreamHandle"),
+    "Replay": ("workbench.replay.spec", "Replay"),
+    "Script": ("workbench.replay.spec", "Script"),
+    "ReplayPanel": ("workbench.views.replay_panel", "ReplayPanel"),
+    "replay_panel": ("workbench.replay_api", "replay_panel"),
+    "compare": ("workbench.replay_api", "compare"),
+    "scenarios": ("workbench.replay", "scenarios"),
 }
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
+from .plan import plan_facts
 from .session import build_session
 from .streams import StreamHandle, StreamSpec, run_query
 
@@ -127,14 +128,18 @@ class Workbench:
         console: Callable[[str], None] | None = None,
         poll_interval: float | None = None,
         history: ProgressHistory | None = None,
+        foreach_batch: Callable[[Any, int], None] | None = None,
     ) -> StreamHandle:
         """Validate, replace any active stream of the same name, start; see :func:`workbench.start`.
 
         ``history`` lets a caller that restarts one query many times (the replay panel)
-        keep a single history across the runs.
+        keep a single history across the runs. ``foreach_batch(batch_df, batch_id)``
+        replaces the sink (the handle's sink is then ``"foreach_batch"``): the replay
+        panel collects results this way because Spark's memory sink cannot restart from a
+        checkpoint in append or update mode.
         """
         name = check_name(name)
-        spec_sink = check_sink(sink)
+        spec_sink = "foreach_batch" if foreach_batch is not None else check_sink(sink)
         mode = check_output_mode(output_mode)
         parsed_trigger = parse_trigger(trigger)
         rows = check_rows(rows)
@@ -153,9 +158,12 @@ class Workbench:
                 rows=rows, truncate=bool(truncate), poll_interval=float(interval),
                 history_cap=self.history_cap,
             )
+            facts = plan_facts(df)  # read before the start; None when the plan is unreadable
             handle = run_query(
-                df.sparkSession, df, spec, console=console, on_event=self._finished, history=history
+                df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
+                foreach_batch=foreach_batch,
             )
+            handle.plan = facts
             self._handles[name] = handle
             return handle
 

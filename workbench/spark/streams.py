@@ -124,6 +124,8 @@ class StreamHandle:
         self.started_at = datetime.now(timezone.utc)
         self.progress = history if history is not None else ProgressHistory(cap=spec.history_cap)
         self._spark = spark
+        #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
+        self.plan: Any = None
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -325,8 +327,11 @@ def run_query(
     console: ConsoleWriter | None = None,
     on_event: Callable[[StreamHandle], None] | None = None,
     history: ProgressHistory | None = None,
+    foreach_batch: Callable[[Any, int], None] | None = None,
 ) -> StreamHandle:
     """Start ``df`` as described by ``spec`` and return its running handle.
+
+    ``foreach_batch``, when given, is the sink (``DataStreamWriter.foreachBatch``).
 
     Raises
     ------
@@ -340,7 +345,9 @@ def run_query(
     trigger = spec.trigger.writer_kwargs()
     if trigger:
         writer = writer.trigger(**trigger)
-    if spec.sink == "memory":
+    if foreach_batch is not None:
+        writer = writer.foreachBatch(foreach_batch)
+    elif spec.sink == "memory":
         writer = writer.format("memory")
     else:
         writer = writer.foreachBatch(_console_writer_fn(spec, console or _print))

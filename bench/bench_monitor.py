@@ -1,0 +1,199 @@
+"""Benchmark of the live monitor on the embedded Spark: overhead, freshness, responsiveness.
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_monitor.py [--seconds 12] [--pairs 2]
+
+Prints, measured side by side in one run:
+
+- overhead: rows/s of the same stateful query with a live monitor vs without, in
+  alternating runs (target ratio >= 0.97);
+- freshness: delay from a batch's end (progress ``timestamp`` + ``batchDuration``) to its
+  point being in the figure data (target p95 <= poll interval + 100 ms);
+- responsiveness: round trip of a trivial cell in a real kernel (jupyter_client) while 4
+  monitors update, next to the same kernel before any stream (target p95 <= 50 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+START_MS = 1_700_000_000_000
+
+
+def stateful_query(spark, rows_per_batch: int = 100):
+    from pyspark.sql import functions as F
+
+    return (
+        spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", 2).option("startTimestamp", START_MS).option("advanceMillisPerBatch", 1000)
+        .load()
+        .withColumn("event", F.col("timestamp") - F.make_interval(secs=(F.col("value") % 5).cast("int")))
+        .withWatermark("event", "10 seconds")
+        .groupBy(F.window("event", "5 seconds"))
+        .count()
+    )
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def one_run(env, spark, *, monitored: bool, seconds: float, warmup: float) -> tuple[float, list[float]]:
+    """Rows/s of the query over ``seconds`` after ``warmup``; freshness delays if monitored."""
+    handle = env.start(stateful_query(spark), "bench")
+    monitor = None
+    if monitored:
+        monitor = handle.monitor(window=60)
+        monitor._track_drawn = True
+    deadline = time.monotonic() + 180
+    while handle.progress.total < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)  # batch 0 of a fresh query can take seconds on a busy machine
+    time.sleep(warmup + seconds)
+    handle.stop()
+    history = handle.history()
+    if monitor is not None:
+        monitor.close()
+    start = history["timestamp"].iloc[0] + pd.Timedelta(seconds=warmup)
+    end = start + pd.Timedelta(seconds=seconds)
+    inside = history[(history["timestamp"] >= start) & (history["timestamp"] < end)]
+    rate = float(inside["num_input_rows"].sum()) / seconds
+    delays: list[float] = []
+    if monitor is not None:
+        for row in inside.itertuples():
+            drawn = monitor.drawn_at.get(row.batch_id)
+            if drawn is not None and not pd.isna(row.batch_duration_ms):
+                batch_end = row.timestamp.timestamp() + row.batch_duration_ms / 1000
+                delays.append(drawn - batch_end)
+    return rate, delays
+
+
+def overhead_and_freshness(seconds: float, pairs: int, warmup: float) -> dict[str, object]:
+    import workbench
+    from workbench.spark import current_env
+
+    spark = workbench.session()
+    env = current_env()
+    # One throwaway run: the first query in a fresh JVM is much slower than later ones.
+    one_run(env, spark, monitored=False, seconds=3, warmup=3)
+    plain, watched, delays = [], [], []
+    for index in range(pairs):
+        order = (False, True) if index % 2 == 0 else (True, False)
+        for monitored in order:
+            rate, run_delays = one_run(env, spark, monitored=monitored, seconds=seconds, warmup=warmup)
+            (watched if monitored else plain).append(rate)
+            delays.extend(run_delays)
+    env.close()
+    return {"plain": plain, "watched": watched, "delays": delays, "interval": env.poll_interval}
+
+
+KERNEL_SETUP = textwrap.dedent(
+    """
+    import workbench
+    from pyspark.sql import functions as F
+    spark = workbench.session()
+    def make(i):
+        df = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 20)
+              .option("startTimestamp", 1_700_000_000_000).option("advanceMillisPerBatch", 1000).load()
+              .withWatermark("timestamp", "10 seconds").groupBy(F.window("timestamp", "5 seconds")).count())
+        return workbench.start(df, f"kernel_bench_{i}")
+    handles = [make(i) for i in range(4)]
+    """
+)
+
+KERNEL_MONITORS = textwrap.dedent(
+    """
+    monitors = [h.monitor(window=60) for h in handles]
+    for m in monitors:
+        display(m)
+    """
+)
+
+
+def round_trips(client, count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        reply = client.execute_interactive("1 + 1", store_history=False, timeout=30, output_hook=lambda msg: None)
+        times.append(time.perf_counter() - began)
+        assert reply["content"]["status"] == "ok"
+        time.sleep(0.05)
+    return times
+
+
+def responsiveness(count: int, settle: float) -> dict[str, list[float]]:
+    from jupyter_client.manager import start_new_kernel
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT))
+    try:
+        idle = round_trips(client, count)
+        reply = client.execute_interactive(KERNEL_SETUP, timeout=180, output_hook=lambda msg: None)
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"kernel setup failed: {reply['content'].get('evalue')}")
+        time.sleep(settle)  # past the slow first batches
+        streams_only = round_trips(client, count)
+        client.execute_interactive(KERNEL_MONITORS, timeout=60, output_hook=lambda msg: None)
+        time.sleep(3)
+        busy = round_trips(client, count)
+        client.execute_interactive(
+            "print(sum(h.progress.total for h in handles), sum(m.running for m in monitors))",
+            timeout=30, output_hook=lambda msg: print("  kernel: batches, live monitors =",
+                                                      msg["content"].get("text", "").strip())
+            if msg["msg_type"] == "stream" else None,
+        )
+        client.execute_interactive("workbench.stop_all()", timeout=60, output_hook=lambda msg: None)
+        return {"idle": idle, "streams": streams_only, "busy": busy}
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=12.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds skipped at each run's start")
+    parser.add_argument("--pairs", type=int, default=2, help="with/without pairs, alternating order")
+    parser.add_argument("--round-trips", type=int, default=60, help="cells timed in the kernel, per phase")
+    args = parser.parse_args()
+
+    result = overhead_and_freshness(args.seconds, args.pairs, args.warmup)
+    plain, watched = statistics.median(result["plain"]), statistics.median(result["watched"])
+    ratio = watched / plain
+    print("overhead: stateful window query, rowsPerBatch=100, 2 partitions, "
+          f"{args.pairs} alternating pairs of {args.seconds:.0f} s runs")
+    print(f"  without monitor: {plain:8.1f} rows/s  (runs: {', '.join(f'{v:.1f}' for v in result['plain'])})")
+    print(f"  with monitor:    {watched:8.1f} rows/s  (runs: {', '.join(f'{v:.1f}' for v in result['watched'])})")
+    print(f"  ratio with/without = {ratio:.3f}  (target >= 0.97: {'met' if ratio >= 0.97 else 'NOT met'})")
+
+    delays = result["delays"]
+    target = result["interval"] + 0.100
+    print(f"freshness: batch end -> point in figure data, {len(delays)} batches, poll interval {result['interval']} s")
+    print(f"  median {statistics.median(delays) * 1000:.0f} ms, p95 {p95(delays) * 1000:.0f} ms, "
+          f"max {max(delays) * 1000:.0f} ms  (target p95 <= {target * 1000:.0f} ms: "
+          f"{'met' if p95(delays) <= target else 'NOT met'})")
+
+    trips = responsiveness(args.round_trips, settle=15.0)
+    idle, streams_only, busy = trips["idle"], trips["streams"], trips["busy"]
+    print(f"responsiveness: '1 + 1' round trip in a real kernel, {args.round_trips} cells per phase")
+    print(f"  no stream:         median {statistics.median(idle) * 1000:.1f} ms, p95 {p95(idle) * 1000:.1f} ms")
+    print(f"  4 streams:         median {statistics.median(streams_only) * 1000:.1f} ms, "
+          f"p95 {p95(streams_only) * 1000:.1f} ms")
+    print(f"  + 4 live monitors:   median {statistics.median(busy) * 1000:.1f} ms, p95 {p95(busy) * 1000:.1f} ms"
+          f"  (target p95 <= 50 ms: {'met' if p95(busy) <= 0.050 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The "why no output?" rules and the plan-text parser, on scripted progress (pure logic)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from workbench.progress import BatchProgress
+from workbench.progress.diagnosis import (
+    OutputSummary, PlanFacts, earliest_window_end, format_duration, parse_interval, why_no_output,
+)
+
+T0 = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
+EPOCH_TEXT = "1970-01-01T00:00:00.000Z"
+
+
+def iso(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def batch(i: int, rows: int = 5, out: int = 0, event: datetime | None = None,
+          watermark: str | None = None, stateful: bool = True) -> BatchProgress:
+    event_time = {}
+    if event is not None:
+        event_time.update(min=iso(event), max=iso(event), avg=iso(event))
+    if watermark is not None:
+        event_time["watermark"] = watermark
+    return BatchProgress.from_json({
+        "batchId": i, "numInputRows": rows, "durationMs": {"addBatch": 1, "triggerExecution": 2},
+        "eventTime": event_time, "sink": {"numOutputRows": out},
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 1}] if stateful else [],
+    })
+
+
+def watermarked(n: int, step: timedelta = timedelta(seconds=1), delay: timedelta = timedelta(seconds=10)):
+    """Batches like rate-micro-batch with a watermark: it lags the data by one batch."""
+    records = []
+    for i in range(n):
+        watermark = EPOCH_TEXT if i == 0 else iso(T0 + (i - 1) * step - delay)
+        records.append(batch(i, event=T0 + i * step, watermark=watermark))
+    return records
+
+
+HOUR_WINDOW = PlanFacts(has_aggregation=True, has_watermark=True, watermark_delay=timedelta(seconds=10),
+                        window_duration=timedelta(hours=1), window_slide=timedelta(hours=1))
+NO_WATERMARK = PlanFacts(has_aggregation=True)
+
+
+@pytest.mark.parametrize(
+    "records, mode, plan, elapsed, expected",
+    [
+        # the three situations
+        ([batch(i, stateful=False) for i in range(3)], "append", NO_WATERMARK, None,
+         "No watermark is defined for this aggregation"),
+        (watermarked(4), None, HOUR_WINDOW, None,
+         "has not yet passed the end of the earliest open window (2024-01-01 13:00:00 UTC)"),
+        ([batch(i, rows=0) for i in range(3)], "append", HOUR_WINDOW, None, "No input rows arrive: 3 micro-batches"),
+        ([], "append", HOUR_WINDOW, timedelta(seconds=12), "no micro-batch has run in the 12 s"),
+        # without plan facts: progress shows state and watermark, but not the window end
+        (watermarked(4), "append", None, None, "has not yet passed the end of any aggregate"),
+        # ... and not otherwise
+        (watermarked(2), "append", HOUR_WINDOW, None, None),                  # too early to judge
+        ([], "append", HOUR_WINDOW, timedelta(seconds=3), None),              # still starting
+        (watermarked(4), "update", HOUR_WINDOW, None, None),                  # update mode emits as it goes
+        (watermarked(4), "complete", HOUR_WINDOW, None, None),
+        (watermarked(3) + [batch(3, out=1, event=T0, watermark=iso(T0))], "append", HOUR_WINDOW, None, None),
+        ([batch(i, stateful=False) for i in range(3)], "append", PlanFacts(), None, None),  # plain select
+        ([batch(i, stateful=False) for i in range(3)], "append", None, None, None),
+        ([batch(i, rows=0) for i in range(3)], "update", None, None, None),
+    ],
+)
+def test_why_no_output(records, mode, plan, elapsed, expected):
+    message = why_no_output(OutputSummary().add(records), output_mode=mode, plan=plan, elapsed=elapsed)
+    if expected is None:
+        assert message is None
+    else:
+        assert message is not None and expected in message and "\n" not in message
+
+
+def test_watermark_message_shows_both_times_and_the_gap():
+    records = watermarked(5)  # newest watermark: 12:00:03 - 10 s = 11:59:53
+    message = why_no_output(OutputSummary().add(records), output_mode="append", plan=HOUR_WINDOW)
+    assert "watermark (2024-01-01 11:59:53 UTC)" in message
+    assert "(2024-01-01 13:00:00 UTC); it is 1 h 7 s short" in message
+    assert "latest event time (2024-01-01 12:00:04 UTC) by 11 s (watermark delay 10 s)" in message
+    assert "1704" not in message  # never epoch numbers
+
+
+def test_watermark_that_has_passed_the_window_end_gives_no_reason():
+    # The window is output with the next batch: not a problem to explain.
+    records = [batch(0, event=T0, watermark=EPOCH_TEXT),
+               batch(1, event=T0, watermark=iso(T0 + timedelta(hours=1))),
+               batch(2, event=T0, watermark=iso(T0 + timedelta(hours=1)))]
+    assert why_no_output(OutputSummary().add(records), output_mode="append", plan=HOUR_WINDOW) is None
+
+
+def test_watermark_not_yet_set_is_said_in_words():
+    records = [batch(i, event=T0, watermark=EPOCH_TEXT) for i in range(3)]
+    message = why_no_output(OutputSummary().add(records), output_mode="append", plan=HOUR_WINDOW)
+    assert "watermark (not set yet (epoch 0))" in message and "1970" not in message
+
+
+def test_summary_folds_incrementally_like_all_at_once():
+    records = watermarked(6) + [batch(6, rows=0, out=3, event=None, watermark=iso(T0))]
+    folded = OutputSummary()
+    for record in records:
+        folded = folded.add([record])
+    assert folded == OutputSummary().add(records)
+    assert (folded.batches, folded.input_rows, folded.output_rows, folded.quiet_batches) == (7, 30, 3, 1)
+    assert folded.earliest_event_time == T0 and folded.latest_event_time == T0 + timedelta(seconds=5)
+    assert folded.watermark == T0
+
+
+@pytest.mark.parametrize(
+    "event, duration, slide, offset, end",
+    [
+        ("12:07", "10 minutes", None, "0 seconds", "12:10"),
+        ("12:10", "10 minutes", None, "0 seconds", "12:20"),  # windows are [start, end)
+        ("12:07", "10 minutes", "5 minutes", "0 seconds", "12:10"),
+        ("12:04", "10 minutes", "5 minutes", "0 seconds", "12:05"),
+        ("12:07", "10 minutes", "5 minutes", "1 minute", "12:11"),
+        ("12:07", "1 hour", None, "0 seconds", "13:00"),
+    ],
+)
+def test_earliest_window_end(event, duration, slide, offset, end):
+    at = lambda hhmm: datetime(2024, 1, 1, *map(int, hhmm.split(":")), tzinfo=timezone.utc)
+    got = earliest_window_end(at(event), parse_interval(duration),
+                              parse_interval(slide) if slide else None, parse_interval(offset))
+    assert got == at(end)
+
+
+PARSED = ("'Aggregate ['window('timestamp, 10 minutes, 5 minutes, 1 minute)], "
+          "[unresolvedalias('window('timestamp, 10 minutes, 5 minutes, 1 minute)), 'count(1) AS count#2]\n"
+          "+- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, timestamp#0: timestamp, 10 seconds\n"
+          "   +- ~StreamingRelationV2 rate-micro-batch, [timestamp#0, value#1L]")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (PARSED, PlanFacts(True, True, "timestamp", timedelta(seconds=10), "timestamp",
+                           timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=1))),
+        ("'Aggregate ['window('ts, 1 hour)], ['count(1)]\n+- ~StreamingRelationV2 x",
+         PlanFacts(True, False, None, None, "ts", timedelta(hours=1), timedelta(hours=1))),
+        ("~Project [value#1L]\n+- ~StreamingRelationV2 rate-micro-batch", PlanFacts()),
+        ("~Deduplicate [value#1L]\n+- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, "
+         "ts#0: timestamp, 1 hour 30 minutes",
+         PlanFacts(False, True, "ts", timedelta(minutes=90))),
+    ],
+)
+def test_plan_facts_from_text(text, expected):
+    assert PlanFacts.from_plan_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("10 seconds", timedelta(seconds=10)), ("1 minute", timedelta(minutes=1)),
+     ("interval 2 hours", timedelta(hours=2)), ("500 milliseconds", timedelta(milliseconds=500)),
+     ("1 day 2 hours", timedelta(days=1, hours=2)), ("later", None), ("10 fortnights", None), ("", None)],
+)
+def test_parse_interval(text, expected):
+    assert parse_interval(text) == expected
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(timedelta(milliseconds=5), "5 ms"), (timedelta(seconds=11), "11 s"),
+     (timedelta(hours=1, seconds=7), "1 h 7 s"), (timedelta(minutes=-3), "-3 min")],
+)
+def test_format_duration(value, text):
+    assert format_duration(value) == text

@@ -1,0 +1,201 @@
+"""The live monitor on real Spark (no browser): figures follow the history, controls work."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+
+from workbench.errors import StreamStartError
+from workbench.progress import DURATION_PARTS
+from workbench.spark.plan import plan_facts
+from workbench.views.monitor import StreamMonitor
+from tests.helpers import live_threads, wait_for
+
+pytestmark = pytest.mark.spark
+
+START_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC: far from epoch 0, like real data
+EPOCH = pd.Timestamp(0, tz="UTC")
+
+
+def hour_windows(rate_stream, rows_per_batch: int = 6):
+    """Counts in 1-hour windows with a 10 s watermark; event times spread over 3 s per batch.
+
+    With 1 s of event time per batch the watermark needs an hour of batches to pass the
+    first window's end, so in append mode nothing is output during the test.
+    """
+    return (
+        rate_stream(rows_per_batch=rows_per_batch, start_ms=START_MS, advance_ms=1000)
+        .withColumn("event", F.col("timestamp") - F.make_interval(secs=(F.col("value") % 3).cast("int")))
+        .withWatermark("event", "10 seconds")
+        .dropDuplicates(["value", "event"])
+        .groupBy(F.window("event", "1 hour"))
+        .count()
+    )
+
+
+def traces(monitor: StreamMonitor, figure: str) -> dict[str, object]:
+    return {trace.name: trace for trace in monitor.figures[figure].data}
+
+
+def plain(series: pd.Series) -> np.ndarray:
+    """A history column as the monitor plots it: naive UTC times (NaT) or floats (NaN)."""
+    if str(series.dtype).startswith("datetime64"):
+        return series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[us]")
+    return series.astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def same(trace_values, expected) -> None:
+    np.testing.assert_array_equal(np.asarray(trace_values), np.asarray(expected))
+
+
+def assert_figures_match(monitor: StreamMonitor, history: pd.DataFrame, per_operator: pd.DataFrame) -> None:
+    ids = list(history["batch_id"])
+    wm = traces(monitor, "watermark")
+    watermark = history["watermark"].where(history["watermark"] > EPOCH)  # epoch 0 = not set yet
+    assert list(wm["watermark"].x) == ids
+    same(wm["watermark"].y, plain(watermark))
+    same(wm["event time min"].y, plain(history["event_time_min"]))
+    same(wm["event time max"].y, plain(history["event_time_max"]))
+    gap = (history["event_time_max"] - watermark).dt.total_seconds()
+    same(wm["gap (s)"].y, plain(gap))
+    latency = traces(monitor, "latency")
+    for key, column in [*DURATION_PARTS.items(), ("triggerExecution", "trigger_execution_ms")]:
+        assert list(latency[key].x) == ids
+        same(latency[key].y, plain(history[column]))
+    rates = traces(monitor, "rates")
+    same(rates["input rows/s"].y, plain(history["input_rows_per_second"]))
+    same(rates["processed rows/s"].y, plain(history["processed_rows_per_second"]))
+    state = traces(monitor, "state")
+    operators = per_operator[per_operator["batch_id"].isin(ids)]
+    for index, rows in operators.groupby("operator_index"):
+        label = f"{index}:{rows['operator_name'].iloc[0]} "
+        assert list(state[label + "total"].x) == ids
+        same(state[label + "total"].y, rows["state_rows_total"])
+        same(state[label + "updated"].y, rows["state_rows_updated"])
+        same(state[label + "removed"].y, rows["state_rows_removed"])
+        same(state[label + "dropped by watermark"].y, rows["state_rows_dropped_by_watermark"])
+        same(state[label + "memory"].y, rows["state_memory_bytes"])
+    # Real times, not epoch milliseconds, reach the chart.
+    assert np.asarray(wm["watermark"].y).dtype.kind == "M"
+
+
+def test_monitor_follows_the_history_and_stops_the_stream(env, rate_stream, tmp_path):
+    handle = env.start(hour_windows(rate_stream), "hourly")
+    assert handle.plan.window_duration == pd.Timedelta(hours=1)  # read from the plan at start
+    full = handle.monitor(window=60)
+    rolling = handle.monitor(window=5)
+    wait_for(lambda: handle.progress.total >= 7, timeout=90, message="7 batches")
+
+    # Pause: the model keeps filling, the charts stay; resume catches up from the model.
+    rolling.pause_button.value = True
+    frozen = list(traces(rolling, "latency")["addBatch"].x)
+    seen = handle.progress.total
+    wait_for(lambda: handle.progress.total >= seen + 2, timeout=60, message="2 more batches")
+    assert list(traces(rolling, "latency")["addBatch"].x) == frozen
+    rolling.pause_button.value = False
+    wait_for(lambda: list(traces(rolling, "latency")["addBatch"].x)[-1] >= seen + 1, message="catch-up")
+
+    # The "why no output?" line: watermarked, but the first 1-hour window is far from closed.
+    message = wait_for(lambda: full.diagnosis.value, message="a diagnosis")
+    assert "has not yet passed the end of the earliest open window (2023-11-14 23:00:00 UTC)" in message
+    assert re.search(r"watermark \(2023-11-14 22:1\d:\d\d UTC\)", message)
+
+    rolling.stop_button.click()
+    assert handle.wait_finished(60)
+    wait_for(lambda: not full.running and not rolling.running, message="monitors to finish")
+    history = handle.history()
+    per_operator = handle.history(operators=True)
+    assert handle.status == "stopped" and len(history) >= 9
+    for monitor in (full, rolling):
+        assert "<b>stopped</b>" in monitor.header.value and f"batch {history['batch_id'].iloc[-1]}" in monitor.header.value
+        assert monitor.stop_button.disabled
+    assert_figures_match(full, history, per_operator)
+    assert_figures_match(rolling, history.tail(5).reset_index(drop=True), per_operator)
+    assert set(per_operator["operator_index"]) == {0, 1}  # dedup + aggregate: a line each
+    assert history["watermark"].iloc[0] == EPOCH and history["watermark"].iloc[-1] > EPOCH
+
+    page = full.save_html(tmp_path / "hourly.html").read_text()
+    assert page.count("Plotly.newPlot") == 4 and page.count("plotly.js v") == 1  # plotly.js once
+    assert "hourly" in page and '"watermark"' in page and not re.search(r"<script[^>]+src=", page)
+
+    # Export round trips: Parquet keeps UTC times and nullable ints exactly; CSV keeps values.
+    history.to_parquet(tmp_path / "h.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "h.parquet"), history)
+    history.to_csv(tmp_path / "h.csv", index=False)
+    back = pd.read_csv(tmp_path / "h.csv", parse_dates=["timestamp", "watermark", "event_time_max"])
+    assert back["watermark"].equals(history["watermark"]) and back["batch_id"].tolist() == history["batch_id"].tolist()
+
+    for monitor in (full, rolling):
+        monitor.close()
+    assert not [t for t in live_threads() if t.name.startswith(("workbench-monitor", "workbench-stop"))]
+
+
+def test_failed_query_shows_its_error(env, rate_stream):
+    @F.udf("long")
+    def check(value):
+        if value >= 15:
+            raise ValueError(f"value {value} is too big")
+        return value
+
+    handle = env.start(rate_stream(rows_per_batch=10).select(check("value").alias("v")), "breaks")
+    monitor = handle.monitor()
+    assert handle.wait_finished(60)
+    wait_for(lambda: not monitor.running, message="the monitor to finish")
+    assert "<b>failed</b>" in monitor.header.value
+    assert "ValueError: value 1" in monitor.header.value and "is too big" in monitor.header.value
+    assert monitor.diagnosis.value == ""
+    monitor.close()
+    assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
+
+
+def test_no_input_is_explained_and_output_is_not(env, spark, rate_stream, tmp_path):
+    folder = tmp_path / "incoming"
+    folder.mkdir()
+    waiting = (
+        spark.readStream.format("text").load(str(folder))
+        .withColumn("event", F.current_timestamp()).withWatermark("event", "10 seconds")
+        .groupBy(F.window("event", "1 minute")).count()
+    )
+    empty = env.start(waiting, "waiting")
+    flowing = env.start(rate_stream(rows_per_batch=4), "flowing")
+    quiet = empty.monitor(quiet_seconds=2.0)
+    busy = flowing.monitor(rows=3)
+    message = wait_for(lambda: quiet.diagnosis.value, timeout=30, message="the no-input diagnosis")
+    assert "No input rows arrive: no micro-batch has run" in message
+    wait_for(lambda: flowing.progress.total >= 4, message="4 batches")
+    wait_for(lambda: "Result" in busy.preview.value, message="the result preview")
+    assert busy.diagnosis.value == ""  # rows are output: nothing to explain
+    # The preview shows the latest rows of the memory table.
+    table = flowing.result()
+    shown = [int(v) for v in re.findall(r"<td>(\d+)</td>", busy.preview.value)]
+    assert len(shown) == 3 and set(shown) <= set(table["value"])
+    assert min(shown) >= 4  # not batch 0's rows: newer ones
+    for monitor in (quiet, busy):
+        monitor.close()
+    assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
+    assert empty.status == flowing.status == "active"  # closing a monitor leaves its stream alone
+
+
+def test_plan_facts_and_the_no_watermark_case(env, rate_stream):
+    facts = plan_facts(hour_windows(rate_stream))
+    assert facts.has_aggregation and facts.has_watermark
+    assert facts.window_duration == pd.Timedelta(hours=1) and facts.watermark_delay == pd.Timedelta(seconds=10)
+    # Spark refuses an aggregation without a watermark in append mode at the start, so the
+    # user reads that reason in the start error, before any monitor exists.
+    counts = rate_stream().groupBy(F.window("timestamp", "10 seconds")).count()
+    assert not plan_facts(counts).has_watermark
+    with pytest.raises(StreamStartError, match="without watermark"):
+        env.start(counts, "no_watermark", output_mode="append")
+
+
+def test_bad_monitor_options_are_refused(env, rate_stream):
+    handle = env.start(rate_stream(), "opts")
+    for options, fragment in [({"window": 0}, "window"), ({"rows": "5"}, "rows"), ({"interval": -1}, "interval")]:
+        with pytest.raises(ValueError, match=fragment):
+            handle.monitor(**options)
+    assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
+    handle.stop()

@@ -1,0 +1,300 @@
+"""Packaging and architecture checks; pure Python, no Spark.
+
+* ``environment.yml`` (conda) and ``pyproject.toml`` (pip) must describe the same
+  environment. No conda channel can be solved on the project's machines, so this test is
+  what keeps the conda file honest.
+* The package's shape (see the README's "Project layout"): only ``workbench/spark/`` talks
+  to Spark, ``progress/`` and ``replay/`` stay free of UI and Spark, ``views/`` reads the
+  progress history and never Spark. Checked by parsing every module's imports with ``ast``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "workbench"
+
+# ---------------------------------------------------------------------------------------------
+# pyproject.toml <-> environment.yml
+# ---------------------------------------------------------------------------------------------
+
+# Conda entries that are not Python packages of pyproject (the interpreter, the JVM, pip).
+CONDA_ONLY = {"python", "openjdk", "pip"}
+
+
+def normalise(name: str) -> str:
+    """PEP 503 name normalisation (conda-forge names follow it closely enough for our set)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def split_pip(spec: str) -> tuple[str, str]:
+    """``"pyspark[connect]>=4.0,<5"`` -> ``("pyspark", ">=4.0,<5")`` (extras dropped)."""
+    found = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;.*)?", spec)
+    assert found, f"cannot read requirement {spec!r}"
+    return normalise(found.group(1)), found.group(2).replace(" ", "")
+
+
+def split_conda(spec: str) -> tuple[str, str]:
+    """``"pandas>=2.2,<3"`` -> ``("pandas", ">=2.2,<3")``; ``"python=3.11"`` -> ``("python", "=3.11")``."""
+    found = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*", spec)
+    assert found, f"cannot read conda spec {spec!r}"
+    return normalise(found.group(1)), found.group(2).replace(" ", "")
+
+
+@pytest.fixture(scope="module")
+def pyproject() -> dict:
+    with open(REPO / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)
+
+
+@pytest.fixture(scope="module")
+def environment() -> dict:
+    # PyYAML arrives with JupyterLab (jupyter_server -> jupyter_events -> pyyaml).
+    yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read environment.yml")
+    with open(REPO / "environment.yml", encoding="utf-8") as file:
+        return yaml.safe_load(file)
+
+
+@pytest.fixture(scope="module")
+def pip_specs(pyproject) -> dict[str, str]:
+    project = pyproject["project"]
+    specs = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    parsed = dict(split_pip(spec) for spec in specs)
+    assert len(parsed) == len(specs), "pyproject names a package twice"
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def conda_specs(environment) -> dict[str, str]:
+    entries = [entry for entry in environment["dependencies"] if isinstance(entry, str)]
+    parsed = dict(split_conda(entry) for entry in entries)
+    assert len(parsed) == len(entries), "environment.yml names a package twice"
+    return parsed
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("pyspark[connect]>=4.0,<5", ("pyspark", ">=4.0,<5")),
+        ("jupyter_client>=8", ("jupyter-client", ">=8")),
+        ("Foo.Bar >= 1 ; python_version >= '3.11'", ("foo-bar", ">=1")),
+        ("traitlets", ("traitlets", "")),
+    ],
+)
+def test_split_pip(spec, expected):
+    assert split_pip(spec) == expected
+
+
+def test_conda_and_pip_name_the_same_packages(pip_specs, conda_specs):
+    conda_packages = set(conda_specs) - CONDA_ONLY
+    assert conda_packages == set(pip_specs), (
+        f"only in pyproject: {sorted(set(pip_specs) - conda_packages)}; "
+        f"only in environment.yml: {sorted(conda_packages - set(pip_specs))}"
+    )
+
+
+def test_conda_and_pip_use_the_same_version_bounds(pip_specs, conda_specs):
+    different = {
+        name: (pip_spec, conda_specs.get(name))
+        for name, pip_spec in pip_specs.items()
+        if conda_specs.get(name) != pip_spec
+    }
+    assert not different, f"pyproject vs environment.yml bounds differ: {different}"
+
+
+def test_both_bound_pandas_below_3(pip_specs, conda_specs):
+    assert "<3" in pip_specs["pandas"].split(",")
+    assert "<3" in conda_specs["pandas"].split(",")
+
+
+def test_same_python(pyproject, conda_specs):
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+    assert conda_specs["python"] == "=3.11"
+
+
+def test_conda_has_java_and_installs_the_project(environment, conda_specs):
+    assert environment["channels"] == ["conda-forge"]
+    assert conda_specs["openjdk"] == "=17"
+    pip_sections = [entry["pip"] for entry in environment["dependencies"] if isinstance(entry, dict)]
+    assert pip_sections == [["-e ."]]
+
+
+def test_log4j_properties_are_package_data(pyproject):
+    assert "*.properties" in pyproject["tool"]["setuptools"]["package-data"]["workbench.spark"]
+    assert list((PACKAGE / "spark").glob("*.properties")), "workbench/spark has no .properties file"
+
+
+# ---------------------------------------------------------------------------------------------
+# Architecture: who may import what
+# ---------------------------------------------------------------------------------------------
+
+UI = ("ipywidgets", "anywidget", "plotly")
+SPARK = ("pyspark", "py4j")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module name, as absolute dotted path, with where it was imported."""
+
+    module: str
+    line: int
+    lazy: bool = False  # inside a function: runs only when that function is called
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    """``workbench/progress/poller.py`` -> ``workbench.progress.poller``; ``__init__`` -> its package."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, is_package: bool) -> list[Import]:
+    """Every module a source file imports (at any depth: lazy imports in functions count too).
+
+    Relative imports are resolved against ``module``. For ``from X import name`` both ``X``
+    and ``X.name`` are reported, since ``name`` may be a submodule.
+    """
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[Import] = []
+    tree = ast.parse(source)
+    eager = {id(node) for node in _module_level(tree)}
+    for node in ast.walk(tree):
+        lazy = id(node) not in eager
+        if isinstance(node, ast.Import):
+            found.extend(Import(alias.name, node.lineno, lazy) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                if node.level - 1 >= len(base_parts):
+                    raise ValueError(f"{module}: relative import beyond the top-level package")
+                base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.append(Import(target, node.lineno, lazy))
+            found.extend(
+                Import(f"{target}.{alias.name}", node.lineno, lazy)
+                for alias in node.names if alias.name != "*"
+            )
+    return found
+
+
+def _module_level(tree: ast.AST):
+    """Statements that run when the module is imported (not inside functions)."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+# (which modules, what they must not import, why)
+RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
+    (("workbench.progress", "workbench.replay"),
+     ("workbench.views", "workbench.magics", "workbench.spark", *UI),
+     "progress/ and replay/ are pure Python: no UI, no Spark"),
+    (("workbench.views",), ("workbench.spark",), "views read the progress history, never Spark"),
+]
+
+
+# Lazy imports allowed despite RULES: (importing module, imported module). The issue asks for
+# `Replay.stream(spark)` / `Script.stream(spark)` on the pure specs; those methods hand the
+# spec to the Spark layer when called, so importing the spec stays free of Spark.
+ALLOWED_LAZY: set[tuple[str, str]] = {
+    ("workbench.replay.spec", "workbench.spark.replay_source"),
+    ("workbench.replay.spec", "workbench.spark.replay_source.build_stream"),
+}
+
+
+def violations(module: str, imports: list[Import]) -> list[str]:
+    """The architecture rules ``module`` breaks, one message per offending import."""
+    problems: dict[tuple[int, str], str] = {}  # one message per import statement and rule
+    for imported in imports:
+        if imported.lazy and (module, imported.module) in ALLOWED_LAZY:
+            continue
+        broken = []
+        if within(imported.module, SPARK) and not within(module, ("workbench.spark",)):
+            broken.append("only workbench.spark may import pyspark/py4j")
+        broken += [why for owners, forbidden, why in RULES
+                   if within(module, owners) and within(imported.module, forbidden)]
+        for why in broken:
+            problems.setdefault((imported.line, why), f"{module}:{imported.line} imports {imported.module}: {why}")
+    return list(problems.values())
+
+
+def package_modules() -> dict[Path, str]:
+    return {
+        path: module_name(path)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+
+
+@pytest.mark.parametrize(
+    ("module", "is_package", "source", "broken"),
+    [
+        ("workbench.replay.spec", False, "from ..spark.replay_source import build_stream", True),
+        ("workbench.replay.spec", False, "def f():\n    from ..spark import replay_source", True),
+        ("workbench.replay.spec", False,
+         "def stream(self, spark):\n    from ..spark.replay_source import build_stream", False),
+        ("workbench.replay.saved", False,
+         "def stream(self, spark):\n    from ..spark.replay_source import build_stream", True),
+        ("workbench.replay.spec", False, "from .. import spark", True),
+        ("workbench.replay.spec", False, "from ..progress.diagnosis import parse_interval", False),
+        ("workbench.progress", True, "from .history import ProgressHistory", False),
+        ("workbench.progress", True, "from ..views import monitor", True),
+        ("workbench.progress.poller", False, "import plotly.graph_objects as go", True),
+        ("workbench.progress.poller", False, "from ipywidgets import widgets", True),
+        ("workbench.views.monitor", False, "from ..progress.records import BatchProgress", False),
+        ("workbench.views.monitor", False, "import ipywidgets", False),
+        ("workbench.views.monitor", False, "from ..spark.streams import StreamHandle", True),
+        ("workbench.views.monitor", False, "from workbench.spark import current_env", True),
+        ("workbench.views.monitor", False, "from pyspark.sql import functions", True),
+        ("workbench.magics", True, "import py4j", True),
+        ("workbench.magics", True, "from .. import spark", False),
+        ("workbench", True, "from .spark import current_env", False),
+        ("workbench.spark.session", False, "from pyspark.sql import SparkSession", False),
+        ("workbench.spark.session", False, "from .._java import require_java", False),
+    ],
+)
+def test_rule_checker(module, is_package, source, broken):
+    # Guards the checker itself, so the real check below cannot pass by seeing nothing.
+    assert bool(violations(module, imports_of(source, module, is_package))) is broken
+
+
+def test_module_names():
+    assert module_name(PACKAGE / "__init__.py") == "workbench"
+    assert module_name(PACKAGE / "spark" / "__init__.py") == "workbench.spark"
+    assert module_name(PACKAGE / "progress" / "poller.py") == "workbench.progress.poller"
+
+
+def test_every_subpackage_is_scanned():
+    modules = package_modules()
+    for required in ("spark", "progress"):
+        assert (PACKAGE / required).is_dir(), f"workbench/{required}/ is missing"
+    for name in ("spark", "progress", "views", "replay", "magics"):
+        folder = PACKAGE / name
+        # An empty folder (a placeholder not yet filled) is not a subpackage.
+        if folder.is_dir() and any(entry.name != "__pycache__" for entry in folder.iterdir()):
+            assert any(folder in path.parents for path in modules), f"no module found in workbench/{name}/"
+
+
+def test_package_respects_the_architecture():
+    problems = []
+    for path, module in package_modules().items():
+        source = path.read_text(encoding="utf-8")
+        problems += violations(module, imports_of(source, module, path.name == "__init__.py"))
+    assert not problems, "architecture rules broken:\n" + "\n".join(problems)

@@ -1,0 +1,156 @@
+"""The replay panel on real Spark: the guide's example, late-row fates, reproducibility, faults."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+
+import workbench
+from workbench.replay import Disorder, KeyColumn, Replay, WindowCount, scenarios
+from workbench.replay.saved import NON_TIMING_COLUMNS
+from workbench.spark.replay_run import ReplayError, ReplayRun
+from workbench.views.monitor import StreamMonitor
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.spark
+
+UTC = timezone.utc
+
+
+def t(hm: str) -> pd.Timestamp:
+    return pd.Timestamp(f"2024-01-01 {hm}", tz="UTC")
+
+
+def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
+    # The guide's four batches, plus rows at 11:58 and 11:50 next to the donkey.
+    scenario = scenarios.guide_word_count(extra_last_batch=(("11:58", "cat"), ("11:50", "eel")))
+    panel = workbench.replay_panel(scenario)
+    try:
+        assert isinstance(panel.monitor, StreamMonitor)
+        for _ in range(3):
+            panel.step()
+        panel.step_button.click()  # the button path runs on a background thread
+        assert panel.wait(120)
+        assert panel.message.value.startswith("batch 3:"), panel.message.value
+        history = panel.history()
+        # One data batch per step, no watermark-only batches (trigger once).
+        assert list(history["batch_id"]) == [0, 1, 2, 3]
+        assert list(history["watermark"]) == [pd.Timestamp("1970-01-01", tz="UTC"), t("11:58"), t("12:04"), t("12:11")]
+        # Scripted rows, not the rate source's padding (the longest batch has 4 rows).
+        assert list(history["num_input_rows"]) == [2, 2, 4, 4]
+        assert list(history["spark_num_input_rows"]) == [4, 4, 4, 4]
+        assert "rows in 12" in panel.counters.value and "rows emitted 6" in panel.counters.value
+
+        results = panel.results()
+        counts = {(r.window_start.strftime("%H:%M"), r.word): (r.count, r.batch_id) for r in results.itertuples()}
+        # The donkey is counted in both of its windows and emitted in batch 3 itself.
+        assert counts[("12:00", "donkey")] == (1, 3) and counts[("11:55", "donkey")] == (1, 3)
+        # Spark drops nothing for the eel and only one of the 11:58 cat's windows.
+        assert not any(word == "eel" for _, word in counts)
+
+        late = panel.late_rows()
+        fates = dict(zip(late["word"], late["fate"]))
+        assert fates == {"donkey": "counted", "cat": "partial", "eel": "dropped"}
+        assert set(late["watermark"]) == {t("12:04")} and set(late["batch_id"]) == {3}
+        # Check every fate against Spark's output: for each (window, word), rows in the
+        # input minus Spark's count must equal the late rows that lost that window.
+        inputs = panel.run.inputs()
+        from workbench.replay import WindowShape, window_spans
+        shape = WindowShape(scenario.query.window, scenario.query.slide)
+        naive: dict[tuple[pd.Timestamp, str], int] = {}
+        for row in inputs.itertuples():
+            for start, end in window_spans(row.event_time.to_pydatetime(), shape):
+                if end <= t("12:11"):  # append mode: emitted once the watermark passed the end
+                    naive[(pd.Timestamp(start), row.word)] = naive.get((pd.Timestamp(start), row.word), 0) + 1
+        lost: dict[tuple[pd.Timestamp, str], int] = {}
+        for row in late.itertuples():
+            for start, _end in row.dropped_windows:
+                lost[(pd.Timestamp(start), row.word)] = lost.get((pd.Timestamp(start), row.word), 0) + 1
+        observed = {(r.window_start, r.word): r.count for r in results.itertuples()}
+        for key, expected in naive.items():
+            assert expected - observed.get(key, 0) == lost.get(key, 0), key
+        summary = panel.run.late_summary()
+        assert summary["spark_dropped_groups"] == 3 and summary["late_rows"] == 3 and summary["dropped"] == 1
+        assert "Spark's numRowsDroppedByWatermark: 3" in panel.late.value
+
+        saved = panel.save(tmp_path / "guide")
+        comparison = workbench.compare(saved, panel, labels=["saved", "live"])
+        assert list(comparison.table.loc["late rows dropped"]) == [1, 1]
+        assert list(comparison.table.loc["Spark numRowsDroppedByWatermark"]) == [3, 3]
+        assert len(comparison.figure.data) == 6
+
+        old_monitor = panel.monitor
+        panel.reset()
+        assert panel.history().empty and panel.results().empty and panel.late_rows().empty
+        assert panel.monitor is not old_monitor and not old_monitor.running
+    finally:
+        panel.close()
+
+
+def _spec() -> Replay:
+    return Replay(rows_per_batch=4, start="2024-01-01 12:00", advance="1 minute", seed=3,
+                  keys=(KeyColumn("key", 3),), disorder=Disorder(0.3, "1 minute", "4 minutes"))
+
+
+def _per_batch(run: ReplayRun, batches: int) -> tuple[pd.DataFrame, dict[int, list[tuple]]]:
+    history = run.history()
+    history = history[history["batch_id"] < batches][list(NON_TIMING_COLUMNS)].reset_index(drop=True)
+    results = {b: sorted(map(tuple, frame.astype(str).values.tolist()))
+               for b, frame in run.batch_results().items() if b < batches}
+    return history, results
+
+
+def test_same_spec_twice_is_identical_and_stepping_then_playing_equals_playing(env):
+    query = WindowCount("event_time", "2 minutes", None, "1 minute", ("key",))
+    stepped = ReplayRun(_spec(), query, name="stepped", output_mode="update", env=env)
+    played = ReplayRun(_spec(), query, name="played", output_mode="update", env=env)
+    try:
+        for _ in range(2):
+            stepped.step()
+        stepped.play()
+        played.play()
+        wait_for(lambda: stepped.data_batches >= 5 and played.data_batches >= 5, timeout=120, message="5 batches each")
+        stepped.pause()
+        played.pause()
+        a_history, a_results = _per_batch(stepped, 5)
+        b_history, b_results = _per_batch(played, 5)
+        pd.testing.assert_frame_equal(a_history, b_history)
+        assert a_results == b_results and len(a_results) == 5
+        assert (a_history["num_input_rows"] == 4).all()
+        # The generated disorder really produced late rows, and they repeat exactly.
+        a_late = stepped.late_rows()
+        b_late = played.late_rows()
+        a_late, b_late = (f[f["batch_id"] < 5].drop(columns=["kept_windows", "dropped_windows"]) for f in (a_late, b_late))
+        pd.testing.assert_frame_equal(a_late.reset_index(drop=True), b_late.reset_index(drop=True))
+        inputs = stepped.inputs()
+        assert (inputs["event_time"] < inputs["timestamp"]).any()
+    finally:
+        stepped.close()
+        played.close()
+
+
+def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
+    with pytest.raises(TypeError, match="the query function must return a streaming DataFrame"):
+        ReplayRun(_spec(), lambda df: 42, name="bad", env=env)
+    with pytest.raises(ValueError, match="not streaming"):
+        ReplayRun(_spec(), lambda df: spark.range(3), name="bad", env=env)
+    assert not spark.streams.active
+    run = ReplayRun(_spec(), lambda df: df.withColumn("boom", F.raise_error(F.lit("replay boom"))), name="boom",
+                    env=env)
+    try:
+        with pytest.raises(ReplayError, match="replay boom"):
+            run.step()
+        assert run.status == "failed"
+        with pytest.raises(ReplayError, match="failed: .*replay boom.*reset"):
+            run.step()
+        with pytest.raises(ReplayError, match="reset"):
+            run.play()
+        run.reset()
+        assert run.status == "paused" and run.error is None and run.history().empty
+    finally:
+        run.close()
+    with pytest.raises(ReplayError, match="closed"):
+        run.step()

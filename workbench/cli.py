@@ -1,0 +1,354 @@
+"""The ``workbench`` command: start JupyterLab, run the test suite, check the set-up.
+
+``workbench lab`` and ``workbench test`` check for a Java that Spark 4 runs on before doing
+anything else, so a missing Java is one clear line instead of a JVM stack trace later. This
+module imports neither pyspark nor the rest of the package, so the command answers at once.
+``python -m workbench ...`` is the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ._java import find_java, require_java
+
+__all__ = ["CliError", "main", "lab_command", "pytest_command", "find_chromium", "ensure_chromium"]
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+#: The folder holding the package: the repository root in a source checkout.
+SOURCE_ROOT = PACKAGE_DIR.parent
+
+_CHROMIUM_HINT = "install it (sudo apt-get install chromium) or set WORKBENCH_CHROMIUM=/path/to/chromium"
+
+
+class CliError(Exception):
+    """A problem the user can fix; :func:`main` prints its one-line message and exits with 2."""
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def notebooks_dir(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The folder JupyterLab opens: ``notebooks/`` of a source checkout, else ``cwd``.
+
+    Examples
+    --------
+    >>> notebooks_dir("/tmp").is_dir()
+    True
+    """
+    candidate = SOURCE_ROOT / "notebooks"
+    if candidate.is_dir():
+        return candidate
+    return Path(os.getcwd() if cwd is None else cwd)
+
+
+def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[str]:
+    """The ``jupyter lab`` command line ``workbench lab`` runs.
+
+    JupyterLab listens on 127.0.0.1 only and keeps token authentication on (the URL with
+    the token is printed at start-up). Arguments in ``extra`` come last, so they win.
+
+    Parameters
+    ----------
+    extra : sequence of str
+        Further arguments for ``jupyter lab``.
+    root_dir : Path
+        The folder JupyterLab opens.
+    as_root : bool
+        Add ``--allow-root``, which JupyterLab requires when run by root.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> lab_command(["--port=9000"], root_dir=Path("/nb"), as_root=False)[2:]
+    ['jupyter', 'lab', '--ServerApp.ip=127.0.0.1', '--ServerApp.root_dir=/nb', '--port=9000']
+    """
+    command = [
+        sys.executable, "-m", "jupyter", "lab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root_dir}",
+    ]
+    if as_root:
+        command.append("--allow-root")
+    return [*command, *extra]
+
+
+def pytest_command(extra: Sequence[str]) -> list[str]:
+    """The pytest command line ``workbench test`` runs (from the repository root).
+
+    Examples
+    --------
+    >>> pytest_command(["-x"])[1:]
+    ['-m', 'pytest', '-x']
+    """
+    return [sys.executable, "-m", "pytest", *extra]
+
+
+def find_chromium(environ: Mapping[str, str] | None = None) -> str | None:
+    """The Chromium the browser tests use, or None.
+
+    ``WORKBENCH_CHROMIUM`` wins when set (and is None if it is not an executable file);
+    otherwise ``/usr/bin/chromium`` or ``chromium`` on ``PATH``.
+
+    Examples
+    --------
+    >>> find_chromium({"WORKBENCH_CHROMIUM": "/nonexistent/chromium"}) is None
+    True
+    """
+    environ = os.environ if environ is None else environ
+    configured = environ.get("WORKBENCH_CHROMIUM")
+    if configured:
+        return configured if _is_executable(configured) else None
+    if _is_executable("/usr/bin/chromium"):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium", path=environ.get("PATH", os.defpath))
+
+
+def ensure_chromium(
+    environ: Mapping[str, str] | None = None,
+    *,
+    as_root: bool | None = None,
+    apt_get: str | None = None,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> str:
+    """Return the Chromium for the browser tests, installing it with apt-get when root.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Environment to read ``WORKBENCH_CHROMIUM`` and ``PATH`` from; ``os.environ`` by default.
+    as_root : bool, optional
+        Whether this process may install packages; detected when left out.
+    apt_get : str, optional
+        Path of ``apt-get``; looked up on ``PATH`` when left out.
+    run : callable
+        Runs the apt-get commands (``subprocess.run``; replaced in tests).
+
+    Returns
+    -------
+    str
+        Path of the Chromium executable.
+
+    Raises
+    ------
+    CliError
+        When ``WORKBENCH_CHROMIUM`` is not executable, or Chromium is missing and cannot be
+        installed here; one line saying how to fix it.
+
+    Examples
+    --------
+    >>> ensure_chromium()                  # doctest: +SKIP
+    '/usr/bin/chromium'
+    """
+    environ = os.environ if environ is None else environ
+    configured = environ.get("WORKBENCH_CHROMIUM")
+    if configured and not _is_executable(configured):
+        raise CliError(
+            f"workbench: WORKBENCH_CHROMIUM is set to {configured}, which is not an executable "
+            "file; point it at a Chromium binary or unset it."
+        )
+    found = find_chromium(environ)
+    if found:
+        return found
+    as_root = _is_root() if as_root is None else as_root
+    apt_get = apt_get or shutil.which("apt-get", path=environ.get("PATH", os.defpath))
+    if not (as_root and apt_get):
+        raise CliError(f"workbench: the browser tests need Chromium, which was not found; {_CHROMIUM_HINT}.")
+    print("workbench: Chromium (for the browser tests) is missing; installing it with apt-get install chromium", flush=True)
+    apt_env = {**environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for step in ([apt_get, "update", "-qq"], [apt_get, "install", "-y", "-qq", "chromium"]):
+        done = run(step, env=apt_env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            sys.stderr.write(done.stderr or "")
+            raise CliError(f"workbench: `{' '.join(step)}` failed (exit {done.returncode}); {_CHROMIUM_HINT}.")
+    found = find_chromium(environ)
+    if not found:
+        raise CliError(f"workbench: apt-get installed chromium but no chromium executable was found; {_CHROMIUM_HINT}.")
+    return found
+
+
+def _java_or_fail() -> None:
+    try:
+        require_java()
+    except RuntimeError as error:
+        raise CliError(str(error)) from None
+
+
+def cmd_lab(extra: Sequence[str]) -> int:
+    """``workbench lab``: check Java, then replace this process with ``jupyter lab``."""
+    _java_or_fail()
+    command = lab_command(extra, root_dir=notebooks_dir(), as_root=_is_root())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name != "posix":  # pragma: no cover
+        return subprocess.run(command, check=False).returncode
+    # Replace this process, so Ctrl-C and signals reach JupyterLab directly.
+    os.execv(command[0], command)
+    return 0  # pragma: no cover (execv does not return)
+
+
+def cmd_test(extra: Sequence[str]) -> int:
+    """``workbench test``: check Java and Chromium, then run pytest from the repository root."""
+    if not (SOURCE_ROOT / "pyproject.toml").is_file() or not (SOURCE_ROOT / "tests").is_dir():
+        raise CliError(
+            f"workbench: no test suite next to {PACKAGE_DIR}; run `workbench test` from a source "
+            "checkout installed with pip install -e '.[test]'."
+        )
+    _java_or_fail()
+    chromium = ensure_chromium()
+    env = {**os.environ, "WORKBENCH_CHROMIUM": chromium}
+    return subprocess.run(pytest_command(extra), cwd=SOURCE_ROOT, env=env, check=False).returncode
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], bool]:
+    """The lines ``workbench doctor`` prints, and whether ``workbench lab`` can start.
+
+    Examples
+    --------
+    >>> lines, ok = doctor_lines()         # doctest: +SKIP
+    >>> lines[0]                           # doctest: +SKIP
+    'python      3.11.7 (/home/me/workbench/.venv/bin/python)'
+    """
+    environ = os.environ if environ is None else environ
+    ok = True
+    python = ".".join(str(part) for part in sys.version_info[:3])
+    lines = [f"{'python':<11} {python} ({sys.executable})"]
+
+    java = find_java(environ)
+    if java is None:
+        ok = False
+        where = f"nothing at JAVA_HOME={environ['JAVA_HOME']}" if environ.get("JAVA_HOME") else "not found"
+        lines.append(f"{'java':<11} {where} (Spark 4 needs Java 17 or 21)")
+    elif not java.supported:
+        ok = False
+        lines.append(
+            f"{'java':<11} {java.version or 'unknown version'} ({java.path}, from {java.source}) "
+            "- Spark 4 needs Java 17 or 21"
+        )
+    else:
+        lines.append(f"{'java':<11} {java.version} ({java.path}, from {java.source})")
+
+    for package in ("pyspark", "jupyterlab"):
+        version = _package_version(package)
+        ok = ok and version is not None
+        lines.append(f"{package:<11} {version or 'not installed'}")
+
+    chromium = find_chromium(environ)
+    if chromium:
+        lines.append(f"{'chromium':<11} {chromium}")
+    elif environ.get("WORKBENCH_CHROMIUM"):
+        lines.append(f"{'chromium':<11} WORKBENCH_CHROMIUM={environ['WORKBENCH_CHROMIUM']} is not executable")
+    else:
+        lines.append(f"{'chromium':<11} not found (only the browser tests need it; {_CHROMIUM_HINT})")
+    return lines, ok
+
+
+def cmd_doctor(extra: Sequence[str]) -> int:
+    """``workbench doctor``: one line each for Python, Java, pyspark, JupyterLab, Chromium."""
+    lines, ok = doctor_lines()
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``workbench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description="Spark Streaming Workbench: a JupyterLab workbench for Spark Structured Streaming.",
+        epilog="Spark 4 needs Java 17 or 21: set JAVA_HOME, or put java on PATH.",
+        allow_abbrev=False,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    lab = commands.add_parser(
+        "lab",
+        usage="workbench lab [-h] [JUPYTER_LAB_ARGS ...]",
+        help="start JupyterLab on 127.0.0.1 in the notebooks folder",
+        description=(
+            "Check Java, then start JupyterLab (from this environment) on 127.0.0.1 with token "
+            "authentication, opening the notebooks/ folder of the checkout (else the current "
+            "folder). Open the printed URL, which carries the token. Other arguments go to "
+            "jupyter lab, e.g. workbench lab --port=8899 --no-browser."
+        ),
+        allow_abbrev=False,
+    )
+    lab.set_defaults(handler=cmd_lab)
+    test = commands.add_parser(
+        "test",
+        usage="workbench test [-h] [PYTEST_ARGS ...]",
+        help="run the test suite with pytest",
+        description=(
+            "Check Java and Chromium (installing Chromium with apt-get when run as root; else set "
+            "WORKBENCH_CHROMIUM), then run pytest from the repository root and exit with its "
+            "status. Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
+            "workbench test tests/test_cli.py -x; put them after -- to pass -h to pytest."
+        ),
+        allow_abbrev=False,
+    )
+    test.set_defaults(handler=cmd_test)
+    doctor = commands.add_parser(
+        "doctor",
+        help="print the Python, Java, pyspark, JupyterLab and Chromium in use",
+        description=(
+            "Print one line each for Python, Java, pyspark, JupyterLab and Chromium. Exits with 1 "
+            "when workbench lab could not start (no suitable Java, or a package missing)."
+        ),
+        allow_abbrev=False,
+    )
+    doctor.set_defaults(handler=cmd_doctor, takes_extra=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``workbench`` command and return its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` by default.
+
+    Returns
+    -------
+    int
+        0 on success, 2 for a problem the user must fix (printed as one line on stderr),
+        otherwise the exit status of pytest or JupyterLab.
+
+    Examples
+    --------
+    >>> main(["doctor"])                   # doctest: +SKIP
+    0
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    if extra and not getattr(args, "takes_extra", True):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return args.handler(extra)
+    except CliError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

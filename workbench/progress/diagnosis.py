@@ -1,0 +1,306 @@
+"""The "why no output?" rules: plain-word reasons why an append-mode stream has emitted nothing.
+
+This module owns the rules, as pure functions over small values:
+
+- :class:`PlanFacts`: what the query's plan says (aggregation? watermark and its delay?
+  window duration, slide and offset?), parsed from Spark's plan text by
+  :meth:`PlanFacts.from_plan_text`. The Spark layer fetches the text; nothing here
+  imports Spark.
+- :class:`OutputSummary`: what the progress history says, folded incrementally from
+  :class:`~workbench.progress.BatchProgress` records so that a live monitor never rereads
+  the whole history.
+- :func:`why_no_output`: the rules, returning a message or None.
+
+Spark facts the rules rely on (measured on Spark 4.3): a query with a watermark reports
+``eventTime.watermark`` from batch 0 on (epoch 0 until the first event times are seen);
+without one it reports no watermark at all. A source with no data runs no batch at all
+(Spark only re-reports progress every 10 s while idle), so "no input" is also judged by
+time since the start. Spark refuses an aggregation without a watermark in append mode
+when the query starts, so the "no watermark" message is reached for stateful queries that
+Spark does accept (and serves as the explanation when plan facts say so).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from typing import Iterable
+
+from .records import BatchProgress
+
+__all__ = [
+    "PlanFacts", "OutputSummary", "why_no_output", "earliest_window_end", "parse_interval",
+    "format_time", "format_duration",
+]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+_UNITS = {
+    "microsecond": timedelta(microseconds=1), "millisecond": timedelta(milliseconds=1),
+    "second": timedelta(seconds=1), "minute": timedelta(minutes=1), "hour": timedelta(hours=1),
+    "day": timedelta(days=1), "week": timedelta(weeks=1),
+}
+_UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second",
+                 "min": "minute", "h": "hour", "d": "day"}
+_INTERVAL_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
+# `'window('timestamp, 10 minutes, 5 minutes, 1 minute)` in the parsed logical plan.
+_WINDOW_CALL = re.compile(r"'window\('?`?([\w.]+)`?((?:,\s*[^,()]+){1,3})\)", re.IGNORECASE)
+# `EventTimeWatermark <uuid>, timestamp#0: timestamp, 10 seconds`
+_WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([\w.`]+)#\d+(?::\s*\w+)?,\s*([^\n]+)")
+
+
+def parse_interval(text: str) -> timedelta | None:
+    """Parse an interval as Spark prints it (``10 minutes``, ``1 hour 30 minutes``).
+
+    Returns None when the text is not an interval.
+
+    Examples
+    --------
+    >>> parse_interval("10 minutes"), parse_interval("interval 1 hour 30 minutes")
+    (datetime.timedelta(seconds=600), datetime.timedelta(seconds=5400))
+    >>> parse_interval("soon") is None
+    True
+    """
+    text = text.strip().strip("'\"").lower()
+    if text.startswith("interval"):
+        text = text[len("interval"):]
+    parts = _INTERVAL_PART.findall(text)
+    if not parts or _INTERVAL_PART.sub("", text).strip(" ,"):
+        return None
+    total = timedelta(0)
+    for number, unit in parts:
+        unit = _UNIT_ALIASES.get(unit, unit.rstrip("s"))
+        if unit not in _UNITS:
+            return None
+        total += float(number) * _UNITS[unit]
+    return total
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What a streaming query's plan says, as far as the "why no output?" rules need.
+
+    Examples
+    --------
+    >>> facts = PlanFacts.from_plan_text(
+    ...     "'Aggregate ['window('timestamp, 10 minutes, 5 minutes)], [count(1)]\\n"
+    ...     "+- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, timestamp#0: timestamp, 10 seconds")
+    >>> facts.has_aggregation, facts.watermark_delay, facts.window_duration, facts.window_slide
+    (True, datetime.timedelta(seconds=10), datetime.timedelta(seconds=600), datetime.timedelta(seconds=300))
+    """
+
+    has_aggregation: bool = False
+    has_watermark: bool = False
+    watermark_column: str | None = None
+    watermark_delay: timedelta | None = None
+    window_column: str | None = None
+    window_duration: timedelta | None = None
+    window_slide: timedelta | None = None
+    window_offset: timedelta = timedelta(0)
+
+    @classmethod
+    def from_plan_text(cls, text: str) -> PlanFacts:
+        """Read the facts from a plan's text (parsed and/or analysed logical plan)."""
+        facts = cls(has_aggregation=bool(re.search(r"(^|[\s'~+-])Aggregate\b", text, re.MULTILINE)))
+        match = _WATERMARK.search(text)
+        if match:
+            delay = parse_interval(match.group(2).split(",")[0])
+            facts = replace(facts, has_watermark=True, watermark_column=match.group(1).strip("`"),
+                            watermark_delay=delay)
+        elif "EventTimeWatermark" in text:
+            facts = replace(facts, has_watermark=True)
+        match = _WINDOW_CALL.search(text)
+        if match:
+            values = [parse_interval(part) for part in match.group(2).split(",")[1:]]
+            if values and all(v is not None for v in values):
+                duration = values[0]
+                slide = values[1] if len(values) > 1 else duration
+                offset = values[2] if len(values) > 2 else timedelta(0)
+                facts = replace(facts, window_column=match.group(1), window_duration=duration,
+                                window_slide=slide, window_offset=offset)
+        return facts
+
+
+def earliest_window_end(event_time: datetime, duration: timedelta, slide: timedelta | None = None,
+                        offset: timedelta = timedelta(0)) -> datetime:
+    """End of the earliest window holding ``event_time`` (windows are ``[start, end)``).
+
+    Examples
+    --------
+    >>> t = datetime(2024, 1, 1, 12, 7, tzinfo=timezone.utc)
+    >>> earliest_window_end(t, timedelta(minutes=10)).time()
+    datetime.time(12, 10)
+    >>> earliest_window_end(t, timedelta(minutes=10), timedelta(minutes=5)).time()
+    datetime.time(12, 10)
+    >>> earliest_window_end(t, timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=1)).time()
+    datetime.time(12, 11)
+    """
+    slide = slide or duration
+    # Window ends fall on offset + duration + k * slide; the earliest one after event_time
+    # closes the earliest window that holds it.
+    anchor = EPOCH + offset + duration
+    steps = (event_time - anchor) // slide + 1
+    return anchor + steps * slide
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """What the whole progress history says about output, folded batch by batch.
+
+    Examples
+    --------
+    >>> batch = lambda i, rows, out: BatchProgress.from_json({"batchId": i, "numInputRows": rows,
+    ...     "durationMs": {"addBatch": 1}, "sink": {"numOutputRows": out}})
+    >>> summary = OutputSummary().add([batch(0, 5, 0), batch(1, 0, 0)])
+    >>> summary.batches, summary.input_rows, summary.output_rows, summary.quiet_batches
+    (2, 5, 0, 1)
+    """
+
+    batches: int = 0
+    input_rows: int = 0
+    output_rows: int = 0
+    #: Newest batches in a row that read no input rows.
+    quiet_batches: int = 0
+    stateful: bool = False
+    watermark_seen: bool = False
+    watermark: datetime | None = None
+    earliest_event_time: datetime | None = None
+    latest_event_time: datetime | None = None
+
+    def add(self, records: Iterable[BatchProgress]) -> OutputSummary:
+        """A summary that also covers ``records`` (newer batches, in order)."""
+        values = dict(self.__dict__)
+        for r in records:
+            values["batches"] += 1
+            values["input_rows"] += r.num_input_rows
+            values["output_rows"] += max(r.num_output_rows or 0, 0)
+            values["quiet_batches"] = values["quiet_batches"] + 1 if r.num_input_rows == 0 else 0
+            values["stateful"] = values["stateful"] or bool(r.operators)
+            if r.watermark is not None:
+                values["watermark_seen"] = True
+                values["watermark"] = r.watermark
+            if r.event_time_min is not None:
+                earliest = values["earliest_event_time"]
+                values["earliest_event_time"] = r.event_time_min if earliest is None else min(earliest, r.event_time_min)
+            if r.event_time_max is not None:
+                latest = values["latest_event_time"]
+                values["latest_event_time"] = r.event_time_max if latest is None else max(latest, r.event_time_max)
+        return OutputSummary(**values)
+
+
+def format_time(value: datetime) -> str:
+    """A readable UTC time, with milliseconds only when there are some.
+
+    Examples
+    --------
+    >>> format_time(datetime(2024, 1, 1, 12, 7, tzinfo=timezone.utc))
+    '2024-01-01 12:07:00 UTC'
+    >>> format_time(datetime(2024, 1, 1, 12, 7, 0, 250000, tzinfo=timezone.utc))
+    '2024-01-01 12:07:00.250 UTC'
+    """
+    value = value.astimezone(timezone.utc)
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond // 1000:03d}"
+    return text + " UTC"
+
+
+def format_duration(value: timedelta) -> str:
+    """A readable duration: ``1 h 5 min``, ``46 min 43 s``, ``11 s``, ``250 ms``.
+
+    Examples
+    --------
+    >>> format_duration(timedelta(minutes=46, seconds=43)), format_duration(timedelta(milliseconds=250))
+    ('46 min 43 s', '250 ms')
+    >>> format_duration(timedelta(days=2, hours=3))
+    '2 d 3 h'
+    """
+    sign = "-" if value < timedelta(0) else ""
+    value = abs(value)
+    if value < timedelta(seconds=1):
+        return f"{sign}{value // timedelta(milliseconds=1)} ms"
+    seconds = int(value.total_seconds())
+    parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "min"),
+             (seconds % 60, "s")]
+    shown = [f"{n} {unit}" for n, unit in parts if n][:2]
+    return sign + " ".join(shown)
+
+
+def why_no_output(
+    summary: OutputSummary,
+    *,
+    output_mode: str | None,
+    plan: PlanFacts | None = None,
+    elapsed: timedelta | None = None,
+    min_batches: int = 3,
+    quiet_time: timedelta = timedelta(seconds=10),
+) -> str | None:
+    """Why an append-mode stream has emitted nothing yet, in plain words; None if no reason applies.
+
+    Parameters
+    ----------
+    summary : OutputSummary
+        The stream's whole history, folded.
+    output_mode : str or None
+        The query's output mode (None means Spark's default, append). Other modes emit
+        updated rows as they come, so no reason is given for them.
+    plan : PlanFacts, optional
+        Facts from the query plan; without them the rules fall back to what progress
+        shows (stateful operators, reported watermark) and cannot name the window end.
+    elapsed : timedelta, optional
+        Time since the stream started: judges a source that has run no batch at all.
+    min_batches : int, default 3
+        Batches to wait before judging ("after a few batches").
+    quiet_time : timedelta, default 10 s
+        Time to wait for a first batch before saying that no input arrives.
+
+    Examples
+    --------
+    >>> batch = lambda i: BatchProgress.from_json({"batchId": i, "numInputRows": 0,
+    ...     "durationMs": {"addBatch": 1}, "sink": {"numOutputRows": 0}})
+    >>> summary = OutputSummary().add(batch(i) for i in range(3))
+    >>> why_no_output(summary, output_mode="append")
+    'No input rows arrive: 3 micro-batches have read 0 rows from the source, so there is nothing to output.'
+    >>> why_no_output(summary, output_mode="update") is None
+    True
+    """
+    if (output_mode or "append") != "append" or summary.output_rows > 0:
+        return None
+    if summary.batches == 0:
+        if elapsed is not None and elapsed >= quiet_time:
+            return (f"No input rows arrive: no micro-batch has run in the {format_duration(elapsed)} "
+                    "since the stream started, because the source has no new data.")
+        return None
+    if summary.batches < min_batches:
+        return None
+    if summary.input_rows == 0:
+        return (f"No input rows arrive: {summary.batches} micro-batches have read 0 rows from the "
+                "source, so there is nothing to output.")
+    aggregation = plan.has_aggregation if plan is not None else summary.stateful
+    if not aggregation:
+        return None
+    if not (summary.watermark_seen or (plan is not None and plan.has_watermark)):
+        return ("No watermark is defined for this aggregation: in append mode Spark outputs an "
+                "aggregate only once the watermark has passed it, so nothing will ever be output. "
+                "Add .withWatermark(\"<event-time column>\", \"<delay>\") before the aggregation, "
+                "or use update or complete mode.")
+    watermark, latest = summary.watermark, summary.latest_event_time
+    if watermark is None or latest is None or summary.earliest_event_time is None:
+        return None
+    shown_watermark = "not set yet (epoch 0)" if watermark <= EPOCH else format_time(watermark)
+    trail = (f" The watermark trails the latest event time ({format_time(latest)}) by "
+             f"{format_duration(latest - watermark)}" if watermark > EPOCH else "")
+    delay = plan.watermark_delay if plan is not None else None
+    if trail:
+        trail += f" (watermark delay {format_duration(delay)})." if delay is not None else "."
+    if plan is not None and plan.window_duration is not None:
+        end = earliest_window_end(summary.earliest_event_time, plan.window_duration,
+                                  plan.window_slide, plan.window_offset)
+        if watermark >= end:
+            return None  # it has passed: the window is output with the next batch
+        return (f"The watermark ({shown_watermark}) has not yet passed the end of the earliest open "
+                f"window ({format_time(end)}); it is {format_duration(end - watermark)} short. In "
+                f"append mode a window is output only once the watermark passes its end.{trail}")
+    return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
+            f"append mode an aggregate is output only once the watermark passes it.{trail}")

@@ -1,0 +1,59 @@
+"""Facts about a streaming query's plan (aggregation, watermark, window) for the monitor.
+
+Spark knows the window duration and the watermark delay only in the plan, not in
+progress reports. This module reads the plan's text and hands it to the pure parser
+:meth:`workbench.progress.diagnosis.PlanFacts.from_plan_text`. Reading a plan must never
+stop a stream from starting, so every failure gives None.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..progress.diagnosis import PlanFacts
+
+__all__ = ["plan_facts", "plan_text"]
+
+log = logging.getLogger(__name__)
+
+
+def plan_text(df: Any) -> str | None:
+    """The parsed and analysed logical plans of ``df`` as text, or None if unavailable.
+
+    Classic sessions read them from the JVM's ``QueryExecution``; Spark Connect
+    DataFrames from the server's extended explain string.
+    """
+    try:
+        jdf = getattr(df, "_jdf", None)
+        if jdf is not None:
+            execution = jdf.queryExecution()
+            # The parsed plan keeps `window(ts, 10 minutes, ...)` readable; the analysed
+            # one names the watermark and aggregate after resolution.
+            return f"{execution.logical().toString()}\n{execution.analyzed().toString()}"
+        explain = getattr(df, "_explain_string", None)
+        if explain is not None:
+            return str(explain(extended=True))
+    except Exception:
+        log.debug("could not read the plan", exc_info=True)
+    return None
+
+
+def plan_facts(df: Any) -> PlanFacts | None:
+    """What ``df``'s plan says about aggregation, watermark and window, or None.
+
+    Examples
+    --------
+    >>> counts = (rate.withWatermark("timestamp", "10 seconds")          # doctest: +SKIP
+    ...           .groupBy(F.window("timestamp", "1 hour")).count())
+    >>> plan_facts(counts).window_duration                                # doctest: +SKIP
+    datetime.timedelta(seconds=3600)
+    """
+    text = plan_text(df)
+    if text is None:
+        return None
+    try:
+        return PlanFacts.from_plan_text(text)
+    except Exception:
+        log.debug("could not parse the plan", exc_info=True)
+        return None

@@ -1,0 +1,613 @@
+"""The replay controller: play, pause, step and reset one query on a replay source.
+
+A :class:`ReplayRun` owns one experiment: a :class:`~workbench.replay.Replay` or
+:class:`~workbench.replay.Script`, the user's query, one checkpoint and one progress
+history across every restart, and the results of every batch.
+
+How the controls map onto Spark (measured on 4.3):
+
+* **Step** starts the query with ``trigger(once=True)`` on the run's checkpoint and waits
+  for it to end: exactly one more data batch, state carried over. ``availableNow`` would
+  add a watermark-only batch after every step, which playing never runs on a
+  ``rate-micro-batch`` source (it always has a next batch), so stepping with ``once``
+  gives the same batch ids and results as playing.
+* **Play** starts the same query with a processing-time trigger (batches per second) or
+  back to back; **Pause** stops it (the state stays in the checkpoint).
+* **Reset** stops, and starts over with a fresh checkpoint, history and results.
+
+Results are collected with ``foreachBatch``, one parquet folder per batch id: Spark's
+memory sink refuses to restart from a checkpoint in append and update mode, and a
+foreachBatch function that only writes files also works on Spark Connect (where it runs
+on the server). A batch interrupted by a pause is not committed; Spark replays it on the
+next start and its folder is overwritten, so each batch's output is kept exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..options import check_name, check_output_mode, check_sink
+from ..progress import BatchProgress, ProgressHistory
+from ..replay.late import WindowShape, late_row_fates, late_totals
+from ..replay.spec import Replay, Script, WindowCount
+from .environment import Workbench, check_streaming_frame, current_env
+from .plan import plan_facts
+from .replay_source import build_stream, build_window_count, replay_input, script_input
+from .streams import StreamHandle
+
+__all__ = ["ReplayRun", "StepReport", "ReplayError"]
+
+log = logging.getLogger(__name__)
+
+QueryFunction = Callable[[Any], Any]
+
+
+class ReplayError(RuntimeError):
+    """A replay control cannot do what was asked (run failed, closed, timed out)."""
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one step (or one run of Play) changed.
+
+    Attributes
+    ----------
+    batch_ids : tuple of int
+        Spark batch ids that ran.
+    watermark_before, watermark_after : datetime or None
+        The watermark the first batch used, and the one the next batch will use.
+    rows_in : int
+        Input rows (scripted rows for a Script, not padding).
+    rows_out : int
+        Rows the query emitted.
+    late_rows : dict
+        Late input rows of these batches by fate.
+    state_rows : int
+        State rows after the last batch.
+    dropped_groups : int
+        Spark's ``numRowsDroppedByWatermark`` in these batches (groups, not rows).
+    """
+
+    batch_ids: tuple[int, ...]
+    watermark_before: datetime | None
+    watermark_after: datetime | None
+    rows_in: int
+    rows_out: int
+    late_rows: dict[str, int]
+    state_rows: int
+    dropped_groups: int
+
+    def __str__(self) -> str:
+        def text(value: datetime | None) -> str:
+            return value.strftime("%Y-%m-%d %H:%M:%S") if value else "none"
+
+        ids = ", ".join(map(str, self.batch_ids)) or "none"
+        late = ", ".join(f"{n} {fate}" for fate, n in self.late_rows.items() if n) or "none"
+        return (f"batch {ids}: watermark {text(self.watermark_before)} -> {text(self.watermark_after)}, "
+                f"{self.rows_in} rows in, {self.rows_out} rows out, late rows: {late}, "
+                f"state rows {self.state_rows}")
+
+
+def _flatten(batch_df: Any) -> Any:
+    """Struct columns (``window``) become ``window_start``/``window_end`` for flat files."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    columns = []
+    for field in batch_df.schema.fields:
+        if isinstance(field.dataType, StructType):
+            columns += [F.col(f"`{field.name}`.`{sub.name}`").alias(f"{field.name}_{sub.name}")
+                        for sub in field.dataType.fields]
+        else:
+            columns.append(F.col(f"`{field.name}`"))
+    return batch_df.select(*columns)
+
+
+def _results_writer(folder: str, console: Callable[[str], None] | None) -> Callable[[Any, int], None]:
+    # Only a path is captured, so the function also runs server-side under Spark Connect.
+    def write(batch_df: Any, batch_id: int) -> None:
+        flat = _flatten(batch_df)
+        flat.write.mode("overwrite").parquet(f"{folder}/batch_id={batch_id}")
+        if console is not None:
+            from .streams import format_console_batch
+
+            console(format_console_batch(batch_id, batch_df._show_string(20, 20)))
+
+    return write
+
+
+def _read_batch(folder: Path) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    frame = pq.read_table(str(folder)).to_pandas()
+    for name in frame.columns:
+        if pd.api.types.is_datetime64_any_dtype(frame[name]) and frame[name].dt.tz is None:
+            frame[name] = frame[name].dt.tz_localize("UTC")
+    return frame
+
+
+class _MonitorView:
+    """What the live monitor needs from a stream, for the whole replay (every restart).
+
+    The monitor follows one handle until it finishes; a replay restarts its query at
+    every step, so the monitor watches this stand-in instead, which lasts until reset.
+    """
+
+    def __init__(self, run: ReplayRun, progress: ProgressHistory) -> None:
+        self._run = run
+        self.progress = progress
+        self.name = run.name
+        self.sink = "memory"
+        self.output_mode = run.output_mode
+        self.started_at = datetime.now(timezone.utc)
+        self.spec = dataclasses.make_dataclass("Spec", [("poll_interval", float)])(run.poll_interval)
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._done = False
+
+    @property
+    def plan(self) -> Any:
+        return self._run.plan
+
+    @property
+    def status(self) -> str:
+        return self._run.status
+
+    @property
+    def error(self) -> str | None:
+        return self._run.error
+
+    def result(self) -> pd.DataFrame:
+        return self._run.results()
+
+    def stop(self) -> None:
+        self._run.pause()
+
+    def on_finished(self, callback: Callable[[Any], None]) -> None:
+        if self._done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def finish(self) -> None:
+        self._done = True
+        for callback in self._callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("monitor finish callback failed")
+
+    def monitor(self, **options: Any) -> Any:
+        from ..views.monitor import StreamMonitor
+
+        return StreamMonitor(self, **options)
+
+
+class ReplayRun:
+    """Plays a query on a replay source: step, play, pause, reset; results and late rows.
+
+    Parameters
+    ----------
+    source : Replay or Script
+        The deterministic input.
+    query : callable or WindowCount
+        ``query(df) -> streaming DataFrame``, applied to the source's DataFrame.
+    name : str
+        The stream's name.
+    output_mode : {"append", "update", "complete"}, optional
+    sink : {"memory", "console"}, default "memory"
+        Results are always collected; ``console`` also prints each batch (classic Spark).
+    env : Workbench, optional
+        Defaults to ``current_env()``.
+    console : callable, optional
+        Where console text goes.
+    poll_interval : float, default 0.25
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad source, name, mode or a query that does not return a streaming
+        DataFrame, before any query starts.
+
+    Examples
+    --------
+    >>> run = ReplayRun(scenarios.guide_word_count().source, scenarios.guide_word_count().query,
+    ...                 name="words", output_mode="append")       # doctest: +SKIP
+    >>> print(run.step())                                           # doctest: +SKIP
+    >>> run.late_rows()                                             # doctest: +SKIP
+    >>> run.close()                                                 # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        source: Replay | Script,
+        query: QueryFunction | WindowCount,
+        *,
+        name: str,
+        output_mode: str | None = None,
+        sink: str = "memory",
+        env: Workbench | None = None,
+        console: Callable[[str], None] | None = None,
+        poll_interval: float = 0.25,
+    ) -> None:
+        if not isinstance(source, (Replay, Script)):
+            raise TypeError(f"source must be a workbench.Replay or workbench.Script, got {type(source).__name__}")
+        if not (callable(query) or isinstance(query, WindowCount)):
+            raise TypeError(f"query must be a function from the source DataFrame to the result, got {query!r}")
+        self.name = check_name(name)
+        self.output_mode = check_output_mode(output_mode)
+        self.sink = check_sink(sink)
+        self.source = source
+        self.query = query
+        self.poll_interval = float(poll_interval)
+        self.env = env or current_env()
+        self._console = console if self.sink == "console" else None
+        spark = self.env.session()
+        self.input_df = build_stream(spark, source)
+        try:
+            result = build_window_count(self.input_df, query) if isinstance(query, WindowCount) else query(self.input_df)
+        except Exception as exc:
+            raise type(exc)(f"the query function failed on the replay source: {exc}") from exc
+        try:
+            check_streaming_frame(result)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"the query function must return a streaming DataFrame: {exc}") from None
+        self.df = result
+        self.plan = plan_facts(result)
+        self._lock = threading.RLock()         # guards the run's state below
+        self._action = threading.Lock()        # one control action at a time
+        self._closed = False
+        self._playing: StreamHandle | None = None
+        self.handle: StreamHandle | None = None
+        #: Called with no arguments after every reset (the panel rebuilds its monitor).
+        self.on_reset: list[Callable[[], None]] = []
+        #: Called with a StepReport after every step or pause (the panel's counters).
+        self.on_report: list[Callable[[StepReport], None]] = []
+        self._input_cache: tuple[int, pd.DataFrame] | None = None
+        self._fresh_state()
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _fresh_state(self) -> None:
+        with self._lock:
+            self.checkpoint = self.env.new_checkpoint(self.name)
+            self.results_dir = Path(self.env.new_checkpoint(f"{self.name}_results"))
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            #: Spark's own numbers, batch by batch, across every restart.
+            self.raw_progress = ProgressHistory()
+            #: The same batches with input rows counting scripted rows, not padding.
+            self.progress = ProgressHistory()
+            self._data_batches: list[int] = []
+            self._complete_tables: dict[int, pd.DataFrame] = {}
+            self._error: str | None = None
+            self._unsubscribe = self.raw_progress.subscribe(self._mirror)
+            self.stream = _MonitorView(self, self.progress)
+
+    def _output_rows(self, batch_id: int) -> int | None:
+        """Rows batch ``batch_id`` emitted, from its results folder's parquet footers.
+
+        The foreachBatch sink reports ``numOutputRows`` as -1, and the folder is complete
+        before Spark reports the batch's progress.
+        """
+        import pyarrow.parquet as pq
+
+        folder = self.results_dir / f"batch_id={batch_id}"
+        try:
+            return sum(pq.ParquetFile(str(f)).metadata.num_rows for f in folder.glob("*.parquet"))
+        except Exception:
+            log.debug("cannot count output rows of batch %s", batch_id, exc_info=True)
+            return None
+
+    def _mirror(self, records: list[BatchProgress]) -> None:
+        """Copy Spark's records into :attr:`progress` with scripted input rows and output rows."""
+        adjusted = []
+        for record in records:
+            record = dataclasses.replace(record, num_output_rows=self._output_rows(record.batch_id))
+            if record.num_input_rows > 0:
+                index = len(self._data_batches)
+                self._data_batches.append(record.batch_id)
+                rows = self.source.scripted_rows(index + 1)[index]
+                ratio = rows / record.num_input_rows
+                record = dataclasses.replace(
+                    record, num_input_rows=rows,
+                    input_rows_per_second=None if record.input_rows_per_second is None
+                    else record.input_rows_per_second * ratio,
+                    processed_rows_per_second=None if record.processed_rows_per_second is None
+                    else record.processed_rows_per_second * ratio,
+                )
+            adjusted.append(record)
+        self.progress.extend(adjusted)
+
+    @property
+    def status(self) -> str:
+        """``"playing"``, ``"paused"`` (between steps or after a pause), ``"failed"`` or ``"closed"``."""
+        with self._lock:
+            if self._closed:
+                return "closed"
+            if self._error:
+                return "failed"
+            playing = self._playing
+        if playing is not None and playing.status == "active":
+            return "playing"
+        return "paused"
+
+    @property
+    def error(self) -> str | None:
+        """One line saying why the run failed, or None."""
+        self._check_playing()
+        return self._error
+
+    @property
+    def data_batches(self) -> int:
+        """Data batches committed so far."""
+        return len(self._data_batches)
+
+    def _check_playing(self) -> None:
+        playing = self._playing
+        if playing is not None and playing.finished and playing.status == "failed":
+            with self._lock:
+                self._error = self._error or playing.error
+
+    def _ensure_usable(self) -> None:
+        if self._closed:
+            raise ReplayError(f"replay {self.name!r} is closed: build a new panel to run it again")
+        self._check_playing()
+        if self._error:
+            raise ReplayError(f"replay {self.name!r} failed: {self._error}. Call reset() to start over.")
+
+    # -- controls ----------------------------------------------------------------------------
+
+    def _start(self, trigger: str | None) -> StreamHandle:
+        writer = _results_writer(str(self.results_dir), self._console)
+        handle = self.env.start(
+            self.df, self.name, trigger=trigger, checkpoint=self.checkpoint, history=self.raw_progress,
+            output_mode=self.output_mode, poll_interval=self.poll_interval, foreach_batch=writer,
+        )
+        self.handle = handle
+        return handle
+
+    def step(self, timeout: float = 120.0) -> StepReport:
+        """Run exactly one more data batch and report what changed.
+
+        Pauses first when playing. Returns once the batch is committed and its progress
+        recorded.
+
+        Raises
+        ------
+        ReplayError
+            When the run failed (say why; ``reset()`` starts over), is closed, or the batch
+            did not finish within ``timeout`` seconds.
+        """
+        with self._action:
+            self._ensure_usable()
+            self._stop_playing()
+            before = self.raw_progress.last_batch_id
+            handle = self._start("once")
+            if not handle.wait_finished(timeout):
+                handle.stop()
+                raise ReplayError(f"step of {self.name!r} did not finish within {timeout:g} s; it was stopped")
+            if handle.status == "failed":
+                with self._lock:
+                    self._error = handle.error
+                raise ReplayError(f"replay {self.name!r} failed: {handle.error}. Call reset() to start over.")
+            report = self._report(before)
+        self._notify(report)
+        return report
+
+    def play(self, speed: float | None = None) -> None:
+        """Run batches continuously: ``speed`` batches per second, or as fast as possible.
+
+        Returns at once; :meth:`pause` stops.
+        """
+        if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float)) or speed <= 0):
+            raise ValueError(f"speed must be a positive number of batches per second, or None for as fast as "
+                             f"possible; got {speed!r}")
+        with self._action:
+            self._ensure_usable()
+            self._stop_playing()
+            trigger = None if speed is None else f"{max(1, round(1000 / speed))} ms"
+            self._play_before = self.raw_progress.last_batch_id
+            self._playing = self._start(trigger)
+
+    def pause(self) -> StepReport | None:
+        """Stop playing (state stays in the checkpoint); report what the play run did."""
+        with self._action:
+            report = self._stop_playing()
+        if report is not None:
+            self._notify(report)
+        return report
+
+    def _stop_playing(self) -> StepReport | None:
+        playing, self._playing = self._playing, None
+        if playing is None:
+            return None
+        playing.stop()
+        if playing.status == "failed":
+            with self._lock:
+                self._error = playing.error
+        return self._report(getattr(self, "_play_before", None))
+
+    def reset(self) -> None:
+        """Stop, then start over: fresh checkpoint, empty history, no results."""
+        with self._action:
+            playing, self._playing = self._playing, None
+            if playing is not None:
+                playing.stop()
+            if self.handle is not None and self.handle.status == "active":
+                self.handle.stop()
+            old = (self.checkpoint, self.results_dir)
+            self._unsubscribe()
+            self.stream.finish()
+            self._input_cache = None
+            self._fresh_state()
+            self.handle = None
+            for folder in old:
+                shutil.rmtree(folder, ignore_errors=True)
+        for callback in list(self.on_reset):
+            try:
+                callback()
+            except Exception:
+                log.exception("reset callback failed")
+
+    def close(self) -> None:
+        """Stop playing and end the run (its files go with the workbench's temp folder)."""
+        with self._action:
+            playing, self._playing = self._playing, None
+            if playing is not None:
+                playing.stop()
+            self._closed = True
+            self._unsubscribe()
+            self.stream.finish()
+
+    def _notify(self, report: StepReport) -> None:
+        for callback in list(self.on_report):
+            try:
+                callback(report)
+            except Exception:
+                log.exception("report callback failed")
+
+    # -- what happened -----------------------------------------------------------------------
+
+    def _report(self, before: int | None) -> StepReport:
+        records = [r for r in self.progress.records() if before is None or r.batch_id > before]
+        late = self.late_rows()
+        ids = {r.batch_id for r in records}
+        late_now = late[late["batch_id"].isin(ids)]["fate"].value_counts().to_dict() if len(late) else {}
+        last = records[-1] if records else self.progress.last()
+        return StepReport(
+            batch_ids=tuple(r.batch_id for r in records),
+            watermark_before=records[0].watermark if records else (last.watermark if last else None),
+            watermark_after=self.next_watermark(),
+            rows_in=sum(r.num_input_rows for r in records),
+            rows_out=sum(r.num_output_rows or 0 for r in records),
+            late_rows={k: int(v) for k, v in late_now.items()},
+            state_rows=last.state_rows_total if last else 0,
+            dropped_groups=sum(r.state_rows_dropped_by_watermark for r in records),
+        )
+
+    def next_watermark(self) -> datetime | None:
+        """The watermark the next batch will use (Spark reports it one batch late).
+
+        ``max(last watermark, latest max event time - delay)``: Spark's rule for one
+        watermark; None when the query has none or no batch ran.
+        """
+        last = self.raw_progress.last()
+        delay = getattr(self.plan, "watermark_delay", None)
+        if last is None or last.watermark is None:
+            return None
+        if delay is None:
+            return last.watermark
+        candidates = [last.watermark]
+        if last.event_time_max is not None:
+            candidates.append(last.event_time_max - delay)
+        return max(candidates)
+
+    def history(self) -> pd.DataFrame:
+        """Every batch since the last reset; ``num_input_rows`` counts scripted rows and
+        ``spark_num_input_rows`` keeps Spark's count (padding included)."""
+        frame = self.progress.to_frame()
+        raw = {r.batch_id: r.num_input_rows for r in self.raw_progress.records()}
+        frame.insert(4, "spark_num_input_rows", frame["batch_id"].map(raw).astype("int64"))
+        return frame
+
+    def batch_results(self) -> dict[int, pd.DataFrame]:
+        """Each committed batch's output, by batch id (complete mode: the whole table)."""
+        committed = self.raw_progress.last_batch_id
+        out: dict[int, pd.DataFrame] = {}
+        if committed is None:
+            return out
+        for folder in sorted(self.results_dir.glob("batch_id=*"), key=lambda p: int(p.name.split("=")[1])):
+            batch_id = int(folder.name.split("=")[1])
+            if batch_id <= committed:  # a batch cut off by a pause runs again; ignore its leftovers
+                out[batch_id] = _read_batch(folder)
+        return out
+
+    def results(self) -> pd.DataFrame:
+        """What the query has output: every emitted row with its ``batch_id`` (append and
+        update mode), or the latest complete table (complete mode)."""
+        tables = self.batch_results()
+        if not tables:
+            return pd.DataFrame()
+        if self.output_mode == "complete":
+            batch_id = max(tables)
+            return tables[batch_id].assign(batch_id=batch_id)
+        frames = [t.assign(batch_id=b) for b, t in tables.items() if len(t)]
+        if not frames:
+            return next(iter(tables.values())).assign(batch_id=pd.Series(dtype="int64"))
+        return pd.concat(frames, ignore_index=True)
+
+    def inputs(self) -> pd.DataFrame:
+        """The input rows of every data batch so far (scripted rows only, for a Script)."""
+        count = len(self._data_batches)
+        cached = self._input_cache
+        if cached is not None and cached[0] == count:
+            return cached[1]
+        if isinstance(self.source, Script):
+            frame = script_input(self.source, count)
+        else:
+            frame = replay_input(self.env.session(), self.source, count)
+        self._input_cache = (count, frame)
+        return frame
+
+    def late_rows(self) -> pd.DataFrame:
+        """Every input row that arrived behind the watermark, with its fate.
+
+        Columns: ``batch`` (data batch index), ``batch_id``, ``value``, ``event_time``,
+        ``watermark`` (the one Spark filtered it against), ``fate`` (``dropped``,
+        ``partial`` or ``counted``), ``kept_windows`` and ``dropped_windows``, then the
+        source's other columns. See :mod:`workbench.replay.late` for the rules.
+        """
+        records = {r.batch_id: r for r in self.raw_progress.records()}
+        ids = list(self._data_batches)
+        # Measured: batch b filters late rows against the watermark batch b - 1 reported
+        # (b's own reported watermark is only used for eviction); batch 0 against epoch 0.
+        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        watermarks: list[datetime | None] = []
+        for b in ids:
+            own = records.get(b)
+            if own is None or own.watermark is None:
+                watermarks.append(None)  # no watermark in this query (or the record is gone)
+            elif b == 0:
+                watermarks.append(epoch)
+            else:
+                previous = records.get(b - 1)
+                watermarks.append(previous.watermark if previous is not None else None)
+        plan = self.plan
+        window = None
+        if plan is not None and plan.window_duration is not None:
+            window = WindowShape(plan.window_duration, plan.window_slide, plan.window_offset)
+        stateful = any(r.operators for r in records.values())
+        return late_row_fates(self.inputs(), event_time=self.source.event_time, watermarks=watermarks,
+                              batch_ids=ids, window=window, stateful=stateful)
+
+    def late_summary(self) -> dict[str, Any]:
+        """Late rows by fate next to Spark's ``numRowsDroppedByWatermark`` total, with why they differ."""
+        spark_total = sum(r.state_rows_dropped_by_watermark for r in self.raw_progress.records())
+        return late_totals(self.late_rows(), spark_total)
+
+    def describe_query(self) -> dict[str, Any]:
+        """How the query was built, for saved experiments."""
+        import inspect
+
+        if isinstance(self.query, WindowCount):
+            query: dict[str, Any] = {**self.query.to_dict(), "text": self.query.describe()}
+        else:
+            try:
+                text = inspect.getsource(self.query)
+            except (OSError, TypeError):
+                text = None
+            query = {"kind": "function", "name": getattr(self.query, "__qualname__", repr(self.query)),
+                     "source": text}
+        return {"name": self.name, "output_mode": self.output_mode or "append", "sink": self.sink,
+                "query": query, "plan": dataclasses.asdict(self.plan) if self.plan is not None else None}
+
+    def __repr__(self) -> str:
+        return f"<ReplayRun {self.name!r} {self.status} batches={self.data_batches}>"

@@ -1,0 +1,294 @@
+"""The replay panel: Play, Pause, Step, Reset, speed, counters and the live monitor.
+
+The panel drives a replay controller passed in (duck-typed: ``step``, ``play``, ``pause``,
+``reset``, ``late_rows``, ``late_summary``, ``stream``, ``progress``, ``on_report``,
+``on_reset``; see ``workbench.spark.replay_run.ReplayRun``); it never calls Spark itself.
+Button clicks run the controller's action on a background thread so that the kernel's
+comm handler is never blocked, and the buttons are disabled while an action runs.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+from typing import Any, Callable
+
+import ipywidgets as widgets
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = ["ReplayPanel", "comparison_figure", "Comparison"]
+
+log = logging.getLogger(__name__)
+
+#: Speed choices: (label, batches per second or None for as fast as possible).
+SPEEDS: tuple[tuple[str, float | None], ...] = (
+    ("as fast as possible", None), ("0.5 batch/s", 0.5), ("1 batch/s", 1.0), ("2 batches/s", 2.0),
+    ("5 batches/s", 5.0),
+)
+
+
+def _time(value: Any) -> str:
+    if value is None or value is pd.NaT:
+        return "none"
+    return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class ReplayPanel(widgets.VBox):
+    """Controls and live monitor of one replay experiment.
+
+    Build it with ``workbench.replay_panel(...)``. The methods do what the buttons do,
+    synchronously.
+
+    Parameters
+    ----------
+    run : ReplayRun
+        The controller.
+    monitor : bool, default True
+        Embed the live stream monitor.
+
+    Examples
+    --------
+    >>> panel = workbench.replay_panel(workbench.scenarios.guide_word_count())  # doctest: +SKIP
+    >>> panel.step()                                 # doctest: +SKIP
+    >>> panel.late_rows()                            # doctest: +SKIP
+    """
+
+    def __init__(self, run: Any, *, monitor: bool = True) -> None:
+        self.run = run
+        self._busy = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self.play_button = widgets.Button(description="Play", icon="play", tooltip="Run batches continuously")
+        self.pause_button = widgets.Button(description="Pause", icon="pause", tooltip="Stop; state is kept")
+        self.step_button = widgets.Button(description="Step", icon="step-forward",
+                                          tooltip="Run exactly one more micro-batch")
+        self.reset_button = widgets.Button(description="Reset", icon="undo", button_style="warning",
+                                           tooltip="Start over: fresh checkpoint, history and results")
+        self.speed = widgets.Dropdown(options=list(SPEEDS), value=None, description="Speed",
+                                      layout=widgets.Layout(width="260px"))
+        self.counters = widgets.HTML()
+        self.late = widgets.HTML()
+        self.message = widgets.HTML()
+        self._with_monitor = monitor
+        self.monitor: Any = None
+        self.monitor_box = widgets.Box()
+        buttons = widgets.HBox([self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed])
+        super().__init__([buttons, self.counters, self.late, self.message, self.monitor_box])
+        self.add_class("workbench-replay-panel")
+        self.play_button.on_click(lambda _b: self._in_background(self.play))
+        self.pause_button.on_click(lambda _b: self._in_background(self.pause))
+        self.step_button.on_click(lambda _b: self._in_background(self.step))
+        self.reset_button.on_click(lambda _b: self._in_background(self.reset))
+        self._unsubscribe: Callable[[], None] | None = None
+        run.on_reset.append(self._attach)
+        self._attach()
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _attach(self) -> None:
+        """(Re)build what follows the run's history: a reset gives it a fresh one."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = self.run.progress.subscribe(lambda _records: self._update_counters())
+        if self._with_monitor:
+            old, self.monitor = self.monitor, self.run.stream.monitor()
+            self.monitor_box.children = (self.monitor,)
+            if old is not None:
+                old.close()
+        self._update_counters()
+        self.late.value = ""
+
+    def _in_background(self, action: Callable[[], Any]) -> None:
+        if not self._busy.acquire(blocking=False):
+            return  # an action is still running: the buttons are disabled anyway
+
+        def work() -> None:
+            try:
+                self._set_buttons(busy=True)
+                self.message.value = ""
+                action()
+            except Exception as exc:
+                log.debug("replay action failed", exc_info=True)
+                self.message.value = f"<span style='color:#d62728'>{html.escape(str(exc))}</span>"
+            finally:
+                self._busy.release()
+                self._set_buttons(busy=False)
+
+        self._worker = threading.Thread(target=work, daemon=True, name=f"workbench-replay-{self.run.name}")
+        self._worker.start()
+
+    def _set_buttons(self, *, busy: bool) -> None:
+        status = self.run.status
+        playing = status == "playing"
+        dead = status in ("failed", "closed")
+        self.play_button.disabled = busy or playing or dead
+        self.step_button.disabled = busy or dead
+        self.pause_button.disabled = busy or not playing
+        self.reset_button.disabled = busy or status == "closed"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a button's action to finish; True if none is running."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+            return not worker.is_alive()
+        return True
+
+    # -- display ----------------------------------------------------------------------------
+
+    def _update_counters(self, report: Any = None) -> None:
+        records = self.run.progress.records()
+        data = [r for r in records if r.num_input_rows or r.batch_id in set(self.run._data_batches)]
+        last = records[-1] if records else None
+        rows_in = sum(r.num_input_rows for r in records)
+        rows_out = sum(r.num_output_rows or 0 for r in records)
+        before = last.watermark if last else None
+        after = self.run.next_watermark()
+        self.counters.value = (
+            f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)} · "
+            f"batch {last.batch_id if last else '–'} ({len(data)} data batches) · "
+            f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}"
+        )
+
+    def _update_late(self) -> None:
+        summary = self.run.late_summary()
+        self.late.value = (
+            f"Late rows: {summary['late_rows']} ({summary['dropped']} dropped, {summary['partial']} partial, "
+            f"{summary['counted']} counted) · Spark's numRowsDroppedByWatermark: "
+            f"{summary['spark_dropped_groups']} <span title='{html.escape(summary['note'])}'>ⓘ</span>"
+            f"<br><small>{html.escape(summary['note'])}</small>"
+        )
+        self._mark_late_rows()
+
+    def _mark_late_rows(self) -> None:
+        """Mark late rows on the monitor's watermark lane, one trace per fate."""
+        monitor = self.monitor
+        if monitor is None or "watermark" not in getattr(monitor, "figures", {}):
+            return
+        late = self.run.late_rows()
+        fig = monitor.figures["watermark"]
+        colours = {"dropped": "#d62728", "partial": "#ff7f0e", "counted": "#2ca02c"}
+        with fig.batch_update():
+            for fate, colour in colours.items():
+                rows = late[late["fate"] == fate]
+                name = f"late: {fate}"
+                x = list(rows["batch_id"])
+                y = [t.tz_convert(None).to_pydatetime() for t in rows["event_time"]]
+                existing = [t for t in fig.data if t.name == name]
+                if existing:
+                    existing[0].x, existing[0].y = x, y
+                else:
+                    fig.add_scatter(x=x, y=y, name=name, mode="markers", row=1, col=1,
+                                    marker=dict(color=colour, symbol="x", size=9),
+                                    hovertemplate=f"late row ({fate}) %{{y}}<extra></extra>")
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def play(self, speed: float | None | str = "control") -> None:
+        """Play at ``speed`` batches per second (default: the speed control's value)."""
+        self.run.play(self.speed.value if speed == "control" else speed)
+        self._set_buttons(busy=False)
+        self._update_counters()
+
+    def pause(self) -> Any:
+        """Pause; returns what the play run did."""
+        report = self.run.pause()
+        self._after(report)
+        return report
+
+    def step(self) -> Any:
+        """Run exactly one more data batch; returns the step's report."""
+        report = self.run.step()
+        self._after(report)
+        return report
+
+    def reset(self) -> None:
+        """Start over with a fresh checkpoint, history and results."""
+        self.run.reset()
+        self._set_buttons(busy=False)
+
+    def _after(self, report: Any) -> None:
+        self._update_counters()
+        if report is not None:
+            self.message.value = html.escape(str(report))
+        self._update_late()
+        if self.monitor is not None:
+            self.monitor.refresh()
+
+    @property
+    def handle(self) -> Any:
+        """The StreamHandle of the latest run of the query (None before the first)."""
+        return self.run.handle
+
+    def late_rows(self) -> pd.DataFrame:
+        """Every input row that arrived behind the watermark, with its fate."""
+        return self.run.late_rows()
+
+    def results(self) -> pd.DataFrame:
+        """Everything the query emitted (with ``batch_id``)."""
+        return self.run.results()
+
+    def history(self) -> pd.DataFrame:
+        """Every batch since the last reset (scripted input rows)."""
+        return self.run.history()
+
+    def save(self, folder: Any) -> Any:
+        """Write spec, query description, history, results and late rows to ``folder``."""
+        from ..replay.saved import save_run
+
+        return save_run(self.run, folder)
+
+    def close(self) -> None:
+        """Stop playing, end the run, close the monitor and the widgets."""
+        self.run.close()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self.monitor is not None:
+            self.monitor.close()
+        for child in (self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
+                      self.counters, self.late, self.message, self.monitor_box):
+            child.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"<ReplayPanel {self.run.name!r} {self.run.status}>"
+
+
+def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> go.Figure:
+    """Overlay runs batch by batch: watermark, state rows, cumulative late rows dropped."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=("watermark", "state rows", "late rows dropped (cumulative)"))
+    for label, frame in histories.items():
+        fig.add_scatter(x=frame["batch_id"], y=frame["watermark"].dt.tz_convert(None), name=f"{label}: watermark",
+                        mode="lines+markers", row=1, col=1, legendgroup=label)
+        fig.add_scatter(x=frame["batch_id"], y=frame["state_rows_total"], name=f"{label}: state rows",
+                        mode="lines+markers", row=2, col=1, legendgroup=label)
+        rows = late.get(label)
+        dropped = (rows[rows["fate"] != "counted"].groupby("batch_id").size()
+                   if rows is not None and len(rows) else pd.Series(dtype="int64"))
+        cumulative = frame["batch_id"].map(dropped).fillna(0).cumsum()
+        fig.add_scatter(x=frame["batch_id"], y=cumulative, name=f"{label}: dropped/partial rows",
+                        mode="lines+markers", row=3, col=1, legendgroup=label)
+    fig.update_layout(height=650, template="plotly_white", hovermode="x unified")
+    fig.update_xaxes(title_text="batch", row=3, col=1)
+    return fig
+
+
+class Comparison:
+    """Two (or more) runs side by side: ``table`` (metrics) and ``figure`` (overlaid)."""
+
+    def __init__(self, table: pd.DataFrame, figure: go.Figure) -> None:
+        self.table = table
+        self.figure = figure
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.table)
+        display(self.figure)
+
+    def __repr__(self) -> str:
+        return f"<Comparison\n{self.table.to_string()}\n>"
