@@ -49,6 +49,8 @@ def test_memory_stream_result_and_typed_history(env, rate_stream):
     assert str(history["timestamp"].dtype) == "datetime64[ns, UTC]"
     assert (history["trigger_execution_ms"] > 0).all()
     assert history["watermark"].isna().all()  # no watermark defined: NaT, not epoch 0
+    latest, total = handle.preview(3)
+    assert total == len(result) and list(latest["value"]) == list(result["value"])[-3:]
 
 
 def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_stream):

@@ -168,6 +168,11 @@ class _MonitorView:
     def result(self) -> pd.DataFrame:
         return self._run.results()
 
+    def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
+        table = self._run.results()
+        shown = table.head(rows) if self.output_mode == "complete" else table.tail(rows)
+        return shown, len(table)
+
     def stop(self) -> None:
         self._run.pause()
 

@@ -269,6 +269,26 @@ class StreamHandle:
             )
         return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
 
+    def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
+        """A few rows of the memory sink's table and its row count, without fetching it all.
+
+        In complete mode the table is the whole result, so its first ``rows`` rows are
+        returned; otherwise the newest ``rows`` rows (Spark's ``tail``).
+
+        Returns
+        -------
+        (pandas.DataFrame, int)
+            The rows and the number of rows in the table.
+        """
+        if self.sink != "memory":
+            raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
+        table = self._spark.table(f"`{self.name}`")
+        total = table.count()
+        if self.output_mode == "complete":
+            return table.limit(rows).toPandas(), total
+        picked = table.tail(rows)
+        return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+
     def stop(self) -> None:
         """Stop the query and its poller; the history keeps every batch that ran."""
         try:

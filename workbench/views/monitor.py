@@ -8,7 +8,7 @@ batches, so an update costs the same after ten batches or a hundred thousand. Fi
 are plotly ``FigureWidget``s built once and updated in place inside ``batch_update()``.
 
 The view never imports Spark: the handle it is given (duck-typed) provides ``progress``,
-``on_finished``, ``status``/``error``, ``stop()`` and, for the memory sink, ``result()``.
+``on_finished``, ``status``/``error``, ``stop()`` and, for the memory sink, ``preview(rows)``.
 """
 
 from __future__ import annotations
@@ -443,16 +443,16 @@ class StreamMonitor(widgets.VBox):
 
     def _update_preview(self) -> None:
         # One query of the memory table per batch that output rows, on this thread.
+        # Only `rows` rows cross from Spark, however large the table has grown.
         try:
-            table = self.handle.result()
+            shown, total = self.handle.preview(self.rows)
         except Exception as exc:  # the session went away; say so instead of failing
             self.preview.value = f"<i>results unavailable: {html.escape(str(exc).splitlines()[0])}</i>"
             return
         mode = getattr(self.handle, "output_mode", None) or "append"
-        shown = table.head(self.rows) if mode == "complete" else table.tail(self.rows)
         which = "table" if mode == "complete" else "latest rows"
         self.preview.value = (
-            f"<div><b>Result</b> ({which}, {len(shown)} of {len(table)})</div>"
+            f"<div><b>Result</b> ({which}, {len(shown)} of {total})</div>"
             + shown.to_html(index=False, max_rows=self.rows, border=0, classes="workbench-result")
         )
 
