@@ -220,6 +220,16 @@ class Workbench:
             except Exception:
                 log.debug("stopping remaining queries failed", exc_info=True)
 
+    def shutdown(self) -> None:
+        """Close, then stop the session and end a JVM this process launched (kernel shutdown)."""
+        self.close()
+        with self._lock:
+            spark, self._spark = self._spark, None
+        if spark is not None:
+            from .session import stop_session
+
+            stop_session(spark)
+
     def close(self) -> None:
         """Stop everything and remove the temporary folder (the session itself stays)."""
         self.stop_all()

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._java import require_java
 
-__all__ = ["build_session", "default_conf", "is_local_master", "is_connect"]
+__all__ = ["build_session", "default_conf", "is_local_master", "is_connect", "stop_session"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     """
     from pyspark.sql import SparkSession
 
+    _quiet_query_context_loggers()
     if is_connect():
         remote = os.environ["SPARK_REMOTE"]
         if remote.startswith("local"):
@@ -121,3 +122,45 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _quiet_query_context_loggers() -> None:
+    # pyspark logs every analysis error a second time, as a JSON record with the JVM stack
+    # trace, through its own Python loggers (log4j settings do not reach them). The error
+    # itself is still raised; the workbench reports it as one line.
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def stop_session(spark: Any, timeout: float = 10.0) -> None:
+    """Stop ``spark`` and end the JVM this process launched for it, waiting for it to exit.
+
+    For a kernel shutdown: Jupyter kernels signal their child processes before exiting and
+    keep waiting (up to ~30 s) while a child remains, even a dead one that nobody reaped;
+    pyspark never reaps its JVM. Ending and reaping it here lets the kernel exit at once.
+    """
+    from pyspark import SparkContext
+
+    try:
+        spark.stop()
+    except Exception:
+        log.debug("stopping the session failed", exc_info=True)
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None:
+        return
+    try:
+        gateway.shutdown()
+    except Exception:
+        log.debug("closing the py4j gateway failed", exc_info=True)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except Exception:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,420 @@
+"""The ``%%stream`` / ``%stream`` magics: the pure parser, then the magics on a real IPython shell
+against real Spark (SQL and Python bodies, every option, re-runs, line magics, bad input)."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+from workbench.magics.parser import (
+    HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, detect_language,
+    help_text, parse,
+)
+from workbench.options import parse_trigger
+from tests.helpers import wait_for
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+# -- the parser (pure, no Spark) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "body", "expected"),
+    [
+        ("counts", "SELECT * FROM events",
+         StartCommand("counts", "SELECT * FROM events", "sql")),
+        ("counts --sink Console --mode UPDATE --rows 5 --no-monitor --no-truncate", "df",
+         StartCommand("counts", "df", "python", sink="console", output_mode="update", rows=5, monitor=False,
+                      truncate=False)),
+        ("q --trigger 1 second", "df", StartCommand("q", "df", "python", trigger=parse_trigger("1 second"))),
+        ('q --trigger "500 ms"', "df", StartCommand("q", "df", "python", trigger=parse_trigger("500 ms"))),
+        ("q --trigger once", "df", StartCommand("q", "df", "python", trigger=parse_trigger("once"))),
+        ("q --trigger available-now", "df", StartCommand("q", "df", "python", trigger=parse_trigger("available-now"))),
+        ("q --checkpoint '/tmp/my ckpt'", "df", StartCommand("q", "df", "python", checkpoint="/tmp/my ckpt")),
+        ("q --sql", "events_view", StartCommand("q", "events_view", "sql")),
+        ("q --python", "select(x)", StartCommand("q", "select(x)", "python")),
+        ("q --replay guide_word_count", "", StartCommand("q", "", "python", replay="guide_word_count")),
+        ("q --replay guide_word_count", "# scenario query\n", StartCommand("q", "", "python", replay="guide_word_count")),
+        ("q --replay src", "SELECT * FROM source", StartCommand("q", "SELECT * FROM source", "sql", replay="src")),
+        # Blank lines around the body go; Python indentation inside it stays.
+        ("q", "\n\nif True:\n    x = df\nx\n\n", StartCommand("q", "if True:\n    x = df\nx", "python")),
+    ],
+)
+def test_cell_parses_into_a_start_command(line, body, expected):
+    assert parse(line, body) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("list", ListCommand()),
+        ("stop counts", StopCommand("counts")),
+        ("stop --all", StopCommand(None, all=True)),
+        ("show counts", ShowCommand("counts")),
+        ("history counts", HistoryCommand("counts")),
+        ("history counts --operators", HistoryCommand("counts", operators=True)),
+        ("result counts", ResultCommand("counts")),
+    ],
+)
+def test_line_parses_into_a_command(line, expected):
+    assert parse(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "body", "fragment"),
+    [
+        ("q --sinkk memory", "df", "unknown option '--sinkk'"),
+        ("q --sin memory", "df", "unknown option '--sin'"),  # no silent abbreviations
+        ("", "df", "needs a stream name"),
+        ("--sink console", "df", "needs a stream name"),
+        ("q", "  \n\n ", "the cell is empty"),
+        ("q", "# only a comment\n-- and another", "the cell is empty"),
+        ("my-stream", "df", "bad stream name 'my-stream'"),
+        ("q --sink kafka", "df", "unknown sink 'kafka': use one of memory, console"),
+        ("q --mode sometimes", "df", "unknown output mode 'sometimes'"),
+        ("q --trigger soon", "df", "unknown trigger 'soon'"),
+        ("q --trigger 0 seconds", "df", "trigger interval must be positive"),
+        ("q --rows 0", "df", "rows must be a positive whole number, got '0'"),
+        ("q --rows many", "df", "rows must be a positive whole number, got 'many'"),
+        ("q --rows", "df", "--rows: expected one argument"),
+        ("q --trigger '1 second", "df", "cannot read the options"),
+        ("q extra", "df", "unexpected argument 'extra'"),
+        ("q --sql --python", "df", "not allowed with argument --sql"),
+        ("q --checkpoint ''", "df", "--checkpoint is empty"),
+        ("q --replay x --trigger once", "", "--trigger cannot be used with --replay"),
+    ],
+)
+def test_bad_cell_input_is_one_usage_line(line, body, fragment):
+    with pytest.raises(UsageError) as info:
+        parse(line, body)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ("", "needs a subcommand: list, stop, show, history or result"),
+        ("pause q", "unknown subcommand 'pause'"),
+        ("stop", "needs a stream name, or --all"),
+        ("stop q --all", "not both"),
+        ("show", "required: NAME"),
+        ("history q --ops", "unknown option '--ops'"),
+        ("result my-q", "bad stream name 'my-q'"),
+        ("list everything", "unexpected argument 'everything'"),
+    ],
+)
+def test_bad_line_input_is_one_usage_line(line, fragment):
+    with pytest.raises(UsageError) as info:
+        parse(line)
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "language"),
+    [
+        ("SELECT * FROM events", "sql"),
+        ("select value from events", "sql"),
+        ("  -- a comment\n\nWITH t AS (SELECT * FROM events) SELECT * FROM t", "sql"),
+        ("FROM events SELECT value", "sql"),
+        ("TABLE events", "sql"),
+        ("(SELECT 1) UNION (SELECT 2)", "sql"),
+        ("SELEC * FROM events", "python"),  # not a SQL keyword: Python (and a Python syntax error)
+        ("df = spark.readStream.table('events')\ndf", "python"),
+        ("select = df.select('value')\nselect", "python"),        # valid Python wins
+        ("with open('f') as fh:\n    pass\ndf", "python"),
+        ("events_df", "python"),
+    ],
+)
+def test_sql_or_python(body, language):
+    assert detect_language(body) == language
+
+
+def test_help_has_every_option_and_examples():
+    text = help_text()
+    for option in ("--sink", "--mode", "--trigger", "--checkpoint", "--rows", "--no-monitor", "--replay",
+                   "--sql", "--python", "%stream list", "%stream stop --all", "%stream history", "Examples"):
+        assert option in text
+    assert text.startswith("usage: %%stream NAME")
+
+
+# -- the magics on a real shell and real Spark -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "workbench")
+    yield ip
+    ip.run_line_magic("unload_ext", "workbench")
+
+
+@pytest.fixture
+def magics(shell, env, spark, rate_stream):
+    """The shell's StreamMagics, with `spark` and a streaming temp view `events` defined."""
+    shell.user_ns["spark"] = spark
+    rate_stream(rows_per_batch=3).createOrReplaceTempView("events")
+    spark.range(5).createOrReplaceTempView("static_numbers")
+    instance = shell.magics_manager.registry["StreamMagics"]
+    saved = {name: getattr(instance, name) for name in ("default_rows", "monitor_window", "poll_interval")}
+    yield instance
+    for name, value in saved.items():
+        setattr(instance, name, value)
+    for view in list(instance.views.values()):
+        view.close() if hasattr(view, "close") else None
+    instance.views.clear()
+    for name in list(instance.panels):
+        instance.panels.pop(name).close()
+
+
+def widget_views(captured) -> list[str]:
+    return [o.data[WIDGET_VIEW]["model_id"] for o in captured.outputs if WIDGET_VIEW in o.data]
+
+
+RATE = "spark.readStream.format('rate-micro-batch').option('rowsPerBatch', {rows}).load()"
+
+
+@pytest.mark.spark
+def test_sql_cell_starts_a_memory_stream_and_shows_its_monitor(shell, magics, spark, env):
+    from workbench.views.monitor import StreamMonitor
+
+    with capture_output() as captured:
+        result = shell.run_cell_magic(
+            "stream", "counts --mode complete --rows 2 --trigger '0.5 seconds'",
+            "SELECT value % 3 AS k, count(*) AS n\nFROM events GROUP BY k;\n",
+        )
+    assert result is None  # nothing echoed as Out[n]: the view is under the cell
+    monitor = magics.views["counts"]
+    assert isinstance(monitor, StreamMonitor)
+    assert monitor.rows == 2 and monitor.window == magics.monitor_window
+    assert widget_views(captured) == [monitor.model_id]
+    handle = env.get("counts")
+    assert (handle.sink, handle.output_mode, handle.trigger) == ("memory", "complete", "0.5 seconds")
+
+    wait_for(lambda: handle.progress.total >= 2, 60, message="two batches")
+    table = shell.run_line_magic("stream", "result counts")
+    assert sorted(table["k"]) == [0, 1, 2] and table["n"].sum() >= 6
+    history = shell.run_line_magic("stream", "history counts")
+    assert list(history["batch_id"])[:2] == [0, 1]
+    by_operator = shell.run_line_magic("stream", "history counts --operators")
+    assert len(by_operator) >= len(history)
+    listing = shell.run_line_magic("stream", "list")
+    assert listing.set_index("name").loc["counts", "status"] == "active"
+
+    shell.run_line_magic("stream", "stop counts")
+    assert handle.status == "stopped" and not spark.streams.active
+    wait_for(lambda: not monitor.running, 10, message="the monitor to end with its stream")
+    assert shell.run_line_magic("stream", "list").set_index("name").loc["counts", "status"] == "stopped"
+
+
+@pytest.mark.spark
+def test_python_cell_with_console_sink_prints_every_batch_in_order(shell, magics, spark, env, capsys, tmp_path):
+    checkpoint = tmp_path / "ckpt"
+    shell.run_cell_magic(
+        "stream", f"evens --sink console --rows 2 --trigger 0.3 seconds --no-monitor --checkpoint {checkpoint}",
+        f"source = {RATE.format(rows=4)}\nsource.where('value % 2 = 0')",
+    )
+    handle = env.get("evens")
+    assert (handle.sink, handle.trigger, handle.checkpoint) == ("console", "0.3 seconds", str(checkpoint))
+    seen = []
+    wait_for(lambda: seen.append(capsys.readouterr().out) or "Batch: 2" in "".join(seen), 60, message="three batches")
+    shell.run_line_magic("stream", "stop evens")
+    text = "".join(seen) + capsys.readouterr().out
+    lines = text.splitlines()
+    # --no-monitor: one status line, no widget.
+    assert lines[0].startswith("stream 'evens' active: console sink, append mode, trigger 0.3 seconds")
+    assert "evens" not in magics.views or isinstance(magics.views["evens"], str)
+    batches = [int(line.split()[1]) for line in lines if line.startswith("Batch: ")]
+    assert batches[:3] == [0, 1, 2] and batches == sorted(batches)
+    # --rows 2 of each batch's 2 even values out of 4: batch 1 holds 4 and 6.
+    batch_1 = text.split("Batch: 1\n", 1)[1].split("Batch: 2", 1)[0]
+    assert "|    4|" in batch_1 and "|    6|" in batch_1
+    assert (checkpoint / "offsets").is_dir()  # --checkpoint was used
+    with pytest.raises(UsageError, match="console sink, which keeps no table"):
+        shell.run_line_magic("stream", "result evens")
+
+
+@pytest.mark.spark
+def test_update_mode_once_trigger_and_no_truncate(shell, magics, spark, env, capsys):
+    shell.run_cell_magic(
+        "stream", "words --sink console --mode update --trigger once --no-truncate --no-monitor",
+        f"from pyspark.sql import functions as F\n"
+        f"src = {RATE.format(rows=3)}\n"
+        "src.groupBy(F.concat(F.lit('a-long-word-of-thirty-letters-'), F.col('value') % 2).alias('w')).count()",
+    )
+    handle = env.get("words")
+    assert handle.wait_finished(60), "trigger once should end by itself"
+    out = capsys.readouterr().out
+    assert handle.status == "stopped" and handle.output_mode == "update"
+    assert "Batch: 0" in out and "Batch: 1" not in out
+    assert "a-long-word-of-thirty-letters-0" in out  # not truncated to 20 characters
+    shell.run_cell_magic("stream", "words --sink console --trigger available-now --no-monitor",
+                         f"{RATE.format(rows=3)}")
+    assert env.get("words").wait_finished(60)
+    assert env.get("words").trigger == "available-now"
+
+
+@pytest.mark.spark
+def test_rerunning_a_cell_replaces_its_stream(shell, magics, spark, env):
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds --no-monitor", "SELECT value FROM events")
+    first = env.get("q")
+    first_id = first.query.id
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds", "SELECT value * 10 AS v FROM events")
+    second = env.get("q")
+    assert first.status == "stopped" and second.status == "active"
+    assert [query.name for query in spark.streams.active] == ["q"]
+    assert spark.streams.active[0].id == second.query.id != first_id
+    wait_for(lambda: second.progress.total >= 1 and len(second.result()) > 0, 60, message="output of the second query")
+    assert list(second.result().columns) == ["v"]
+    assert list(shell.run_line_magic("stream", "list")["name"]) == ["q"]
+
+
+@pytest.mark.spark
+def test_show_displays_the_monitor_again_and_stop_all_stops_everything(shell, magics, spark, env):
+    from workbench.views.monitor import StreamMonitor
+
+    shell.run_cell_magic("stream", "a --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
+    shell.run_cell_magic("stream", "b --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
+    with capture_output() as captured:
+        assert shell.run_line_magic("stream", "show a") is None
+    monitor = magics.views["a"]
+    assert isinstance(monitor, StreamMonitor) and monitor.handle is env.get("a")
+    assert widget_views(captured) == [monitor.model_id]
+    shell.run_line_magic("stream", "stop --all")
+    assert not spark.streams.active
+    assert set(shell.run_line_magic("stream", "list")["status"]) == {"stopped"}
+    with pytest.raises(UsageError, match=r"no stream named 'c' \(streams: a, b\)"):
+        shell.run_line_magic("stream", "show c")
+    with pytest.raises(UsageError, match="no stream named 'c'"):
+        shell.run_line_magic("stream", "stop c")
+
+
+@pytest.mark.spark
+def test_settings_change_with_config(shell, magics, env):
+    shell.run_line_magic("config", "StreamMagics.default_rows = 3")
+    shell.run_line_magic("config", "StreamMagics.monitor_window = 7")
+    shell.run_line_magic("config", "StreamMagics.poll_interval = 0.2")
+    assert (magics.default_rows, magics.monitor_window, magics.poll_interval) == (3, 7, 0.2)
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds", "SELECT * FROM events")
+    monitor = magics.views["q"]
+    assert (monitor.rows, monitor.window) == (3, 7)
+    assert env.get("q").spec.poll_interval == 0.2 and env.get("q").spec.rows == 3
+    shell.run_line_magic("stream", "stop q")
+    from traitlets import TraitError
+
+    with pytest.raises(TraitError, match="default_rows must be a positive whole number"):
+        magics.default_rows = 0
+
+
+BAD_INPUT = [
+    ("q --sinkk memory", "ran = True\nspark.readStream.table('events')", "unknown option '--sinkk'"),
+    ("", "ran = True\nspark.readStream.table('events')", "needs a stream name"),
+    ("q", "   \n", "the cell is empty"),
+    ("q --trigger soon", "ran = True\nspark.readStream.table('events')", "unknown trigger 'soon'"),
+    ("q", "SELECT * FORM events", "SQL error: "),
+    ("q", "SELECT * FROM no_such_table", "SQL error: The table or view `no_such_table` cannot be found"),
+    ("q", "SELECT * FROM static_numbers", "the SQL query is not a streaming DataFrame"),
+    ("q", "ran = True\nspark.range(3)", "the cell's last value is not a streaming DataFrame"),
+    ("q", "ran = True\n42", "expected a streaming pyspark DataFrame (from spark.readStream...), got int"),
+    ("q", "df = spark.readStream.table('events')", "the cell's last line must be an expression"),
+    ("q", "spark.readStream.format('no-such-source').load()",
+     "SparkClassNotFoundException: Failed to find the data source: no-such-source"),
+    ("q", "undefined_name", "NameError: name 'undefined_name' is not defined"),
+    ("q", "df = (", "Python syntax error on line 1"),
+    ("q", "SELECT value % 3 AS k, count(*) AS n FROM events GROUP BY k",
+     "Invalid streaming output mode: append. This output mode is not supported for streaming aggregations "
+     "without watermark"),
+    ("q --mode complete", "SELECT * FROM events", "Invalid streaming output mode: complete. This output mode is "
+                                                  "not supported for no streaming aggregations"),
+    ("q --replay nowhere", "SELECT * FROM source", "unknown replay source 'nowhere'"),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("line", "body", "fragment"), BAD_INPUT, ids=[f"{i}-{b[2][:30]}" for i, b in enumerate(BAD_INPUT)])
+def test_bad_input_is_one_line_and_leaves_nothing_running(shell, magics, spark, env, line, body, fragment):
+    shell.user_ns.pop("ran", None)
+    with capture_output() as captured:
+        with pytest.raises(UsageError) as info:
+            shell.run_cell_magic("stream", line, body)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message and "Traceback" not in message and "py4j" not in message.lower()
+    assert len(message) < 400
+    assert not spark.streams.active and not env.handles()
+    assert not captured.outputs and not captured.stderr  # no widget and no logged stack trace
+    if "ran = True" in body and ("--" in line or not line or "soon" in line):
+        assert "ran" not in shell.user_ns, "options are checked before the cell's code runs"
+
+
+@pytest.mark.spark
+def test_a_failed_rerun_leaves_nothing_running(shell, magics, spark, env):
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
+    with pytest.raises(UsageError, match="Invalid streaming output mode: complete"):
+        shell.run_cell_magic("stream", "q --mode complete", "SELECT * FROM events")
+    assert not spark.streams.active
+
+
+@pytest.mark.spark
+def test_line_magics_on_unknown_streams(shell, magics, env):
+    with pytest.raises(UsageError, match=r"%stream history: no stream named 'nope' \(streams: none started yet\)"):
+        shell.run_line_magic("stream", "history nope")
+    with pytest.raises(UsageError, match="no stream named 'nope'"):
+        shell.run_line_magic("stream", "result nope")
+    assert shell.run_line_magic("stream", "list").empty
+
+
+@pytest.mark.spark
+def test_unloading_the_extension_stops_every_stream(shell, magics, spark, env):
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
+    assert spark.streams.active
+    shell.run_line_magic("unload_ext", "workbench")
+    try:
+        assert not spark.streams.active
+        assert env.get("q").status == "stopped"
+        assert "stream" not in shell.magics_manager.magics["cell"]
+    finally:
+        shell.run_line_magic("load_ext", "workbench")
+    assert "StreamMagics" in shell.magics_manager.registry
+
+
+@pytest.mark.spark
+def test_replay_scenario_by_name_with_its_own_query(shell, magics, env):
+    from workbench.views.replay_panel import ReplayPanel
+
+    with capture_output() as captured:
+        # IPython refuses an empty cell body: a comment-only body runs the scenario's own query.
+        shell.run_cell_magic("stream", "guide --replay guide_word_count", "# the scenario's query\n")
+    panel = magics.panels["guide"]
+    assert isinstance(panel, ReplayPanel) and widget_views(captured) == [panel.model_id]
+    panel.step()
+    panel.step()
+    assert list(panel.history()["batch_id"]) == [0, 1]
+    shell.run_line_magic("stream", "stop guide")
+    assert panel.run.status == "paused"
+
+
+@pytest.mark.spark
+def test_replay_with_sql_and_python_bodies_over_source(shell, magics, env):
+    from workbench.replay import Script
+
+    shell.user_ns["script"] = Script([[("12:00", "a"), ("12:01", "b")], [("12:02", "a")]], ["event_time", "word"])
+    shell.user_ns["source"] = "kept"
+    shell.run_cell_magic("stream", "by_sql --replay script --mode complete --no-monitor",
+                         "SELECT word, count(*) AS n FROM source GROUP BY word")
+    shell.run_cell_magic("stream", "by_python --replay script --mode complete --no-monitor",
+                         "source.groupBy('word').count()")
+    assert shell.user_ns["source"] == "kept"  # the Python body saw the replay input, not this
+    for name, column in (("by_sql", "n"), ("by_python", "count")):
+        panel = magics.panels[name]
+        panel.step()
+        panel.step()
+        final = panel.results().query("batch_id == 1")
+        assert dict(zip(final["word"], final[column])) == {"a": 2, "b": 1}
+        assert shell.run_line_magic("stream", f"result {name}").equals(panel.results())

@@ -1,0 +1,237 @@
+"""``%%stream --sink console`` in a real Jupyter kernel (a separate process, driven by jupyter_client).
+
+What a user sees, and how the test observes it: the starting cell displays an ipywidgets
+``Output`` widget (a ``display_data`` message whose parent is that cell's execute request,
+carrying the widget's model id). Every micro-batch is appended to that widget, which the
+kernel sends as ``comm_msg`` ``update`` messages carrying the widget's whole ``outputs``
+list. Jupyter front ends render a widget where its view was displayed, whatever the
+parent of later ``comm_msg`` updates, so the text belongs to the starting cell. The test
+therefore asserts that
+
+* the Output widget displayed by the starting cell receives every ``Batch: N`` table, in
+  order, including the batches that ran while a later cell was sleeping;
+* nothing that the front end would put under the later cells (``stream``,
+  ``display_data``, ``execute_result`` or ``error`` messages whose parent is one of
+  them) contains ``Batch:``,
+  and no ``stream`` message anywhere does (the JVM's console sink would print there);
+* shutting the kernel down ends the process by itself, its Spark JVM with it, and the
+  workbench's exit hook runs (its temporary folder is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
+
+
+class Kernel:
+    """A kernel and every iopub message it sent, in arrival order."""
+
+    def __init__(self, manager, client) -> None:
+        self.manager, self.client = manager, client
+        self.messages: list[dict] = []
+
+    def run(self, code: str, timeout: float = 60.0) -> str:
+        """Execute ``code``, collect iopub until the kernel is idle again; return the msg id."""
+        msg_id = self.client.execute(code)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"cell did not finish in {timeout}s: {code!r}"
+            try:
+                msg = self.client.get_iopub_msg(timeout=remaining)
+            except Exception:  # queue.Empty
+                continue
+            self.messages.append(msg)
+            if (msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == msg_id
+                    and msg["content"]["execution_state"] == "idle"):
+                break
+        reply = self.client.get_shell_msg(timeout=10)
+        while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a late kernel_info reply
+            reply = self.client.get_shell_msg(timeout=10)
+        errors = [m["content"] for m in self.outputs_of(msg_id) if m["msg_type"] == "error"]
+        assert reply["content"]["status"] == "ok", errors or reply["content"]
+        return msg_id
+
+    def outputs_of(self, msg_id: str) -> list[dict]:
+        return [m for m in self.messages
+                if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] in OUTPUT_TYPES]
+
+    def stdout_of(self, msg_id: str) -> str:
+        return "".join(m["content"]["text"] for m in self.outputs_of(msg_id)
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+    def text_of(self, msg_id: str) -> str:
+        parts = []
+        for m in self.outputs_of(msg_id):
+            content = m["content"]
+            parts.append(content.get("text", ""))
+            parts.append(json.dumps(content.get("data", {})))
+            parts.extend(content.get("traceback", []))
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    from jupyter_client.manager import start_new_kernel
+
+    home = tmp_path / "jupyter"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    }
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60, env=env)
+    kernel = Kernel(manager, client)
+    try:
+        yield kernel
+    finally:
+        if manager.is_alive():
+            manager.shutdown_kernel(now=True)
+        client.stop_channels()
+        manager.cleanup_resources()
+
+
+def widget_model_ids(messages: list[dict]) -> list[str]:
+    return [m["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+            for m in messages
+            if "application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})]
+
+
+def output_updates(messages: list[dict], model_id: str) -> list[tuple[int, str]]:
+    """(arrival index, text of the widget's outputs) for every outputs update of ``model_id``."""
+    updates = []
+    for index, m in enumerate(messages):
+        content = m["content"]
+        if m["msg_type"] != "comm_msg" or content.get("comm_id") != model_id:
+            continue
+        data = content.get("data", {})
+        if data.get("method") == "update" and "outputs" in data.get("state", {}):
+            text = "".join(o.get("text", "") for o in data["state"]["outputs"])
+            updates.append((index, text))
+    return updates
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def batch_ids(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"^Batch: (\d+)$", text, flags=re.MULTILINE)]
+
+
+def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everything(kernel):
+    setup = kernel.run(
+        "%load_ext workbench\n"
+        "import os, workbench\n"
+        "spark = workbench.session()\n"
+        "temp_dir = str(workbench.spark.current_env().temp_dir)\n"
+        "def _children(pid):\n"
+        "    found = []\n"
+        "    for entry in os.listdir('/proc'):\n"
+        "        try:\n"
+        "            stat = open(f'/proc/{entry}/stat').read()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        if entry.isdigit() and stat.rsplit(')', 1)[1].split()[1] == str(pid):\n"
+        "            found.append(int(entry))\n"
+        "    return found\n"
+        "print(json.dumps({'temp_dir': temp_dir, 'children': _children(os.getpid())}))"
+        .replace("import os, workbench", "import json, os, workbench"),
+        timeout=90,
+    )
+    facts = json.loads(kernel.stdout_of(setup).strip().splitlines()[-1])
+    assert facts["children"], "the kernel should have started a Spark JVM"
+
+    start = kernel.run(
+        "%%stream ticks --sink console --rows 3 --trigger 0.3 seconds --no-monitor\n"
+        "spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 3).load()\n",
+        timeout=60,
+    )
+    models = widget_model_ids(kernel.outputs_of(start))
+    assert len(models) == 1, "the starting cell displays one Output widget"
+    console = models[0]
+    opened = [m for m in kernel.messages if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == console]
+    assert opened and opened[0]["content"]["data"]["state"]["_model_name"] == "OutputModel"
+    status = kernel.stdout_of(start)
+    assert "stream 'ticks' active: console sink" in status
+
+    # The first micro-batch of a fresh JVM takes seconds: wait for it, then sleep through more.
+    waiter = kernel.run(
+        "import time\n"
+        "deadline = time.monotonic() + 60\n"
+        "while workbench.stream('ticks').progress.total < 1 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.1)\n",
+        timeout=70,
+    )
+    before_sleep = len(kernel.messages)
+    sleeper = kernel.run("import time\ntime.sleep(4)\n", timeout=30)
+    stop = kernel.run(
+        "%stream stop --all\n"
+        "print(json.dumps({'statuses': sorted(set(workbench.streams()['status'])), "
+        "'active': len(spark.streams.active)}))",
+        timeout=60,
+    )
+    after_stop = json.loads(kernel.stdout_of(stop).strip().splitlines()[-1])
+    assert after_stop == {"statuses": ["stopped"], "active": 0}
+
+    # Every batch is in the starting cell's Output widget, in order, with --rows 3.
+    updates = output_updates(kernel.messages, console)
+    assert updates, "no console text reached the Output widget"
+    final = updates[-1][1]
+    ids = batch_ids(final)
+    assert ids == list(range(len(ids))) and len(ids) >= 5, ids
+    for _, text in updates:  # each update extends the previous text: batches arrive in order
+        assert final.startswith(text)
+    batch_1 = final.split("Batch: 1\n", 1)[1].split("Batch: 2\n", 1)[0]
+    assert re.search(r"\|\s+3\|", batch_1) and re.search(r"\|\s+5\|", batch_1)
+    # Batches kept arriving in cell 1's widget while cell 2 ran.
+    during_sleep = [text for index, text in updates if index > before_sleep and
+                    index < next(i for i, m in enumerate(kernel.messages)
+                                 if m["parent_header"].get("msg_id") == stop)]
+    assert during_sleep and len(batch_ids(during_sleep[-1])) - len(batch_ids(updates[0][1])) >= 3
+
+    # Nothing under the sleeping cell, and no console text printed as plain stream output.
+    assert "Batch:" not in kernel.text_of(sleeper) and "Batch:" not in kernel.text_of(waiter)
+    assert not kernel.outputs_of(sleeper) and not kernel.outputs_of(waiter)
+    assert not any("Batch:" in m["content"].get("text", "") for m in kernel.messages if m["msg_type"] == "stream")
+
+    # A stream still running at shutdown: the kernel exits by itself and takes Spark along.
+    kernel.run(
+        "%%stream again --trigger 0.3 seconds --no-monitor\n"
+        "spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 3).load()\n",
+        timeout=60,
+    )
+    # Jupyter servers kill a kernel that has not exited a few seconds after the request
+    # (shutdown_wait_time, 5 s by default), and then no exit hook runs. Without the
+    # workbench's shutdown hook ipykernel waited ~29 s here for the unreaped Spark JVM.
+    process = kernel.manager.provisioner.process
+    kernel.client.shutdown()
+    deadline = time.monotonic() + 10
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert process.poll() == 0, "the kernel did not exit cleanly by itself soon after a shutdown request"
+    deadline = time.monotonic() + 20
+    while any(alive(pid) for pid in facts["children"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in facts["children"]), "the Spark JVM outlived its kernel"
+    assert not Path(facts["temp_dir"]).exists(), "the workbench's exit hook did not run"

@@ -1,0 +1,334 @@
+"""The ``%%stream`` / ``%stream`` IPython magics: thin glue from parsed commands to the workbench.
+
+:class:`StreamMagics` parses its input with :mod:`workbench.magics.parser`, builds the
+streaming DataFrame from the cell body (SQL over temp views, or Python evaluated in the
+user's namespace), starts it through the current :class:`~workbench.spark.Workbench` and
+displays the stream's live monitor under the cell. Settings are traitlets, changeable
+with ``%config StreamMagics.<name> = value``.
+
+Anything a user can get wrong ends as one ``UsageError`` line (Spark's analysis messages
+reduced with :func:`workbench.errors.summarize_error`), never a Py4J traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+from traitlets import Bool, Float, Int, TraitError, validate
+
+from ..errors import summarize_error
+from ..replay import scenarios
+from ..replay.scenarios import Scenario
+from ..replay.spec import Replay, Script
+from ..spark import current_env
+from ..spark.environment import check_streaming_frame
+from ..views.console import CellConsole, cell_console
+from .parser import (
+    Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, help_text,
+    parse,
+)
+
+__all__ = ["StreamMagics"]
+
+log = logging.getLogger(__name__)
+
+_FILENAME = "<%%stream cell>"
+
+
+_JAVA_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n?:?\s*(?:([\w.$]+?)(?::\s|$))?", re.DOTALL)
+
+
+def _one_line(exc: BaseException) -> str:
+    """Spark's or Python's error as one line (a raw Py4J error: the Java exception's own line)."""
+    return _named(exc)[1]
+
+
+def _named(exc: BaseException) -> tuple[str, str]:
+    """(exception name, one-line message); for a raw Py4J error, the Java exception's."""
+    text, name = str(exc), type(exc).__name__
+    match = _JAVA_CALL.match(text)
+    if match:  # "An error occurred while calling o1.load.\n: org.x.SomeException: message"
+        if match.group(1):
+            name = match.group(1).rsplit(".", 1)[-1]
+        text = text[match.end():]
+    return name, summarize_error(text) or name
+
+
+@magics_class
+class StreamMagics(Magics):
+    """``%%stream NAME [options]`` starts a streaming query; ``%stream ...`` lists, stops, shows.
+
+    Registered by ``%load_ext workbench``. See ``%%stream?`` for the options.
+
+    Examples
+    --------
+    >>> %load_ext workbench                                     # doctest: +SKIP
+    >>> %config StreamMagics.default_rows = 5                   # doctest: +SKIP
+    """
+
+    poll_interval = Float(
+        0.5, help="Seconds between progress polls of streams started by %%stream."
+    ).tag(config=True)
+    default_rows = Int(
+        20, help="Rows shown per console batch and in the result preview when --rows is not given."
+    ).tag(config=True)
+    monitor_window = Int(60, help="Batches the live monitor's charts show (the history keeps them all).").tag(
+        config=True
+    )
+    truncate = Bool(True, help="Truncate long values in console tables (Spark's default); --no-truncate overrides.").tag(
+        config=True
+    )
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        #: The view last displayed for each stream (monitor, replay panel or status text).
+        self.views: dict[str, Any] = {}
+        #: Replay panels by stream name (a re-run closes the previous one).
+        self.panels: dict[str, Any] = {}
+
+    @validate("poll_interval")
+    def _check_interval(self, proposal: Any) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError(f"poll_interval must be a positive number of seconds, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("default_rows", "monitor_window")
+    def _check_positive(self, proposal: Any) -> int:
+        if proposal["value"] < 1:
+            raise TraitError(f"{proposal['trait'].name} must be a positive whole number, got {proposal['value']!r}")
+        return proposal["value"]
+
+    # -- entry point ----------------------------------------------------------------------------
+
+    @line_cell_magic
+    def stream(self, line: str, cell: str | None = None) -> Any:
+        command = parse(line, cell)
+        return self.execute(command)
+
+    stream.__doc__ = help_text()
+
+    def execute(self, command: Command) -> Any:
+        """Run a parsed command; returns a DataFrame for list/history/result, else None."""
+        actions: dict[type, Callable[[Any], Any]] = {
+            StartCommand: self._start,
+            ListCommand: lambda _c: current_env().streams(),
+            StopCommand: self._stop,
+            ShowCommand: self._show,
+            HistoryCommand: lambda c: self._handle(c.name, "history").history(operators=c.operators),
+            ResultCommand: self._result,
+        }
+        return actions[type(command)](command)
+
+    # -- line magics --------------------------------------------------------------------------------
+
+    def _handle(self, name: str, what: str) -> Any:
+        try:
+            return current_env().get(name)
+        except ValueError as exc:
+            raise UsageError(f"%stream {what}: {exc}") from None
+
+    def _stop(self, command: StopCommand) -> None:
+        if command.all:
+            self.stop_everything()
+            return
+        panel = self.panels.get(command.name or "")
+        if panel is not None:
+            panel.run.pause()
+            return
+        self._handle(command.name or "", "stop").stop()
+
+    def _show(self, command: ShowCommand) -> None:
+        if command.name in self.panels:
+            display(self.panels[command.name])
+            return
+        handle = self._handle(command.name, "show")
+        view = handle.monitor(rows=self.default_rows, window=self.monitor_window)
+        self.views[command.name] = view
+        display(view)
+
+    def _result(self, command: ResultCommand) -> Any:
+        if command.name in self.panels:
+            return self.panels[command.name].results()
+        handle = self._handle(command.name, "result")
+        try:
+            return handle.result()
+        except ValueError as exc:
+            raise UsageError(f"%stream result: {exc}") from None
+        except Exception as exc:
+            raise UsageError(f"%stream result {command.name}: {_one_line(exc)}") from None
+
+    def stop_everything(self) -> None:
+        """Stop every stream and close every replay panel (``%stream stop --all``, shutdown)."""
+        for name, panel in list(self.panels.items()):
+            try:
+                panel.run.pause()
+            except Exception:
+                log.debug("pausing replay %s failed", name, exc_info=True)
+        current_env().stop_all()
+
+    # -- %%stream -----------------------------------------------------------------------------------
+
+    def _start(self, command: StartCommand) -> None:
+        if command.replay is not None:
+            self._start_replay(command)
+            return
+        env = current_env()
+        rows = command.rows or self.default_rows
+        df = self._frame(command, env)
+        # Created before the start (shown after it succeeds) so that every batch lands in
+        # an output area owned by this cell, whichever thread Spark renders it on.
+        console = cell_console(display_now=False) if command.sink == "console" else None
+        self._close_panel(command.name)
+        try:
+            handle = env.start(
+                df, command.name, sink=command.sink, output_mode=command.output_mode, trigger=command.trigger,
+                checkpoint=command.checkpoint, rows=rows, truncate=command.truncate and self.truncate,
+                console=console, poll_interval=self.poll_interval,
+            )
+        except (TypeError, ValueError) as exc:  # StreamStartError is a ValueError, already one line
+            raise UsageError(f"%%stream {command.name}: {exc}") from None
+        except Exception as exc:
+            log.debug("starting %s failed", command.name, exc_info=True)
+            raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
+        if command.monitor:
+            view: Any = handle.monitor(rows=rows, window=self.monitor_window)
+            display(view)
+        else:
+            view = _status_line(handle)
+            print(view)
+        self.views[command.name] = view
+        if isinstance(console, CellConsole):
+            display(console.widget)
+
+    def _frame(self, command: StartCommand, env: Any) -> Any:
+        """The streaming DataFrame the cell describes."""
+        if command.language == "sql":
+            df = self._sql(command.body, env.session(), command.name)
+        else:
+            df = self._python(command.body, command.name)
+        try:
+            check_streaming_frame(df)
+        except (TypeError, ValueError) as exc:
+            what = "the SQL query" if command.language == "sql" else "the cell's last value"
+            raise UsageError(f"%%stream {command.name}: {what} is not a streaming DataFrame: {exc}") from None
+        return df
+
+    @staticmethod
+    def _sql(body: str, spark: Any, name: str) -> Any:
+        try:
+            return spark.sql(body.strip().rstrip(";"))
+        except Exception as exc:  # pyspark's ParseException / AnalysisException, with the plan
+            raise UsageError(f"%%stream {name}: SQL error: {_one_line(exc)}") from None
+
+    def _python(self, body: str, name: str, extra: dict[str, Any] | None = None) -> Any:
+        """Run all but the last statement in the user's namespace and return the last expression."""
+        code = self.shell.transform_cell(body) if self.shell is not None else body
+        try:
+            tree = ast.parse(code, filename=_FILENAME)
+        except SyntaxError as exc:
+            raise UsageError(f"%%stream {name}: Python syntax error on line {exc.lineno}: {exc.msg}") from None
+        if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+            raise UsageError(
+                f"%%stream {name}: the cell's last line must be an expression giving a streaming DataFrame "
+                "(e.g. a line with just `df`), not a statement"
+            )
+        *head, last = tree.body
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        saved = {key: namespace[key] for key in (extra or {}) if key in namespace}
+        namespace.update(extra or {})
+        try:
+            if head:
+                exec(compile(ast.Module(body=head, type_ignores=[]), _FILENAME, "exec"), namespace)
+            return eval(compile(ast.Expression(body=last.value), _FILENAME, "eval"), namespace)
+        except UsageError:
+            raise
+        except Exception as exc:
+            log.debug("%%%%stream %s: the cell failed", name, exc_info=True)
+            kind, message = _named(exc)
+            raise UsageError(f"%%stream {name}: the cell failed: {kind}: {message}") from None
+        finally:
+            for key in extra or {}:
+                if key in saved:
+                    namespace[key] = saved[key]
+                else:
+                    namespace.pop(key, None)
+
+    # -- --replay -------------------------------------------------------------------------------------
+
+    def _replay_source(self, spec: str) -> tuple[Any, Any, str | None]:
+        """(source, scenario query or None, scenario output mode or None) for ``--replay spec``."""
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        value = namespace.get(spec)
+        if isinstance(value, Scenario):
+            return value.source, value.query, value.output_mode
+        if isinstance(value, (Replay, Script)):
+            return value, None, None
+        if value is None and spec in scenarios.SCENARIOS:
+            scenario = scenarios.get(spec)
+            return scenario.source, scenario.query, scenario.output_mode
+        got = f" ({spec} is a {type(value).__name__})" if value is not None else ""
+        raise UsageError(
+            f"%%stream: unknown replay source {spec!r}{got}: give a variable holding a workbench.Replay, "
+            f"workbench.Script or scenario, or a scenario name: {', '.join(scenarios.SCENARIOS)}"
+        )
+
+    def _replay_query(self, command: StartCommand, spark: Any) -> Callable[[Any], Any]:
+        if command.language == "sql":
+            def sql_query(source_df: Any) -> Any:
+                source_df.createOrReplaceTempView("source")
+                return self._sql(command.body, spark, command.name)
+
+            return sql_query
+
+        def python_query(source_df: Any) -> Any:
+            return self._python(command.body, command.name, extra={"source": source_df})
+
+        return python_query
+
+    def _start_replay(self, command: StartCommand) -> None:
+        import workbench
+
+        source, scenario_query, scenario_mode = self._replay_source(command.replay or "")
+        if command.body.strip():
+            query: Any = self._replay_query(command, current_env().session())
+        elif scenario_query is not None:
+            query = scenario_query
+        else:
+            raise UsageError(
+                f"%%stream {command.name}: the cell is empty: write the query over the replay's input "
+                "(temp view `source` in SQL, variable `source` in Python)"
+            )
+        self._close_panel(command.name)
+        current_env().stop(command.name, missing_ok=True)
+        try:
+            panel = workbench.replay_panel(
+                source, query, name=command.name, output_mode=command.output_mode or scenario_mode,
+                sink=command.sink, monitor=command.monitor,
+            )
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("the query function failed on the replay source: ", "")) from None
+        except Exception as exc:
+            log.debug("replay %s failed", command.name, exc_info=True)
+            raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
+        self.panels[command.name] = panel
+        self.views[command.name] = panel
+        display(panel)
+
+    def _close_panel(self, name: str) -> None:
+        panel = self.panels.pop(name, None)
+        if panel is not None:
+            panel.close()
+
+
+def _status_line(handle: Any) -> str:
+    mode = handle.output_mode or "append"
+    return (
+        f"stream {handle.name!r} {handle.status}: {handle.sink} sink, {mode} mode, trigger {handle.trigger} "
+        f"(%stream show {handle.name} for the monitor, %stream stop {handle.name} to stop)"
+    )
