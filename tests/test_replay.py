@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import workbench
-from workbench.replay import Disorder, KeyColumn, Replay, WindowCount, scenarios
-from workbench.replay.saved import NON_TIMING_COLUMNS
+from workbench.replay import Disorder, KeyColumn, Replay, Script, WindowCount, scenarios
+from workbench.replay.saved import NON_TIMING_COLUMNS, output_delays, save_run
 from workbench.spark.replay_run import ReplayError, ReplayRun
 from workbench.views.monitor import StreamMonitor
 from tests.helpers import wait_for
@@ -154,3 +154,40 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
         run.close()
     with pytest.raises(ReplayError, match="closed"):
         run.step()
+
+
+def test_compare_watermark_delays_dropped_rows_state_and_output_delay(env, tmp_path):
+    # The guide's batches with an 11:50 eel next to the donkey, then a batch at 12:40 that
+    # pushes both watermarks past every window, and an empty batch to emit them.
+    batches = [list(b) for b in scenarios.GUIDE_BATCHES]
+    batches[3].append(("11:50", "eel"))
+    batches += [[("12:40", "ant")], []]
+    script = Script(batches, ["event_time", "word"], day="2024-01-01")
+    runs = {}
+    for delay in ("10 minutes", "20 minutes"):
+        query = WindowCount("event_time", "10 minutes", "5 minutes", delay, ("word",))
+        runs[delay] = ReplayRun(script, query, name=f"delay_{delay.split()[0]}", output_mode="append", env=env)
+    try:
+        for run in runs.values():
+            for _ in range(len(batches)):
+                run.step()
+        short, long = runs["10 minutes"], runs["20 minutes"]
+        save_run(short, tmp_path / "delay10")
+        table = workbench.compare(tmp_path / "delay10", long, labels=["10 min", "20 min"]).table
+        # What Spark did, read from its output: the eel is in no result with a 10-minute
+        # delay and counted with 20 minutes.
+        assert "eel" not in set(short.results()["word"]) and "eel" in set(long.results()["word"])
+        assert list(table.loc["late rows dropped"]) == [1, 0]
+        # A longer delay keeps more windows open: more state, emitted later.
+        assert table.loc["max state rows", "20 min"] > table.loc["max state rows", "10 min"]
+        assert table.loc["mean output delay (event time)", "20 min"] > table.loc["mean output delay (event time)", "10 min"]
+        # In append mode no window comes out before the stream's event time is a full
+        # watermark delay past its end.
+        for delay, run in runs.items():
+            delays = output_delays(run.history(), run.results())
+            assert len(delays) == len(run.results()[["window_start", "window_end"]].drop_duplicates()) > 0
+            assert (delays["delay_event_time"] >= pd.Timedelta(delay)).all(), delays
+            assert (delays["delay_batches"] >= 1).all()
+    finally:
+        for run in runs.values():
+            run.close()

@@ -132,8 +132,11 @@ def test_processing_time_trigger_spaces_batches(env, rate_stream):
     wait_for(lambda: handle.progress.total >= 3, message="3 batches")
     handle.stop()
     starts = handle.history()["timestamp"]
-    # Spark aligns processing-time triggers to the interval, so batch 1 may come early.
-    assert (starts.diff().iloc[2:] >= pd.Timedelta(milliseconds=900)).all()
+    # Spark starts processing-time triggers on multiples of the interval (since the epoch),
+    # at most one per interval: a late start (a loaded machine) shortens the gap to the next
+    # one, but no two batches share a one-second slot.
+    slots = starts.dt.floor("1s")
+    assert slots.is_monotonic_increasing and slots.is_unique, list(starts)
     assert handle.trigger == "1 seconds"
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .spec import Replay, Script, source_from_json
 
-__all__ = ["SavedRun", "save_run", "load_run", "run_metrics", "NON_TIMING_COLUMNS"]
+__all__ = ["SavedRun", "save_run", "load_run", "run_metrics", "output_delays", "NON_TIMING_COLUMNS"]
 
 #: History columns that do not depend on wall-clock timing: equal across repeated runs.
 NON_TIMING_COLUMNS: tuple[str, ...] = (
@@ -83,9 +83,74 @@ def load_run(folder: str | Path, label: str | None = None) -> SavedRun:
     )
 
 
+def output_delays(history: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """How long each window waited to be output, one row per emitted window.
+
+    A window is *complete in the data* from the first batch whose newest event time
+    (``event_time_max``, running maximum) reaches the window's end. Its output delay is
+    counted from there to the batch that first emitted it, in batches and in event time
+    (the stream's newest event time at emission minus the window end). In append mode this
+    is the price of the watermark: a 10-minute delay holds every window back by at least
+    10 minutes of event time. In update and complete mode windows appear while still open,
+    so delays can be negative.
+
+    Parameters
+    ----------
+    history : pandas.DataFrame
+        ``handle.history()``: ``batch_id`` and ``event_time_max``.
+    results : pandas.DataFrame
+        Emitted rows with ``batch_id`` and ``window_start``/``window_end`` columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``window_start, window_end, emitted_batch, complete_batch, delay_batches,
+        delay_event_time``; empty when the results have no window columns.
+
+    Examples
+    --------
+    >>> h = pd.DataFrame({"batch_id": [0, 1, 2],
+    ...                   "event_time_max": pd.to_datetime(["12:07", "12:14", "12:21"], format="%H:%M")})
+    >>> r = pd.DataFrame({"batch_id": [2], "window_start": pd.to_datetime(["12:00"], format="%H:%M"),
+    ...                   "window_end": pd.to_datetime(["12:10"], format="%H:%M")})
+    >>> output_delays(h, r)[["complete_batch", "emitted_batch", "delay_batches", "delay_event_time"]]
+       complete_batch  emitted_batch  delay_batches delay_event_time
+    0               1              2              1  0 days 00:11:00
+    """
+    columns = ["window_start", "window_end", "emitted_batch", "complete_batch", "delay_batches", "delay_event_time"]
+    if not {"window_start", "window_end", "batch_id"} <= set(results.columns) or results.empty or history.empty:
+        return pd.DataFrame(columns=columns)
+    newest = history.sort_values("batch_id").set_index("batch_id")["event_time_max"].cummax()
+    ends = newest.dropna()
+    first = results.groupby(["window_start", "window_end"], as_index=False)["batch_id"].min()
+    rows = []
+    for window in first.itertuples(index=False):
+        end = _like(window.window_end, newest)
+        reached = ends[ends >= end]
+        emitted = int(window.batch_id)
+        at_emission = ends.loc[:emitted].max()
+        rows.append((window.window_start, window.window_end, emitted,
+                     int(reached.index[0]) if len(reached) else None,
+                     emitted - int(reached.index[0]) if len(reached) else None,
+                     at_emission - end))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _like(value: Any, reference: pd.Series) -> pd.Timestamp:
+    """``value`` as a Timestamp with the same time-zone awareness as ``reference``."""
+    stamp = pd.Timestamp(value)
+    tz = getattr(reference.dtype, "tz", None)
+    if tz is not None and stamp.tzinfo is None:
+        return stamp.tz_localize(tz)
+    if tz is None and stamp.tzinfo is not None:
+        return stamp.tz_convert(None)
+    return stamp
+
+
 def run_metrics(run: SavedRun) -> dict[str, Any]:
     """One column of a comparison table: rows dropped, state, output timing."""
     history, late = run.history, run.late_rows
+    delays = output_delays(history, run.results)
     fates = late["fate"].value_counts() if len(late) else pd.Series(dtype="int64")
     data_rows = history[history["num_input_rows"] > 0]
     metrics = {
@@ -102,6 +167,10 @@ def run_metrics(run: SavedRun) -> dict[str, Any]:
         "final watermark": history["watermark"].iloc[-1] if len(history) else None,
         "first batch with output": (int(history.loc[history["num_output_rows"].fillna(0) > 0, "batch_id"].min())
                                     if (history["num_output_rows"].fillna(0) > 0).any() else None),
+        "mean output delay (batches)": (float(delays["delay_batches"].dropna().mean())
+                                        if delays["delay_batches"].notna().any() else None),
+        "mean output delay (event time)": (pd.to_timedelta(delays["delay_event_time"]).mean()
+                                           if len(delays) else None),
         "mean batch duration (ms)": float(history["trigger_execution_ms"].astype("float").mean())
         if len(history) else None,
         "data batches": int(len(data_rows)),

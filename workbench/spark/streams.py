@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
@@ -289,8 +290,17 @@ class StreamHandle:
         picked = table.tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
 
-    def stop(self) -> None:
-        """Stop the query and its poller; the history keeps every batch that ran."""
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop the query and its poller; the history keeps every batch that ran.
+
+        Parameters
+        ----------
+        grace : float, default 1.0
+            Seconds to wait for a running micro-batch to end before interrupting it.
+            Interrupting a batch is safe (it runs again on restart from the checkpoint)
+            but makes Spark print an interruption trace to the process's stderr.
+        """
+        self._wait_between_batches(grace)
         try:
             self.query.stop()
         except Exception:
@@ -304,6 +314,14 @@ class StreamHandle:
                 log.debug("final progress read for %s failed", self.name, exc_info=True)
             self._settle()
             self._mark_finished()
+
+    def _wait_between_batches(self, grace: float) -> None:
+        deadline = time.monotonic() + grace
+        try:
+            while time.monotonic() < deadline and self.query.isActive and self.query.status.get("isTriggerActive"):
+                time.sleep(0.002)
+        except Exception:
+            log.debug("reading the status of %s failed", self.name, exc_info=True)
 
     def summary(self) -> dict[str, Any]:
         """One row of :func:`workbench.streams`."""
