@@ -75,6 +75,11 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
         summary = panel.run.late_summary()
         assert summary["spark_dropped_groups"] == 3 and summary["late_rows"] == 3 and summary["dropped"] == 1
         assert "Spark's numRowsDroppedByWatermark: 3" in panel.late.value
+        # The monitor's watermark lane marks each late row at its arrival batch, by fate.
+        marks = {t.name: sorted(zip(t.x, (pd.Timestamp(y).strftime("%H:%M") for y in t.y)))
+                 for t in panel.monitor.figures["watermark"].data if t.name and t.name.startswith("late: ")}
+        assert marks == {"late: dropped": [(3, "11:50")], "late: partial": [(3, "11:58")],
+                         "late: counted": [(3, "12:04")]}
 
         saved = panel.save(tmp_path / "guide")
         comparison = workbench.compare(saved, panel, labels=["saved", "live"])
@@ -191,3 +196,25 @@ def test_compare_watermark_delays_dropped_rows_state_and_output_delay(env, tmp_p
     finally:
         for run in runs.values():
             run.close()
+
+
+def test_speed_control_paces_play_and_pause_keeps_state(env):
+    panel = workbench.replay_panel(scenarios.late_clicks(), monitor=False)
+    try:
+        panel.step()
+        panel.speed.value = 2  # batches per second
+        panel.play_button.click()
+        wait_for(lambda: panel.run.data_batches >= 4, timeout=120, message="4 batches at 2 per second")
+        panel.pause_button.click()
+        assert panel.wait(60) and panel.run.status != "playing"
+        played = panel.history()[panel.history()["batch_id"] >= 1]
+        # Paced by a 500 ms processing-time trigger: at most one batch per half-second slot.
+        slots = played["timestamp"].dt.floor("500ms")
+        assert slots.is_monotonic_increasing and slots.is_unique, list(played["timestamp"])
+        # Pausing kept the state: the next step continues from the next batch id.
+        last = int(panel.history()["batch_id"].max())
+        report = panel.step()
+        assert report.batch_ids and report.batch_ids[0] == last + 1
+        assert (panel.history()["batch_id"].diff().dropna() == 1).all()
+    finally:
+        panel.close()
