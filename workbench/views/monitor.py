@@ -41,6 +41,9 @@ _STATE_METRICS = (
     ("removed", "num_rows_removed"), ("dropped by watermark", "num_rows_dropped_by_watermark"),
 )
 _FIGURE_HEIGHT = 300
+#: Charts are drawn at this fixed width: the widget cannot follow its cell's width (plotly's
+#: FigureWidget never learns it), so the grid wraps to one column when two do not fit.
+_FIGURE_WIDTH = 560
 
 
 def _utc_naive(value: datetime | None) -> datetime | None:
@@ -204,7 +207,8 @@ class StreamMonitor(widgets.VBox):
         controls = widgets.HBox([self.stop_button, self.pause_button])
         charts = widgets.GridBox(
             list(self.figures.values()),
-            layout=widgets.Layout(grid_template_columns="repeat(2, minmax(0, 1fr))", width="100%"),
+            layout=widgets.Layout(grid_template_columns=f"repeat(auto-fill, {_FIGURE_WIDTH}px)", grid_gap="4px",
+                                  width="100%"),
         )
         children: list[widgets.Widget] = [widgets.HBox([self.header, controls]), self.diagnosis, charts]
         if self._has_preview:
@@ -238,16 +242,15 @@ class StreamMonitor(widgets.VBox):
     # -- figures (built once) -------------------------------------------------------------
 
     @staticmethod
-    def _layout(fig: go.FigureWidget, title: str) -> None:
+    def _layout(fig: go.Figure, title: str) -> None:
         fig.update_layout(
-            title=dict(text=title, x=0.02, font=dict(size=14)), height=_FIGURE_HEIGHT,
+            title=dict(text=title, x=0.02, font=dict(size=14)), height=_FIGURE_HEIGHT, width=_FIGURE_WIDTH,
             margin=dict(l=60, r=20, t=40, b=40), hovermode="x unified",
             legend=dict(orientation="h", y=-0.2, font=dict(size=10)), template="plotly_white",
         )
 
     def _watermark_figure(self) -> go.FigureWidget:
-        fig = go.FigureWidget(make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3],
-                                            vertical_spacing=0.06))
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.06)
         fig.add_scatter(name="event time min", mode="lines", line=dict(width=0.5, color="#9ecae1"),
                         hovertemplate=f"min event time {_TIME_HOVER}<extra></extra>", row=1, col=1)
         fig.add_scatter(name="event time max", mode="lines", line=dict(width=0.5, color="#9ecae1"),
@@ -262,16 +265,15 @@ class StreamMonitor(widgets.VBox):
         fig.update_yaxes(title_text="UTC", type="date", tickformat="%H:%M:%S", row=1, col=1)
         fig.update_yaxes(title_text="gap s", rangemode="tozero", row=2, col=1)
         fig.update_xaxes(title_text="batch", row=2, col=1)
-        return fig
+        return go.FigureWidget(fig)
 
     def _state_figure(self) -> go.FigureWidget:
-        fig = go.FigureWidget(make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.65, 0.35],
-                                            vertical_spacing=0.06))
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.65, 0.35], vertical_spacing=0.06)
         self._layout(fig, "State rows")
         fig.update_yaxes(title_text="rows", rangemode="tozero", row=1, col=1)
         fig.update_yaxes(title_text="memory", rangemode="tozero", ticksuffix="B", row=2, col=1)
         fig.update_xaxes(title_text="batch", row=2, col=1)
-        return fig
+        return go.FigureWidget(fig)
 
     def _add_operator_traces(self, names: list[str]) -> None:
         # State traces depend on how many stateful operators the query has, which progress
@@ -290,7 +292,7 @@ class StreamMonitor(widgets.VBox):
             fig.layout.title.text = f"State rows ({len(names)} operators)"
 
     def _latency_figure(self) -> go.FigureWidget:
-        fig = go.FigureWidget()
+        fig = go.Figure()
         for key in DURATION_PARTS:
             fig.add_bar(name=key, hovertemplate=f"{key} %{{y}} ms<extra></extra>")
         fig.add_scatter(name="triggerExecution", mode="lines+markers", line=dict(color="black", width=1.5),
@@ -299,10 +301,10 @@ class StreamMonitor(widgets.VBox):
         fig.update_layout(barmode="stack", bargap=0.1)
         fig.update_yaxes(title_text="ms", rangemode="tozero")
         fig.update_xaxes(title_text="batch")
-        return fig
+        return go.FigureWidget(fig)
 
     def _rates_figure(self) -> go.FigureWidget:
-        fig = go.FigureWidget()
+        fig = go.Figure()
         fig.add_scatter(name="input rows/s", mode="lines+markers", marker=dict(size=4),
                         hovertemplate="input %{y:.1f} rows/s<extra></extra>")
         fig.add_scatter(name="processed rows/s", mode="lines+markers", marker=dict(size=4),
@@ -310,7 +312,7 @@ class StreamMonitor(widgets.VBox):
         self._layout(fig, "Rows per second")
         fig.update_yaxes(title_text="rows/s", rangemode="tozero")
         fig.update_xaxes(title_text="batch")
-        return fig
+        return go.FigureWidget(fig)
 
     # -- data in (poller thread) ------------------------------------------------------------
 

@@ -1,0 +1,248 @@
+"""The workbench in a real JupyterLab, driven by headless Chromium.
+
+Opens ``notebooks/00-quickstart.ipynb`` in a private JupyterLab server (127.0.0.1, random
+port and token), runs every cell above the final ``%stream stop --all`` from the page, and
+checks what a user sees:
+
+* the cells ran without errors, and the final stop cell did not run (the streams are live);
+* the live monitor under the ``%%stream numbers`` cell renders its four plotly charts, which
+  fit their grid cells, and they keep gaining points, with the batch number in the header
+  advancing, while no cell runs;
+* the console-sink cell shows its ``Batch:`` table inside its own output area and under no
+  other cell;
+* the monitor's Stop button stops the stream: the header says ``stopped``, the button is
+  disabled, no more points arrive, and the kernel reports the stream stopped and no query
+  active.
+
+A screenshot of the live monitor is written to ``test-artifacts/monitor.png`` (the README's
+picture comes from it). On failure a full-page screenshot, the server log and the cells'
+execution times go to ``test-artifacts/quickstart-*``. The server, kernel, Spark and
+Chromium must shut down cleanly and leave no temporary files (checked when the fixtures
+tear down).
+
+The page is 1700 px wide with the file browser closed (the monitor shows its charts two by
+two); at the end the window shrinks to 1280 px with the file browser open, and every chart
+must still fit in its grid cell (the grid wraps to one column).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pytest
+
+from .browser_support import (
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
+    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, wait_until,
+)
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "00-quickstart.ipynb"
+#: The cell that ends the quickstart; everything above it runs, so the streams stay live.
+STOP_CELL = "%stream stop --all"
+MONITOR_CELL = "%%stream numbers"
+CONSOLE_CELL = "%%stream squares"
+CHART_TITLES = ("Watermark and event time", "State rows", "Batch duration", "Rows per second")
+POINTS = ".scatterlayer .point"
+#: The monitor charts the newest 60 batches: beyond that the point count stops growing.
+MONITOR_WINDOW = 60
+VIEWPORT = {"width": 1700, "height": 1200}
+NARROW_WIDTH = 1280
+
+#: Right edge of each monitor chart as drawn (its SVG) and of the output area showing it.
+JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')].map(plot => ({
+  drawn: Math.round(plot.querySelector('.main-svg').getBoundingClientRect().right),
+  visible: Math.round(Math.min(plot.getBoundingClientRect().right,
+                               plot.closest('.jp-OutputArea-output').getBoundingClientRect().right))}))"""
+
+
+@pytest.fixture
+def lab() -> Iterator[LabServer]:
+    server = LabServer(REPO_ROOT / "notebooks")
+    server.start()
+    try:
+        yield server
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+
+
+@pytest.fixture
+def page(lab: LabServer) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
+        try:
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()
+
+
+def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:
+    with evidence_on_failure(page, lab, "quickstart"):
+        _run_quickstart(page, lab)
+        clipped = _charts_clipped_when_narrow(page)
+        assert not clipped, f"at {NARROW_WIDTH} px with the file browser open the monitor clips its charts: {clipped}"
+
+
+@contextmanager
+def evidence_on_failure(page: Any, lab: LabServer, name: str) -> Iterator[None]:
+    """On failure, keep in test-artifacts/: screenshots (the page as it was, then scrolled to
+    the monitor), the server log, the cells' execution times and the browser's console errors."""
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}")
+            if message.type in ("error", "warning") else None)
+    page.on("pageerror", lambda error: console.append(f"page error: {error}"))
+    try:
+        yield
+    except Exception:
+        save_screenshot(page, f"{name}-failure.png")
+        (ARTIFACTS / f"{name}-jupyter.log").write_text(lab.log_text(), encoding="utf-8")
+        (ARTIFACTS / f"{name}-console.txt").write_text("\n".join(console) + "\n", encoding="utf-8")
+        try:
+            cells: Any = page.evaluate(JS_CODE_CELLS)
+        except Exception as exc:  # the page is gone
+            cells = f"unavailable: {exc}"
+        (ARTIFACTS / f"{name}-cells.json").write_text(json.dumps(cells, indent=1), encoding="utf-8")
+        try:
+            page.locator(".workbench-monitor").first.scroll_into_view_if_needed(timeout=5_000)
+            save_screenshot(page, f"{name}-failure-monitor.png")
+        except Exception:  # no monitor on the page: the first screenshot is all there is
+            pass
+        raise
+
+
+def _wait_js(page: Any, script: str, timeout: float, message: str) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(script, timeout=timeout * 1000, polling=250)
+    except PlaywrightTimeout:
+        raise TimeoutError(f"{message} (waited {timeout:.0f} s)") from None
+
+
+def _cell(page: Any, needle: str) -> Any:
+    index = page.evaluate(JS_CELL_INDEX, needle)
+    assert index >= 0, f"no code cell containing {needle!r} in {NOTEBOOK}"
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def _run_above(page: Any, stop_index: int, timeout: float) -> None:
+    """Run every cell above ``stop_index`` from the page; wait until all have finished."""
+    # Not awaited: evaluate() has no time limit, and a cell that hangs must fail the test.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-above'); }")
+
+    def finished() -> bool:
+        cells = [c for c in page.evaluate(JS_CODE_CELLS) if c["index"] < stop_index]
+        return all(c["count"] is not None for c in cells) and page.evaluate(JS_NO_CELL_RUNNING)
+
+    def pending() -> str:
+        waiting = [c["source"] for c in page.evaluate(JS_CODE_CELLS)
+                   if c["index"] < stop_index and c["count"] is None]
+        return f"the quickstart's cells did not finish running; not finished: {waiting}"
+
+    wait_until(finished, timeout, pending, interval=0.5)
+
+
+def _run_quickstart(page: Any, lab: LabServer) -> None:
+    page.goto(lab.notebook_url(NOTEBOOK))
+    _wait_js(page, JS_KERNEL_IDLE, 90, f"the kernel of {NOTEBOOK} did not start")
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    # Start from a clean page: no stored outputs or execution counts.
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    stored = [c["source"] for c in page.evaluate(JS_CODE_CELLS) if c["count"] is not None]
+    assert not stored, f"clearing the outputs left execution counts on {stored}"
+
+    # Run everything above the final stop cell, so the streams stay live.
+    stop_index = page.evaluate(JS_ACTIVATE_CELL, STOP_CELL)
+    assert stop_index > 0, f"no {STOP_CELL!r} cell in {NOTEBOOK}"
+    _run_above(page, stop_index, timeout=120)
+    errors = page.evaluate(JS_ERRORS)
+    assert errors == [], f"cells of {NOTEBOOK} raised errors: {errors}"
+    ran_too_far = [c["source"] for c in page.evaluate(JS_CODE_CELLS) if c["index"] >= stop_index and c["count"]]
+    assert not ran_too_far, f"cells from the stop cell on ran too: {ran_too_far}"
+
+    # The monitor's four charts render under the cell that started the stream.
+    monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
+
+    def titles() -> list[str]:
+        return monitor.locator(".js-plotly-plot .gtitle").all_text_contents()
+
+    def all_charts_drawn() -> bool:
+        return len(titles()) == len(CHART_TITLES) and all(any(t.startswith(w) for t in titles()) for w in CHART_TITLES)
+
+    wait_until(all_charts_drawn, 30,
+               lambda: f"the monitor under the %%stream numbers cell did not draw its {len(CHART_TITLES)} charts; "
+                       f"chart titles shown: {titles()}")
+
+    # ...and keep gaining points while no cell runs (one batch a second, 4 points a batch).
+    header = monitor.locator(".widget-html").first
+
+    def batch() -> int:
+        found = re.search(r"batch (\d+)", header.text_content() or "")
+        return int(found.group(1)) if found else -1
+
+    def points() -> int:
+        return monitor.locator(POINTS).count()
+
+    assert page.evaluate(JS_NO_CELL_RUNNING), "a cell is still running"
+    first_batch, first_points = batch(), points()
+    assert "active" in header.text_content(), f"monitor header: {header.text_content()!r}"
+    assert 0 <= first_batch < MONITOR_WINDOW - 10, (
+        f"the monitor header shows batch {first_batch}: too early or too late to watch its charts grow"
+    )
+    wait_until(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20,
+               lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "
+                       f"points {first_points} -> {points()}")
+    assert page.evaluate(JS_NO_CELL_RUNNING), "a cell was running while the charts grew"
+
+    # The picture of the live monitor for the README; it must show whole charts.
+    edges = monitor.evaluate(JS_CHART_EDGES)
+    assert all(e["drawn"] <= e["visible"] + 1 for e in edges), f"charts clipped at {VIEWPORT['width']} px: {edges}"
+    monitor.evaluate("node => node.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    ARTIFACTS.mkdir(exist_ok=True)
+    monitor.screenshot(path=str(ARTIFACTS / "monitor.png"))
+
+    # The console-sink cell shows its Batch: table inside its own output area only.
+    console_index = page.evaluate(JS_CELL_INDEX, CONSOLE_CELL)
+    console_output = _cell(page, CONSOLE_CELL).locator(".jp-Cell-outputArea")
+    wait_until(lambda: "Batch: 0" in console_output.text_content(), 30,
+               lambda: f"no 'Batch: 0' under the console-sink cell; it shows {console_output.text_content()!r}")
+    text = console_output.text_content()
+    assert all(w in text for w in ("value", "square", "only showing top 3 rows")), f"console-sink output: {text!r}"
+    holders = page.evaluate(JS_CELLS_SHOWING, "Batch:")
+    assert holders == [console_index], (
+        f"'Batch:' tables under cells {holders}; expected only under the console-sink cell {console_index}"
+    )
+
+    # Stop: the header says stopped, the button is disabled, and the charts stop growing.
+    stop_button = monitor.locator(".widget-button", has_text="Stop")
+    stop_button.click()
+    wait_until(lambda: "stopped" in (header.text_content() or ""), 30,
+               lambda: f"after Stop the monitor header says {header.text_content()!r}")
+    assert stop_button.is_disabled(), "the Stop button is still enabled after the stream stopped"
+    settled_batch, settled_points = batch(), points()
+    time.sleep(2.5)  # two and a half trigger intervals
+    assert (batch(), points()) == (settled_batch, settled_points), (
+        f"the monitor kept growing after Stop: batch {settled_batch} -> {batch()}, "
+        f"points {settled_points} -> {points()}"
+    )
+    reported = page.evaluate(JS_KERNEL_PRINT, "import workbench\nprint(workbench.stream('numbers').status, "
+                                              "[q.name for q in workbench.session().streams.active])")
+    assert reported == "stopped []", f"the kernel reports: {reported!r}"
+
+
+def _charts_clipped_when_narrow(page: Any) -> list[dict[str, int]]:
+    """The charts whose right edge is cut off in a common laptop window, or [] when all fit."""
+    page.set_viewport_size({"width": NARROW_WIDTH, "height": VIEWPORT["height"]})
+    page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+    time.sleep(1.0)  # relayout
+    edges = _cell(page, MONITOR_CELL).locator(".workbench-monitor").evaluate(JS_CHART_EDGES)
+    return [e for e in edges if e["drawn"] > e["visible"] + 1]
