@@ -45,6 +45,8 @@ def watermarked(n: int, step: timedelta = timedelta(seconds=1), delay: timedelta
 HOUR_WINDOW = PlanFacts(has_aggregation=True, has_watermark=True, watermark_delay=timedelta(seconds=10),
                         window_duration=timedelta(hours=1), window_slide=timedelta(hours=1))
 NO_WATERMARK = PlanFacts(has_aggregation=True)
+SESSIONS = PlanFacts(has_aggregation=True, has_watermark=True, watermark_delay=timedelta(seconds=10),
+                     window_column="ts", has_session_window=True, session_gap=timedelta(minutes=5))
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,8 @@ NO_WATERMARK = PlanFacts(has_aggregation=True)
         ([], "append", HOUR_WINDOW, timedelta(seconds=12), "no micro-batch has run in the 12 s"),
         # without plan facts: progress shows state and watermark, but not the window end
         (watermarked(4), "append", None, None, "has not yet passed the end of any aggregate"),
+        (watermarked(4), "append", SESSIONS, None,
+         "has not yet passed the end of the earliest session (at 2024-01-01 12:05:00 UTC or later"),
         # ... and not otherwise
         (watermarked(2), "append", HOUR_WINDOW, None, None),                  # too early to judge
         ([], "append", HOUR_WINDOW, timedelta(seconds=3), None),              # still starting
@@ -140,13 +144,23 @@ PARSED = ("'Aggregate ['window('timestamp, 10 minutes, 5 minutes, 1 minute)], "
     "text, expected",
     [
         (PARSED, PlanFacts(True, True, "timestamp", timedelta(seconds=10), "timestamp",
-                           timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=1))),
+                           timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=1), watermarks=1)),
         ("'Aggregate ['window('ts, 1 hour)], ['count(1)]\n+- ~StreamingRelationV2 x",
          PlanFacts(True, False, None, None, "ts", timedelta(hours=1), timedelta(hours=1))),
         ("~Project [value#1L]\n+- ~StreamingRelationV2 rate-micro-batch", PlanFacts()),
         ("~Deduplicate [value#1L]\n+- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, "
          "ts#0: timestamp, 1 hour 30 minutes",
-         PlanFacts(False, True, "ts", timedelta(minutes=90))),
+         PlanFacts(False, True, "ts", timedelta(minutes=90), watermarks=1)),
+        # a stream-stream join: one watermark per side, each named in both plans
+        ("~Join Inner\n:- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, a#0: timestamp, 1 minute\n"
+         "+- ~EventTimeWatermark 2f47e321-4793-4e33-a037-8a197a8b17cb, b#1: timestamp, 2 minutes\n"
+         "Join Inner\n:- EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, a#0: timestamp, 1 minute",
+         PlanFacts(False, True, "a", timedelta(minutes=1), watermarks=2)),
+        ("'Aggregate ['session_window('ts, 5 minutes), 'user], ['count(1)]", PlanFacts(
+            True, window_column="ts", has_session_window=True, session_gap=timedelta(minutes=5))),
+        # a gap computed per row is known to be a session window, with no fixed gap
+        ("'Aggregate ['session_window('ts, CASE WHEN '`>`('v, 1) THEN 5 minutes ELSE 1 minute END)]",
+         PlanFacts(True, window_column="ts", has_session_window=True)),
     ],
 )
 def test_plan_facts_from_text(text, expected):

@@ -333,6 +333,9 @@ BAD_INPUT = [
     ("q --mode complete", "SELECT * FROM events", "Invalid streaming output mode: complete. This output mode is "
                                                   "not supported for no streaming aggregations"),
     ("q --replay nowhere", "SELECT * FROM source", "unknown replay source 'nowhere'"),
+    ("q --replay guide_word_count", "SELECT word, count(*) AS n FROM source GROUP BY word",
+     "Spark cannot run replay 'q': Invalid streaming output mode: append. This output mode is not supported "
+     "for streaming aggregations without watermark"),
 ]
 
 

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import workbench
+from workbench.errors import StreamStartError
 from workbench.replay import Disorder, KeyColumn, Replay, Script, WindowCount, scenarios
 from workbench.replay.saved import NON_TIMING_COLUMNS, output_delays, save_run
 from workbench.spark.replay_run import ReplayError, ReplayRun
@@ -95,6 +96,58 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
         panel.close()
 
 
+def _in_result(results: pd.DataFrame, column: str, row) -> bool:
+    """Whether Spark's output has a group of ``row.user`` whose ``column`` window holds the row."""
+    mine = results[results["user"] == row.user]
+    return bool(((mine[f"{column}_start"] <= row.event_time) & (row.event_time < mine[f"{column}_end"])).any())
+
+
+def test_late_fates_of_session_windows_and_complete_mode_match_sparks_output(env):
+    # Batch 1 reports the watermark 12:15, which filters batch 2's rows. There ann's 12:12
+    # row is late but its own session [12:12, 12:17) ends after the watermark, so Spark keeps
+    # it; cyd's 12:08 row [12:08, 12:13) is dropped. The 13:00 row then closes every session
+    # (append mode).
+    script = Script([[("12:00", "ann"), ("12:20", "bob")], [("12:21", "bob")],
+                     [("12:12", "ann"), ("12:08", "cyd"), ("12:30", "bob")],
+                     [("13:00", "zed")]], ["event_time", "user"], day="2024-01-01")
+    sessions = workbench.replay_panel(
+        script, lambda df: (df.withWatermark("event_time", "5 minutes")
+                              .groupBy(F.session_window("event_time", "5 minutes"), "user").count()),
+        name="late_sessions", output_mode="append", monitor=False)
+    # Complete mode keeps every group: Spark aggregates late rows too, whatever the watermark.
+    complete = workbench.replay_panel(
+        script, lambda df: (df.withWatermark("event_time", "5 minutes")
+                              .groupBy(F.window("event_time", "10 minutes"), "user").count()),
+        name="late_complete", output_mode="complete", monitor=False)
+    try:
+        for _ in range(5):
+            sessions.step()
+            complete.step()
+        inputs = sessions.run.inputs()
+        late = sessions.late_rows()
+        assert dict(zip(late["user"], late["fate"])) == {"ann": "counted", "cyd": "dropped"}
+        assert set(late["watermark"]) == {t("12:15")}
+        results = sessions.results()
+        assert {(r.user, r.session_window_start.strftime("%H:%M"), r.session_window_end.strftime("%H:%M"), r.count)
+                for r in results.itertuples()} >= {("ann", "12:12", "12:17", 1)}
+        dropped = set(late.loc[late["fate"] == "dropped", "value"])
+        for row in inputs[inputs["user"] != "zed"].itertuples():  # zed's session is still open
+            assert _in_result(results, "session_window", row) == (row.value not in dropped), row
+
+        late = complete.late_rows()
+        assert dict(zip(late["user"], late["fate"])) == {"ann": "counted", "cyd": "counted"}
+        table = complete.results()
+        counted = {(r.user, r.window_start): r.count for r in table.itertuples()}
+        expected: dict[tuple[str, pd.Timestamp], int] = {}
+        for row in inputs.itertuples():
+            key = (row.user, row.event_time.floor("10min"))
+            expected[key] = expected.get(key, 0) + 1
+        assert counted == expected
+    finally:
+        sessions.close()
+        complete.close()
+
+
 def _spec() -> Replay:
     return Replay(rows_per_batch=4, start="2024-01-01 12:00", advance="1 minute", seed=3,
                   keys=(KeyColumn("key", 3),), disorder=Disorder(0.3, "1 minute", "4 minutes"))
@@ -142,6 +195,9 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
         ReplayRun(_spec(), lambda df: 42, name="bad", env=env)
     with pytest.raises(ValueError, match="not streaming"):
         ReplayRun(_spec(), lambda df: spark.range(3), name="bad", env=env)
+    # Refused when the panel is built, not at the first step.
+    with pytest.raises(StreamStartError, match="cannot run replay 'agg': Invalid streaming output mode: append"):
+        ReplayRun(_spec(), lambda df: df.groupBy("key").count(), name="agg", output_mode="append", env=env)
     assert not spark.streams.active
     run = ReplayRun(_spec(), lambda df: df.withColumn("boom", F.raise_error(F.lit("replay boom"))), name="boom",
                     env=env)

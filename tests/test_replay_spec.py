@@ -103,6 +103,9 @@ def test_late_rules_for_windowed_plain_and_stateless_queries():
     assert windowed.loc[1, "dropped_windows"] == [(t("11:50"), t("12:00"))]
     plain = late_row_fates(inputs, event_time="event_time", watermarks=marks)
     assert list(plain["fate"]) == ["dropped", "dropped", "dropped"]
+    sessions = late_row_fates(inputs, event_time="event_time", watermarks=marks, session_gap=timedelta(minutes=5))
+    assert list(sessions["fate"]) == ["counted", "dropped", "dropped"]  # 12:04 + 5 min > 12:04
+    assert sessions.loc[0, "kept_windows"] == [(t("12:04"), t("12:09"))]
     stateless = late_row_fates(inputs, event_time="event_time", watermarks=marks, window=shape, stateful=False)
     assert set(stateless["fate"]) == {"counted"}
     none = late_row_fates(inputs, event_time="event_time", watermarks=[None, None], window=shape)

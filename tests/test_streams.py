@@ -104,6 +104,14 @@ def test_starting_an_active_name_replaces_the_stream(env, spark, rate_stream):
     assert first.status == "stopped" and second.status == "active"
     assert [q.name for q in spark.streams.active] == ["same"]
     assert workbench.stream("same") is second
+    # The memory table is found by name: the old handle must not pass off the new rows as its own.
+    assert first.replaced_by is second
+    with pytest.raises(ValueError, match=r"replaced by a newer stream of the same name.*stream\('same'\)\.result"):
+        first.result()
+    with pytest.raises(ValueError, match="replaced by a newer stream"):
+        first.preview(3)
+    wait_for(lambda: len(second.history()) >= 1, message="a batch of the second stream")
+    assert second.result()["value"].min() == 0
     second.stop()
 
 

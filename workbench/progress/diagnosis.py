@@ -46,6 +46,9 @@ _UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec":
 _INTERVAL_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
 # `'window('timestamp, 10 minutes, 5 minutes, 1 minute)` in the parsed logical plan.
 _WINDOW_CALL = re.compile(r"'window\('?`?([\w.]+)`?((?:,\s*[^,()]+){1,3})\)", re.IGNORECASE)
+# `'session_window('timestamp, 5 minutes)`; a gap computed per row is not an interval.
+_SESSION_CALL = re.compile(r"'session_window\('?`?([\w.]+)`?,\s*", re.IGNORECASE)
+_SESSION_GAP = re.compile(r"([^(),]+)\)")
 # `EventTimeWatermark <uuid>, timestamp#0: timestamp, 10 seconds`
 _WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([\w.`]+)#\d+(?::\s*\w+)?,\s*([^\n]+)")
 
@@ -88,6 +91,8 @@ class PlanFacts:
     ...     "+- ~EventTimeWatermark 1e47e321-4793-4e33-a037-8a197a8b17cb, timestamp#0: timestamp, 10 seconds")
     >>> facts.has_aggregation, facts.watermark_delay, facts.window_duration, facts.window_slide
     (True, datetime.timedelta(seconds=10), datetime.timedelta(seconds=600), datetime.timedelta(seconds=300))
+    >>> PlanFacts.from_plan_text("'Aggregate ['session_window('ts, 5 minutes), 'user]").session_gap
+    datetime.timedelta(seconds=300)
     """
 
     has_aggregation: bool = False
@@ -98,6 +103,10 @@ class PlanFacts:
     window_duration: timedelta | None = None
     window_slide: timedelta | None = None
     window_offset: timedelta = timedelta(0)
+    has_session_window: bool = False
+    session_gap: timedelta | None = None
+    #: How many ``withWatermark`` calls the query has (a stream-stream join has one per side).
+    watermarks: int = 0
 
     @classmethod
     def from_plan_text(cls, text: str) -> PlanFacts:
@@ -110,6 +119,10 @@ class PlanFacts:
                             watermark_delay=delay)
         elif "EventTimeWatermark" in text:
             facts = replace(facts, has_watermark=True)
+        if facts.has_watermark:
+            # Parsed and analysed plans name the same nodes: count distinct ids.
+            ids = set(re.findall(r"EventTimeWatermark\s+([0-9a-f-]{36})", text))
+            facts = replace(facts, watermarks=max(len(ids), 1))
         match = _WINDOW_CALL.search(text)
         if match:
             values = [parse_interval(part) for part in match.group(2).split(",")[1:]]
@@ -119,6 +132,11 @@ class PlanFacts:
                 offset = values[2] if len(values) > 2 else timedelta(0)
                 facts = replace(facts, window_column=match.group(1), window_duration=duration,
                                 window_slide=slide, window_offset=offset)
+        match = _SESSION_CALL.search(text)
+        if match:
+            gap = _SESSION_GAP.match(text, match.end())
+            facts = replace(facts, has_session_window=True, window_column=match.group(1),
+                            session_gap=parse_interval(gap.group(1)) if gap else None)
         return facts
 
 
@@ -302,5 +320,13 @@ def why_no_output(
         return (f"The watermark ({shown_watermark}) has not yet passed the end of the earliest open "
                 f"window ({format_time(end)}); it is {format_duration(end - watermark)} short. In "
                 f"append mode a window is output only once the watermark passes its end.{trail}")
+    if plan is not None and plan.session_gap is not None:
+        end = summary.earliest_event_time + plan.session_gap
+        if watermark >= end:
+            return None
+        return (f"The watermark ({shown_watermark}) has not yet passed the end of the earliest session "
+                f"(at {format_time(end)} or later: its last event plus the {format_duration(plan.session_gap)} "
+                f"gap); it is at least {format_duration(end - watermark)} short. In append mode a session is "
+                f"output only once the watermark passes its end.{trail}")
     return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
             f"append mode an aggregate is output only once the watermark passes it.{trail}")

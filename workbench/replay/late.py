@@ -9,9 +9,13 @@ Pure rules, measured on Spark 4.3 (see the project's SPARK_FACTS):
 * In a windowed aggregation Spark compares each **window's end** with that watermark: the
   row is dropped from every window with ``end <= watermark`` and counted in the others. With
   sliding windows a row can lose some windows and keep others (``partial``).
+* A session-window aggregation compares each row's own session, ``[event_time,
+  event_time + gap)``, before sessions are merged: the row is dropped when
+  ``event_time + gap <= watermark``.
 * In other stateful operators (aggregation without a window, deduplication) the event time
   itself is compared: ``event_time <= watermark`` is dropped.
-* Stateless queries never drop rows for lateness.
+* Stateless queries, and aggregations in complete mode (which keep every group), never drop
+  rows for lateness.
 
 Spark's own ``numRowsDroppedByWatermark`` counts late *groups* after partial aggregation
 (one per window and key, per partition), not rows; :func:`late_totals` reports both.
@@ -80,6 +84,7 @@ def late_row_fates(
     watermarks: Sequence[datetime | None],
     batch_ids: Sequence[int] | None = None,
     window: WindowShape | None = None,
+    session_gap: timedelta | None = None,
     stateful: bool = True,
 ) -> pd.DataFrame:
     """Every input row that arrived behind the watermark, with its fate.
@@ -98,8 +103,11 @@ def late_row_fates(
         Spark's batch id of each data batch (defaults to the data batch index).
     window : WindowShape, optional
         The windowed aggregation's windows; None for other operators.
+    session_gap : datetime.timedelta, optional
+        The gap of a session-window aggregation (``session_window(col, gap)``).
     stateful : bool, default True
-        Whether the query has a stateful operator (only those drop late rows).
+        Whether the query drops late rows at all: False for stateless queries and for
+        aggregations in complete mode.
 
     Returns
     -------
@@ -107,7 +115,8 @@ def late_row_fates(
         :data:`LATE_COLUMNS` then the other input columns. ``fate`` is ``dropped`` (in no
         result), ``counted`` (still aggregated) or ``partial`` (dropped from some sliding
         windows, counted in others); ``kept_windows``/``dropped_windows`` list
-        ``(start, end)`` pairs for windowed aggregations.
+        ``(start, end)`` pairs for windowed aggregations (the row's own session for
+        session windows).
 
     Examples
     --------
@@ -121,6 +130,13 @@ def late_row_fates(
     >>> late = late_row_fates(inputs, event_time="event_time", watermarks=[None, t("12:04")], window=shape)
     >>> list(zip(late["value"], late["fate"]))
     [(4, 'counted'), (5, 'partial'), (6, 'dropped')]
+
+    With 5-minute sessions, the 12:04 row's session ends at 12:09, after the watermark:
+
+    >>> late = late_row_fates(inputs, event_time="event_time", watermarks=[None, t("12:04")],
+    ...                       session_gap=timedelta(minutes=5))
+    >>> list(zip(late["value"], late["fate"]))
+    [(4, 'counted'), (5, 'dropped'), (6, 'dropped')]
     """
     ids = list(batch_ids) if batch_ids is not None else list(range(len(watermarks)))
     others = [c for c in inputs.columns if c not in ("batch", "value", event_time)]
@@ -141,6 +157,10 @@ def late_row_fates(
             for start, end in window_spans(when.to_pydatetime(), window):
                 (dropped if end <= mark else kept).append((start, end))
             fate = "dropped" if not kept else ("partial" if dropped else "counted")
+        elif session_gap is not None:
+            span = (when.to_pydatetime(), (when + session_gap).to_pydatetime())
+            (dropped if span[1] <= mark else kept).append(span)
+            fate = "dropped" if dropped else "counted"
         else:
             fate = "dropped" if stateful else "counted"
         if not stateful:

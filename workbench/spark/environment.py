@@ -164,6 +164,9 @@ class Workbench:
                 foreach_batch=foreach_batch,
             )
             handle.plan = facts
+            previous = self._handles.get(name)
+            if previous is not None:
+                previous.replaced_by = handle
             self._handles[name] = handle
             return handle
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..progress.diagnosis import PlanFacts
 
-__all__ = ["plan_facts", "plan_text"]
+__all__ = ["plan_facts", "plan_text", "output_mode_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -57,3 +57,35 @@ def plan_facts(df: Any) -> PlanFacts | None:
     except Exception:
         log.debug("could not parse the plan", exc_info=True)
         return None
+
+
+def output_mode_problem(df: Any, output_mode: str | None) -> str | None:
+    """Spark's full reason why ``df`` cannot run in ``output_mode`` (None: it can, or unknown).
+
+    Runs the check Spark runs when a query starts (``UnsupportedOperationChecker``) without
+    starting anything, so a query that would be refused is reported when it is built.
+    Classic sessions only; on Spark Connect the query's start reports it.
+
+    Examples
+    --------
+    >>> counts = rate.groupBy((F.col("value") % 2).alias("k")).count()   # doctest: +SKIP
+    >>> output_mode_problem(counts, "append")                              # doctest: +SKIP
+    '[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: append. ...'
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        jvm = df.sparkSession._jvm
+        checker = getattr(jvm, "org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker")
+        modes = getattr(jvm, "org.apache.spark.sql.streaming.OutputMode")
+        mode = {"append": modes.Append, "update": modes.Update, "complete": modes.Complete}[output_mode or "append"]()
+        plan = jdf.queryExecution().analyzed()
+    except Exception:
+        log.debug("cannot check the output mode before the start", exc_info=True)
+        return None
+    try:
+        checker.checkForStreaming(plan, mode)
+    except Exception as exc:  # Spark's AnalysisException, through py4j
+        return str(exc)
+    return None

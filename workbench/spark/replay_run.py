@@ -15,6 +15,11 @@ How the controls map onto Spark (measured on 4.3):
   back to back; **Pause** stops it (the state stays in the checkpoint).
 * **Reset** stops, and starts over with a fresh checkpoint, history and results.
 
+One limit follows from stepping by restarts: a query with several watermarks (a
+stream-stream join) keeps only the global watermark in its checkpoint, not each input's
+maximum event time, so a step whose batch has rows on one side only can move the watermark
+further than playing would. Compare such queries by playing them.
+
 Results are collected with ``foreachBatch``, one parquet folder per batch id: Spark's
 memory sink refuses to restart from a checkpoint in append and update mode, and a
 foreachBatch function that only writes files also works on Spark Connect (where it runs
@@ -40,7 +45,8 @@ from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import WindowShape, late_row_fates, late_totals
 from ..replay.spec import Replay, Script, WindowCount
 from .environment import Workbench, check_streaming_frame, current_env
-from .plan import plan_facts
+from ..errors import StreamStartError, summarize_error
+from .plan import output_mode_problem, plan_facts
 from .replay_source import build_stream, build_window_count, replay_input, script_input
 from .streams import StreamHandle
 
@@ -92,9 +98,19 @@ class StepReport:
 
         ids = ", ".join(map(str, self.batch_ids)) or "none"
         late = ", ".join(f"{n} {fate}" for fate, n in self.late_rows.items() if n) or "none"
-        return (f"batch {ids}: watermark {text(self.watermark_before)} -> {text(self.watermark_after)}, "
+        after = text(self.watermark_after) if self.watermark_after or not self.watermark_before else "unknown"
+        return (f"batch {ids}: watermark {text(self.watermark_before)} -> {after}, "
                 f"{self.rows_in} rows in, {self.rows_out} rows out, late rows: {late}, "
                 f"state rows {self.state_rows}")
+
+
+def _failed(name: str, error: str | None) -> str:
+    """The one-line message for stepping or playing a failed run.
+
+    >>> _failed("words", "ValueError: bad row.")
+    "replay 'words' failed: ValueError: bad row. Call reset() to start over."
+    """
+    return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
 
 
 def _flatten(batch_df: Any) -> Any:
@@ -265,6 +281,9 @@ class ReplayRun:
             check_streaming_frame(result)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"the query function must return a streaming DataFrame: {exc}") from None
+        problem = output_mode_problem(result, self.output_mode)
+        if problem is not None:
+            raise StreamStartError(f"Spark cannot run replay {self.name!r}: {summarize_error(problem)}", problem)
         self.df = result
         self.plan = plan_facts(result)
         self._lock = threading.RLock()         # guards the run's state below
@@ -366,7 +385,7 @@ class ReplayRun:
             raise ReplayError(f"replay {self.name!r} is closed: build a new panel to run it again")
         self._check_playing()
         if self._error:
-            raise ReplayError(f"replay {self.name!r} failed: {self._error}. Call reset() to start over.")
+            raise ReplayError(_failed(self.name, self._error))
 
     # -- controls ----------------------------------------------------------------------------
 
@@ -402,7 +421,7 @@ class ReplayRun:
             if handle.status == "failed":
                 with self._lock:
                     self._error = handle.error
-                raise ReplayError(f"replay {self.name!r} failed: {handle.error}. Call reset() to start over.")
+                raise ReplayError(_failed(self.name, handle.error))
             report = self._report(before)
         self._notify(report)
         return report
@@ -502,11 +521,13 @@ class ReplayRun:
         """The watermark the next batch will use (Spark reports it one batch late).
 
         ``max(last watermark, latest max event time - delay)``: Spark's rule for one
-        watermark; None when the query has none or no batch ran.
+        watermark; None when the query has none, no batch ran, or it has several watermarks
+        (Spark then takes the minimum over the inputs, whose own maximum event times
+        progress does not report).
         """
         last = self.raw_progress.last()
         delay = getattr(self.plan, "watermark_delay", None)
-        if last is None or last.watermark is None:
+        if last is None or last.watermark is None or getattr(self.plan, "watermarks", 1) > 1:
             return None
         if delay is None:
             return last.watermark
@@ -589,9 +610,11 @@ class ReplayRun:
         window = None
         if plan is not None and plan.window_duration is not None:
             window = WindowShape(plan.window_duration, plan.window_slide, plan.window_offset)
-        stateful = any(r.operators for r in records.values())
+        # Complete mode keeps every group, so Spark aggregates late rows too (measured).
+        drops = any(r.operators for r in records.values()) and self.output_mode != "complete"
+        gap = plan.session_gap if plan is not None else None
         return late_row_fates(self.inputs(), event_time=self.source.event_time, watermarks=watermarks,
-                              batch_ids=ids, window=window, stateful=stateful)
+                              batch_ids=ids, window=window, session_gap=gap, stateful=drops)
 
     def late_summary(self) -> dict[str, Any]:
         """Late rows by fate next to Spark's ``numRowsDroppedByWatermark`` total, with why they differ."""

@@ -127,6 +127,8 @@ class StreamHandle:
         self._spark = spark
         #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
         self.plan: Any = None
+        #: The newer stream that took this one's name (and with it the memory sink's table).
+        self.replaced_by: StreamHandle | None = None
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -268,7 +270,16 @@ class StreamHandle:
                 f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table: "
                 "start it with sink='memory' to read results"
             )
+        self._check_not_replaced()
         return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
+
+    def _check_not_replaced(self) -> None:
+        # The memory sink's table is found by the stream's name, which now means the newer stream.
+        if self.replaced_by is not None:
+            raise ValueError(
+                f"stream {self.name!r} (run {self.run_id}) was replaced by a newer stream of the same name, "
+                f"whose table now holds {self.name!r}: read it with workbench.stream({self.name!r}).result()"
+            )
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         """A few rows of the memory sink's table and its row count, without fetching it all.
@@ -283,6 +294,7 @@ class StreamHandle:
         """
         if self.sink != "memory":
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
+        self._check_not_replaced()
         table = self._spark.table(f"`{self.name}`")
         total = table.count()
         if self.output_mode == "complete":

@@ -135,6 +135,10 @@ class StreamMonitor(widgets.VBox):
         Batches to wait before explaining why an append-mode stream outputs nothing.
     quiet_seconds : float, default 10.0
         Seconds to wait for a first batch before saying that no input arrives.
+    preview_every : float, default 1.0
+        Least seconds between two reads of the result table (each read is a small Spark
+        job, so a fast stream's preview is refreshed at most this often, never more often
+        than a batch outputs rows).
 
     Attributes
     ----------
@@ -161,6 +165,7 @@ class StreamMonitor(widgets.VBox):
         interval: float | None = None,
         min_batches: int = 3,
         quiet_seconds: float = 10.0,
+        preview_every: float = 1.0,
     ) -> None:
         self.rows = _check_positive("rows", rows)
         self.window = _check_positive("window", window)
@@ -171,6 +176,10 @@ class StreamMonitor(widgets.VBox):
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
         if isinstance(quiet_seconds, bool) or not isinstance(quiet_seconds, (int, float)) or quiet_seconds < 0:
             raise ValueError(f"quiet_seconds must be a number of seconds >= 0, got {quiet_seconds!r}")
+        if isinstance(preview_every, bool) or not isinstance(preview_every, (int, float)) or preview_every < 0:
+            raise ValueError(f"preview_every must be a number of seconds >= 0, got {preview_every!r}")
+        self.preview_every = float(preview_every)
+        self._last_preview = float("-inf")  # time.monotonic() of the last read of the table
         self.handle = handle
         self.interval = float(interval)
         self.quiet_time = timedelta(seconds=quiet_seconds)
@@ -372,9 +381,10 @@ class StreamMonitor(widgets.VBox):
             records = list(self._recent) if dirty else []
             if dirty:
                 self._dirty = False
-            preview_due = self._preview_due and not self._paused
+            preview_due = (self._preview_due and not self._paused
+                           and (self._finished or time.monotonic() - self._last_preview >= self.preview_every))
             if preview_due:
-                self._preview_due = False
+                self._preview_due = False  # else it stays due: the thread looks again each interval
             summary, finished = self._summary, self._finished
             last = self._recent[-1] if self._recent else None
         if dirty:
@@ -444,8 +454,10 @@ class StreamMonitor(widgets.VBox):
         )
 
     def _update_preview(self) -> None:
-        # One query of the memory table per batch that output rows, on this thread.
+        # One query of the memory table per batch that output rows (at most one per
+        # preview_every seconds), on this thread.
         # Only `rows` rows cross from Spark, however large the table has grown.
+        self._last_preview = time.monotonic()
         try:
             shown, total = self.handle.preview(self.rows)
         except Exception as exc:  # the session went away; say so instead of failing
