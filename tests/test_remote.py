@@ -52,11 +52,19 @@ def run(extra_env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _result_holds_the_history(report: dict) -> None:
+    # Every batch in the history is in the memory table. Batches run back to back, so stop()
+    # can interrupt one after its sink write but before Spark reports its progress: the
+    # table may hold that one batch (5 rows) more.
+    recorded = sum(report["rows"])
+    assert recorded <= report["result"] <= recorded + 5, (report["result"], report["rows"])
+
+
 def test_workbench_master_chooses_the_master():
     report = run({"WORKBENCH_MASTER": "local[1]"})
     assert report["master"] == "local[1]" and report["partitions"] == "2"
     assert report["batches"][:3] == [0, 1, 2] and report["status"] == "stopped"
-    assert report["result"] == sum(report["rows"])
+    _result_holds_the_history(report)
 
 
 def test_spark_connect_streams_and_history(tmp_path):
@@ -64,4 +72,5 @@ def test_spark_connect_streams_and_history(tmp_path):
     report = run({"SPARK_REMOTE": "local[2]"})
     assert report["kind"].startswith("pyspark.sql.connect")
     assert report["batches"][:3] == [0, 1, 2] and set(report["rows"]) == {5}
-    assert report["result"] == sum(report["rows"]) and report["status"] == "stopped"
+    assert report["status"] == "stopped"
+    _result_holds_the_history(report)

@@ -35,7 +35,9 @@ def test_session_is_tuned_for_local_streaming_and_stays_on_loopback(spark):
 
 
 def test_memory_stream_result_and_typed_history(env, rate_stream):
-    handle = env.start(rate_stream(rows_per_batch=5), "numbers")
+    # A trigger interval leaves time between batches, so stop() never cuts one in half
+    # (back to back, a batch interrupted after its sink write has no progress record).
+    handle = env.start(rate_stream(rows_per_batch=5), "numbers", trigger="0.3 seconds")
     assert handle.status == "active" and handle.sink == "memory"
     wait_for(lambda: handle.progress.total >= 3, message="3 batches")
     handle.stop()

@@ -310,7 +310,10 @@ class StreamHandle:
         grace : float, default 1.0
             Seconds to wait for a running micro-batch to end before interrupting it.
             Interrupting a batch is safe (it runs again on restart from the checkpoint)
-            but makes Spark print an interruption trace to the process's stderr.
+            but makes Spark print an interruption trace to the process's stderr, and a
+            batch interrupted after its sink write leaves its rows in the memory table
+            without a progress record (Spark never reported it). With the default
+            trigger batches run back to back, so that can happen whatever the grace.
         """
         self._wait_between_batches(grace)
         try:
