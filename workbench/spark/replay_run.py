@@ -40,12 +40,12 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..errors import StreamStartError, summarize_error
 from ..options import check_name, check_output_mode, check_sink
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import WindowShape, late_row_fates, late_totals
 from ..replay.spec import Replay, Script, WindowCount
 from .environment import Workbench, check_streaming_frame, current_env
-from ..errors import StreamStartError, summarize_error
 from .plan import output_mode_problem, plan_facts
 from .replay_source import build_stream, build_window_count, replay_input, script_input
 from .streams import StreamHandle
