@@ -27,15 +27,16 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
 from workbench.cli import _CHROMIUM_HINT, find_chromium, lab_command
+
+from .helpers import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -79,23 +80,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, message: Any, interval: float = 0.2) -> Any:
-    """Poll ``predicate`` until it returns something truthy.
-
-    Raises ``TimeoutError`` with ``message`` (a string, or a callable giving one, called at
-    the timeout so it can say what was seen last).
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            text = message() if callable(message) else message
-            raise TimeoutError(f"{text} (waited {timeout:.0f} s)")
-        time.sleep(interval)
 
 
 class LabServer:
@@ -185,7 +169,7 @@ class LabServer:
             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_end_with_parent,
         )
         try:
-            wait_until(self._ready, timeout, f"JupyterLab did not answer on {self.url}")
+            wait_for(self._ready, timeout, 0.2, text=f"JupyterLab did not answer on {self.url}")
         except BaseException:
             log = self.log_text()
             self.stop()

@@ -8,15 +8,23 @@ import time
 import pytest
 
 
-def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, message: str = "condition"):
-    """Poll ``predicate`` until it is true or fail the test after ``timeout`` seconds."""
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, message=None, *, text=None):
+    """Poll ``predicate`` until it is true (returning its value) or fail the test after ``timeout`` seconds.
+
+    The failure says "timed out ... waiting for ``message``", or ``text`` as it stands; ``text``
+    may be a callable, called at the timeout so that it can say what was seen last.
+    """
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         value = predicate()
         if value:
             return value
+        if time.monotonic() > deadline:
+            break
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {message}")
+    if text is not None:
+        pytest.fail(f"{text() if callable(text) else text} (waited {timeout:.0f} s)")
+    pytest.fail(f"timed out after {timeout}s waiting for {message or 'condition'}")
 
 
 def live_threads(prefix: str = "workbench-") -> list[threading.Thread]:

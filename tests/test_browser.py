@@ -35,9 +35,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from .helpers import wait_for
 from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
-    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, wait_until,
+    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot,
 )
 
 pytestmark = pytest.mark.browser
@@ -101,7 +102,7 @@ def evidence_on_failure(page: Any, lab: LabServer, name: str) -> Iterator[None]:
     page.on("pageerror", lambda error: console.append(f"page error: {error}"))
     try:
         yield
-    except Exception:
+    except (Exception, pytest.fail.Exception):  # a failed wait_for raises pytest's Failed
         save_screenshot(page, f"{name}-failure.png")
         (ARTIFACTS / f"{name}-jupyter.log").write_text(lab.log_text(), encoding="utf-8")
         (ARTIFACTS / f"{name}-console.txt").write_text("\n".join(console) + "\n", encoding="utf-8")
@@ -147,7 +148,7 @@ def _run_above(page: Any, stop_index: int, timeout: float) -> None:
                    if c["index"] < stop_index and c["count"] is None]
         return f"the quickstart's cells did not finish running; not finished: {waiting}"
 
-    wait_until(finished, timeout, pending, interval=0.5)
+    wait_for(finished, timeout, 0.5, text=pending)
 
 
 def _run_quickstart(page: Any, lab: LabServer) -> None:
@@ -177,9 +178,9 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     def all_charts_drawn() -> bool:
         return len(titles()) == len(CHART_TITLES) and all(any(t.startswith(w) for t in titles()) for w in CHART_TITLES)
 
-    wait_until(all_charts_drawn, 30,
-               lambda: f"the monitor under the %%stream numbers cell did not draw its {len(CHART_TITLES)} charts; "
-                       f"chart titles shown: {titles()}")
+    wait_for(all_charts_drawn, 30, 0.2,
+             text=lambda: f"the monitor under the %%stream numbers cell did not draw its {len(CHART_TITLES)} charts; "
+                          f"chart titles shown: {titles()}")
 
     # ...and keep gaining points while no cell runs (one batch a second, 4 points a batch).
     header = monitor.locator(".widget-html").first
@@ -197,9 +198,9 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     assert 0 <= first_batch < MONITOR_WINDOW - 10, (
         f"the monitor header shows batch {first_batch}: too early or too late to watch its charts grow"
     )
-    wait_until(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20,
-               lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "
-                       f"points {first_points} -> {points()}")
+    wait_for(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20, 0.2,
+             text=lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "
+                          f"points {first_points} -> {points()}")
     assert page.evaluate(JS_NO_CELL_RUNNING), "a cell was running while the charts grew"
 
     # The picture of the live monitor for the README; it must show whole charts.
@@ -213,8 +214,8 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     # The console-sink cell shows its Batch: table inside its own output area only.
     console_index = page.evaluate(JS_CELL_INDEX, CONSOLE_CELL)
     console_output = _cell(page, CONSOLE_CELL).locator(".jp-Cell-outputArea")
-    wait_until(lambda: "Batch: 0" in console_output.text_content(), 30,
-               lambda: f"no 'Batch: 0' under the console-sink cell; it shows {console_output.text_content()!r}")
+    wait_for(lambda: "Batch: 0" in console_output.text_content(), 30, 0.2,
+             text=lambda: f"no 'Batch: 0' under the console-sink cell; it shows {console_output.text_content()!r}")
     text = console_output.text_content()
     assert all(w in text for w in ("value", "square", "only showing top 3 rows")), f"console-sink output: {text!r}"
     holders = page.evaluate(JS_CELLS_SHOWING, "Batch:")
@@ -225,8 +226,8 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     # Stop: the header says stopped, the button is disabled, and the charts stop growing.
     stop_button = monitor.locator(".widget-button", has_text="Stop")
     stop_button.click()
-    wait_until(lambda: "stopped" in (header.text_content() or ""), 30,
-               lambda: f"after Stop the monitor header says {header.text_content()!r}")
+    wait_for(lambda: "stopped" in (header.text_content() or ""), 30, 0.2,
+             text=lambda: f"after Stop the monitor header says {header.text_content()!r}")
     assert stop_button.is_disabled(), "the Stop button is still enabled after the stream stopped"
     settled_batch, settled_points = batch(), points()
     time.sleep(2.5)  # two and a half trigger intervals

@@ -312,21 +312,21 @@ def why_no_output(
     delay = plan.watermark_delay if plan is not None else None
     if trail:
         trail += f" (watermark delay {format_duration(delay)})." if delay is not None else "."
-    if plan is not None and plan.window_duration is not None:
-        end = earliest_window_end(summary.earliest_event_time, plan.window_duration,
-                                  plan.window_slide, plan.window_offset)
+    if plan is not None and (plan.window_duration is not None or plan.session_gap is not None):
+        if plan.window_duration is not None:
+            end = earliest_window_end(summary.earliest_event_time, plan.window_duration,
+                                      plan.window_slide, plan.window_offset)
+            what, when, short = "window", f"({format_time(end)})", ""
+        else:  # a session ends one gap after its last event, so no earlier than this
+            end = summary.earliest_event_time + plan.session_gap
+            what, short = "session", "at least "
+            when = (f"(at {format_time(end)} or later: its last event plus the "
+                    f"{format_duration(plan.session_gap)} gap)")
         if watermark >= end:
-            return None  # it has passed: the window is output with the next batch
-        return (f"The watermark ({shown_watermark}) has not yet passed the end of the earliest open "
-                f"window ({format_time(end)}); it is {format_duration(end - watermark)} short. In "
-                f"append mode a window is output only once the watermark passes its end.{trail}")
-    if plan is not None and plan.session_gap is not None:
-        end = summary.earliest_event_time + plan.session_gap
-        if watermark >= end:
-            return None
-        return (f"The watermark ({shown_watermark}) has not yet passed the end of the earliest session "
-                f"(at {format_time(end)} or later: its last event plus the {format_duration(plan.session_gap)} "
-                f"gap); it is at least {format_duration(end - watermark)} short. In append mode a session is "
-                f"output only once the watermark passes its end.{trail}")
+            return None  # it has passed: the window or session is output with the next batch
+        earliest = "earliest open window" if what == "window" else "earliest session"
+        return (f"The watermark ({shown_watermark}) has not yet passed the end of the {earliest} {when}; "
+                f"it is {short}{format_duration(end - watermark)} short. In append mode a {what} is output "
+                f"only once the watermark passes its end.{trail}")
     return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
             f"append mode an aggregate is output only once the watermark passes it.{trail}")
