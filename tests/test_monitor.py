@@ -49,7 +49,13 @@ def plain(series: pd.Series) -> np.ndarray:
 
 
 def same(trace_values, expected) -> None:
-    np.testing.assert_array_equal(np.asarray(trace_values), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(trace_values, dtype="float64"), np.asarray(expected, dtype="float64"))
+
+
+def same_times(trace_values, expected) -> None:
+    """Times reach the charts as UTC wall-clock text, which plotly.js reads as dates."""
+    drawn = pd.to_datetime(pd.Series(trace_values, dtype="object"), format="%Y-%m-%d %H:%M:%S.%f")
+    np.testing.assert_array_equal(drawn.to_numpy(dtype="datetime64[us]"), expected)
 
 
 def assert_figures_match(monitor: StreamMonitor, history: pd.DataFrame, per_operator: pd.DataFrame) -> None:
@@ -57,9 +63,9 @@ def assert_figures_match(monitor: StreamMonitor, history: pd.DataFrame, per_oper
     wm = traces(monitor, "watermark")
     watermark = history["watermark"].where(history["watermark"] > EPOCH)  # epoch 0 = not set yet
     assert list(wm["watermark"].x) == ids
-    same(wm["watermark"].y, plain(watermark))
-    same(wm["event time min"].y, plain(history["event_time_min"]))
-    same(wm["event time max"].y, plain(history["event_time_max"]))
+    same_times(wm["watermark"].y, plain(watermark))
+    same_times(wm["event time min"].y, plain(history["event_time_min"]))
+    same_times(wm["event time max"].y, plain(history["event_time_max"]))
     gap = (history["event_time_max"] - watermark).dt.total_seconds()
     same(wm["gap (s)"].y, plain(gap))
     latency = traces(monitor, "latency")
@@ -79,8 +85,9 @@ def assert_figures_match(monitor: StreamMonitor, history: pd.DataFrame, per_oper
         same(state[label + "removed"].y, rows["state_rows_removed"])
         same(state[label + "dropped by watermark"].y, rows["state_rows_dropped_by_watermark"])
         same(state[label + "memory"].y, rows["state_memory_bytes"])
-    # Real times, not epoch milliseconds, reach the chart.
-    assert np.asarray(wm["watermark"].y).dtype.kind == "M"
+    # Real times, not epoch milliseconds, reach the chart; the axis reads them as dates.
+    assert all(isinstance(v, str) for v in wm["watermark"].y if v is not None)
+    assert monitor.figures["watermark"].layout.yaxis.type == "date"
 
 
 def test_monitor_follows_the_history_and_stops_the_stream(env, rate_stream, tmp_path):

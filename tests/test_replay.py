@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -87,6 +88,12 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
         assert list(comparison.table.loc["late rows dropped"]) == [1, 1]
         assert list(comparison.table.loc["Spark numRowsDroppedByWatermark"]) == [3, 3]
         assert len(comparison.figure.data) == 6
+        # A notebook draws it with the chart widget: the data travels once, plotly.js never.
+        chart = comparison.chart()
+        traces = chart.charts[0]["traces"]
+        assert len(traces) == 6 and traces[0]["x"] == [int(b) for b in comparison.figure.data[0].x]
+        assert len(json.dumps(chart.charts)) < 100_000
+        chart.close()
 
         old_monitor = panel.monitor
         panel.reset()
@@ -257,6 +264,8 @@ def test_compare_watermark_delays_dropped_rows_state_and_output_delay(env, tmp_p
 def test_speed_control_paces_play_and_pause_keeps_state(env):
     panel = workbench.replay_panel(scenarios.late_clicks(), monitor=False)
     try:
+        # The control shows its first choice until one is picked.
+        assert (panel.speed.label, panel.speed.value) == ("as fast as possible", None)
         panel.step()
         panel.speed.value = 2  # batches per second
         panel.play_button.click()

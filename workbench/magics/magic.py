@@ -196,6 +196,11 @@ class StreamMagics(Magics):
         except Exception as exc:
             log.debug("starting %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
+        # The previous stream of this name is replaced: close its monitor, so that its widgets
+        # (and their models in the page) do not pile up with every re-run.
+        previous = self.views.pop(command.name, None)
+        if hasattr(previous, "close"):
+            previous.close()
         if command.monitor:
             view: Any = handle.monitor(rows=rows, window=self.monitor_window)
             display(view)
@@ -323,6 +328,8 @@ class StreamMagics(Magics):
     def _close_panel(self, name: str) -> None:
         panel = self.panels.pop(name, None)
         if panel is not None:
+            if self.views.get(name) is panel:
+                del self.views[name]
             panel.close()
 
 

@@ -9,6 +9,7 @@ guarantee in a Jupyter kernel.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -153,6 +154,14 @@ class StreamHandle:
     def run_id(self) -> str:
         """The id of this run of the query."""
         return str(self.query.runId)
+
+    @functools.cached_property
+    def spark_ui_url(self) -> str | None:
+        """The Spark UI of the query's session (``sparkContext.uiWebUrl``); None on Spark Connect."""
+        try:
+            return self._spark.sparkContext.uiWebUrl
+        except Exception:  # Spark Connect sessions have no SparkContext, and no UI here
+            return None
 
     @property
     def status(self) -> str:

@@ -3,12 +3,14 @@
 :class:`StreamMonitor` is the dashboard under a stream's cell. It reads the stream's
 :class:`~workbench.progress.ProgressHistory` only: it subscribes for new batches (the
 listener runs on the poller's thread and just queues them), and one small refresher
-thread per monitor redraws the charts from a rolling window of the last ``window``
-batches, so an update costs the same after ten batches or a hundred thousand. Figures
-are plotly ``FigureWidget``s built once and updated in place inside ``batch_update()``.
+thread per monitor sends the new points to its charts. The four charts are one
+:class:`~workbench.views.charts.ChartGrid` widget drawn by the workbench's JupyterLab
+extension (plotly.js reaches the page once, as the extension's static file); each update
+carries only the batches that are new, and the page keeps the last ``window`` of them.
 
 The view never imports Spark: the handle it is given (duck-typed) provides ``progress``,
-``on_finished``, ``status``/``error``, ``stop()`` and, for the memory sink, ``preview(rows)``.
+``on_finished``, ``status``/``error``, ``stop()``, optionally ``spark_ui`` (the Spark UI
+port and page of the query) and, for the memory sink, ``preview(rows)``.
 """
 
 from __future__ import annotations
@@ -17,21 +19,18 @@ import html
 import logging
 import threading
 import time
-from collections import deque
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import ipywidgets as widgets
-import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.subplots import make_subplots
 
 from ..progress.diagnosis import EPOCH, OutputSummary, format_time, why_no_output
 from ..progress.records import DURATION_PARTS, BatchProgress
+from .charts import ChartGrid
+from .sparkui import SparkUIButton, statistics_path, ui_port
 
-__all__ = ["StreamMonitor", "chart_columns"]
+__all__ = ["StreamMonitor", "chart_specs", "chart_points", "operator_traces"]
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +40,17 @@ _STATE_METRICS = (
     ("removed", "num_rows_removed"), ("dropped by watermark", "num_rows_dropped_by_watermark"),
 )
 _FIGURE_HEIGHT = 300
-#: Charts are drawn at this fixed width: the widget cannot follow its cell's width (plotly's
-#: FigureWidget never learns it), so the grid wraps to one column when two do not fit.
+#: Charts are drawn at this fixed width in a grid that wraps to one column when two do not
+#: fit (the extension's view uses the same width).
 _FIGURE_WIDTH = 560
+_AXIS = {"gridcolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "linecolor": "#c8d4e3", "automargin": True}
 
 
-def _utc_naive(value: datetime | None) -> datetime | None:
-    # plotly.js has no time zones: give it UTC wall-clock values and say "UTC" on the axis.
+def _utc_text(value: datetime | None) -> str | None:
+    # plotly.js has no time zones: give it UTC wall-clock text and say "UTC" on the axis.
     if value is None:
         return None
-    return value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _watermark(value: datetime | None) -> datetime | None:
@@ -59,50 +59,145 @@ def _watermark(value: datetime | None) -> datetime | None:
     return None if value is None or value <= EPOCH else value
 
 
-def _times(values: list[datetime | None]) -> np.ndarray:
-    return np.array([np.datetime64(v, "us") if v is not None else np.datetime64("NaT", "us") for v in values],
-                    dtype="datetime64[us]")
+def _number(value: float | int | None) -> float | int | None:
+    # NaN (Spark's rate for a batch that took no time) is not JSON: send "no value".
+    return None if value is None or value != value else value
 
 
-def _numbers(values: list[float | int | None]) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype="float64")
+def _layout(title: str, **axes: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "x": 0.02, "font": {"size": 14}}, "height": _FIGURE_HEIGHT,
+        "width": _FIGURE_WIDTH, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}, "hovermode": "x unified",
+        "legend": {"orientation": "h", "y": -0.2, "font": {"size": 10}},
+        "paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
+        **{name: {**_AXIS, **axis} for name, axis in axes.items()},
+    }
 
 
-def chart_columns(records: Sequence[BatchProgress]) -> dict[str, np.ndarray]:
-    """The values the monitor plots for ``records``, one array per series, in batch order.
+def _two_rows(title: str, top: dict[str, Any], bottom: dict[str, Any], split: float) -> dict[str, Any]:
+    # Two y axes stacked over one shared batch axis (what make_subplots(rows=2) draws).
+    return _layout(title, xaxis={"anchor": "y2", "title": {"text": "batch"}},
+                   yaxis={"domain": [split + 0.06, 1.0], "anchor": "x", **top},
+                   yaxis2={"domain": [0.0, split], "anchor": "x", **bottom})
 
-    Times are naive UTC ``datetime64`` (plotly shows them as they are; NaT where Spark gave
-    none), Spark's initial epoch-0 watermark is NaT, numbers are floats with NaN for
-    missing values (numpy arrays keep plotly's validation cheap). The gap is max event
-    time minus watermark, in seconds.
+
+def _line(name: str, hover: str, **style: Any) -> dict[str, Any]:
+    return {"type": "scatter", "name": name, "hovertemplate": f"{hover}<extra></extra>", **style}
+
+
+def chart_specs() -> list[dict[str, Any]]:
+    """The monitor's four charts (layout and trace styles, no data), in display order.
+
+    State traces are not listed: they depend on how many stateful operators the query
+    has, which progress tells only with the first batch (see :func:`operator_traces`).
+
+    Examples
+    --------
+    >>> [spec["key"] for spec in chart_specs()]
+    ['watermark', 'state', 'latency', 'rates']
+    """
+    watermark = {
+        "key": "watermark",
+        "layout": _two_rows("Watermark and event time (UTC)",
+                            {"title": {"text": "UTC"}, "type": "date", "tickformat": "%H:%M:%S"},
+                            {"title": {"text": "gap s"}, "rangemode": "tozero"}, 0.3),
+        "traces": [
+            _line("event time min", f"min event time {_TIME_HOVER}", mode="lines",
+                  line={"width": 0.5, "color": "#9ecae1"}),
+            _line("event time max", f"max event time {_TIME_HOVER}", mode="lines",
+                  line={"width": 0.5, "color": "#9ecae1"}, fill="tonexty", fillcolor="rgba(158,202,225,0.45)"),
+            _line("watermark", f"watermark {_TIME_HOVER}", mode="lines+markers",
+                  line={"shape": "hv", "width": 2, "color": "#d62728"}, marker={"size": 4}),
+            _line("gap (s)", "gap %{y:.3f} s", mode="lines", line={"shape": "hv", "color": "#7f7f7f"},
+                  yaxis="y2"),
+        ],
+    }
+    state = {
+        "key": "state",
+        "layout": _two_rows("State rows", {"title": {"text": "rows"}, "rangemode": "tozero"},
+                            {"title": {"text": "memory"}, "rangemode": "tozero", "ticksuffix": "B"}, 0.32),
+        "traces": [],
+    }
+    latency = {
+        "key": "latency",
+        "layout": {**_layout("Batch duration (ms)", xaxis={"title": {"text": "batch"}},
+                             yaxis={"title": {"text": "ms"}, "rangemode": "tozero"}),
+                   "barmode": "stack", "bargap": 0.1},
+        "traces": [
+            *({"type": "bar", "name": key, "hovertemplate": f"{key} %{{y}} ms<extra></extra>"}
+              for key in DURATION_PARTS),
+            _line("triggerExecution", "triggerExecution %{y} ms", mode="lines+markers",
+                  line={"color": "black", "width": 1.5}, marker={"size": 4}),
+        ],
+    }
+    rates = {
+        "key": "rates",
+        "layout": _layout("Rows per second", xaxis={"title": {"text": "batch"}},
+                          yaxis={"title": {"text": "rows/s"}, "rangemode": "tozero"}),
+        "traces": [
+            _line("input rows/s", "input %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
+            _line("processed rows/s", "processed %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
+        ],
+    }
+    return [watermark, state, latency, rates]
+
+
+def operator_traces(names: Sequence[str], start: int = 0) -> list[dict[str, Any]]:
+    """State-chart traces for operators ``start..`` of ``names``: four row counts and memory each.
+
+    Trace names carry ``"<index>:<operator> "`` when the query has several operators.
+
+    Examples
+    --------
+    >>> [t["name"] for t in operator_traces(["stateStoreSave"])]
+    ['total', 'updated', 'removed', 'dropped by watermark', 'memory']
+    """
+    traces = []
+    for index in range(start, len(names)):
+        label = names[index] or f"operator {index}"
+        prefix = f"{index}:{label} " if len(names) > 1 else ""
+        traces += [_line(f"{prefix}{metric}", f"{prefix}{metric} %{{y}}", mode="lines")
+                   for metric, _ in _STATE_METRICS]
+        traces.append(_line(f"{prefix}memory", f"{prefix}memory %{{y:,}} B", mode="lines",
+                            line={"dash": "dot"}, yaxis="y2"))
+    return traces
+
+
+def chart_points(records: Sequence[BatchProgress], operators: int) -> dict[str, tuple[list[Any], list[list[Any]]]]:
+    """The points the monitor draws for ``records``: ``{chart: (batch ids, [values per trace])}``.
+
+    Times are UTC wall-clock text (``None`` where Spark gave none; Spark's initial epoch-0
+    watermark is ``None``), numbers are plain (``None`` for missing or NaN), the gap is max
+    event time minus watermark in seconds. ``operators`` is the number of stateful
+    operators whose traces the state chart has.
 
     Examples
     --------
     >>> record = BatchProgress.from_json({"batchId": 4, "numInputRows": 3,
     ...     "durationMs": {"addBatch": 20, "triggerExecution": 50},
     ...     "eventTime": {"max": "2024-01-01T12:00:10.000Z", "watermark": "2024-01-01T12:00:00.000Z"}})
-    >>> columns = chart_columns([record])
-    >>> columns["batch_id"].tolist(), columns["gap_seconds"].tolist(), columns["add_batch_ms"].tolist()
-    ([4], [10.0], [20.0])
+    >>> points = chart_points([record], operators=0)
+    >>> points["watermark"][1][2:], points["latency"][1][0]
+    ([['2024-01-01 12:00:00.000000'], [10.0]], [20])
     """
+    x = [r.batch_id for r in records]
     watermarks = [_watermark(r.watermark) for r in records]
-    columns: dict[str, np.ndarray] = {
-        "batch_id": np.array([r.batch_id for r in records], dtype="int64"),
-        "event_time_min": _times([_utc_naive(r.event_time_min) for r in records]),
-        "event_time_max": _times([_utc_naive(r.event_time_max) for r in records]),
-        "watermark": _times([_utc_naive(w) for w in watermarks]),
-        "gap_seconds": _numbers([
-            (r.event_time_max - w).total_seconds() if w is not None and r.event_time_max is not None else None
-            for r, w in zip(records, watermarks)
-        ]),
-        "trigger_execution_ms": _numbers([r.trigger_execution_ms for r in records]),
-        "input_rows_per_second": _numbers([r.input_rows_per_second for r in records]),
-        "processed_rows_per_second": _numbers([r.processed_rows_per_second for r in records]),
-        "num_input_rows": _numbers([r.num_input_rows for r in records]),
+    gaps = [(r.event_time_max - w).total_seconds() if w is not None and r.event_time_max is not None else None
+            for r, w in zip(records, watermarks)]
+    state: list[list[Any]] = []
+    for index in range(operators):
+        for attr in (*(attr for _, attr in _STATE_METRICS), "memory_used_bytes"):
+            state.append([getattr(r.operators[index], attr) if index < len(r.operators) else None for r in records])
+    return {
+        "watermark": (x, [[_utc_text(r.event_time_min) for r in records],
+                          [_utc_text(r.event_time_max) for r in records],
+                          [_utc_text(w) for w in watermarks], gaps]),
+        "state": (x, state),
+        "latency": (x, [[getattr(r, attr) for r in records] for attr in DURATION_PARTS.values()]
+                    + [[r.trigger_execution_ms for r in records]]),
+        "rates": (x, [[_number(r.input_rows_per_second) for r in records],
+                      [_number(r.processed_rows_per_second) for r in records]]),
     }
-    for attr in DURATION_PARTS.values():
-        columns[attr] = _numbers([getattr(r, attr) for r in records])
-    return columns
 
 
 def _check_positive(name: str, value: Any) -> int:
@@ -142,11 +237,16 @@ class StreamMonitor(widgets.VBox):
 
     Attributes
     ----------
-    figures : dict of str to plotly.graph_objects.FigureWidget
-        ``"watermark"``, ``"state"``, ``"latency"``, ``"rates"``.
+    charts : ChartGrid
+        The four charts, one widget: ``"watermark"``, ``"state"``, ``"latency"``, ``"rates"``.
+    figures : dict of str to plotly.graph_objects.Figure
+        The same charts as plotly figures holding the points drawn (a fresh copy on each
+        read: export or inspect them).
     header, diagnosis, preview : ipywidgets.HTML
     stop_button : ipywidgets.Button
     pause_button : ipywidgets.ToggleButton
+    spark_ui_button : SparkUIButton
+        Opens the query's statistics page of the Spark UI in a JupyterLab tab.
 
     Examples
     --------
@@ -184,17 +284,18 @@ class StreamMonitor(widgets.VBox):
         self.interval = float(interval)
         self.quiet_time = timedelta(seconds=quiet_seconds)
         self._lock = threading.Lock()       # guards the queue, summary and flags below
-        self._draw_lock = threading.RLock()  # one writer of the figures at a time
-        self._recent: deque[BatchProgress] = deque(maxlen=self.window)
+        self._draw_lock = threading.RLock()  # one writer of the charts at a time
+        self._pending: list[BatchProgress] = []  # batches not yet sent to the charts
+        self._last: BatchProgress | None = None
         self._summary = OutputSummary()
-        self._dirty = False
+        self._reset_due = False  # redraw the whole window (first draw, after a pause)
         self._preview_due = False
         self._finished = False
         self._paused = False
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._operators: list[str] = []
-        #: Wall-clock times (``time.time()``) at which batch ids reached the figures; only
+        #: Wall-clock times (``time.time()``) at which batch ids were sent to the page; only
         #: filled after ``_track_drawn = True`` (the benchmark's freshness probe).
         self.drawn_at: dict[int, float] = {}
         self._track_drawn = False
@@ -205,21 +306,18 @@ class StreamMonitor(widgets.VBox):
                                           tooltip="Stop this stream")
         self.pause_button = widgets.ToggleButton(value=False, description="Pause updates", icon="pause",
                                                  tooltip="Stop redrawing the charts (batches are still recorded)")
-        self.figures = {
-            "watermark": self._watermark_figure(),
-            "state": self._state_figure(),
-            "latency": self._latency_figure(),
-            "rates": self._rates_figure(),
-        }
+        self.charts = ChartGrid(chart_specs(), window=self.window)
         self.preview = widgets.HTML()
         self._has_preview = getattr(handle, "sink", None) == "memory"
-        controls = widgets.HBox([self.stop_button, self.pause_button])
-        charts = widgets.GridBox(
-            list(self.figures.values()),
-            layout=widgets.Layout(grid_template_columns=f"repeat(auto-fill, {_FIGURE_WIDTH}px)", grid_gap="4px",
-                                  width="100%"),
+        name = str(getattr(handle, "name", "stream"))
+        run_id = getattr(handle, "run_id", None)
+        #: Opens the query's page of the Spark UI in a JupyterLab tab (disabled without a UI).
+        self.spark_ui_button = SparkUIButton(
+            port=ui_port(getattr(handle, "spark_ui_url", None)),
+            path=statistics_path(run_id) if run_id else "/StreamingQuery/", title=f"{name}: Spark UI",
         )
-        children: list[widgets.Widget] = [widgets.HBox([self.header, controls]), self.diagnosis, charts]
+        controls = widgets.HBox([self.stop_button, self.pause_button, self.spark_ui_button])
+        children: list[widgets.Widget] = [widgets.HBox([self.header, controls]), self.diagnosis, self.charts]
         if self._has_preview:
             children.append(self.preview)
         super().__init__(children)
@@ -233,8 +331,8 @@ class StreamMonitor(widgets.VBox):
         with self._lock:
             existing = handle.progress.records()
             self._summary = OutputSummary().add(existing)
-            self._recent.extend(existing[-self.window:])
-            self._dirty = True
+            self._last = existing[-1] if existing else None
+            self._reset_due = bool(existing)
             # The first preview is read on the monitor's thread, never on the caller's.
             initial_preview = self._has_preview and any((r.num_output_rows or 0) > 0 for r in existing)
         self._refresh()
@@ -248,93 +346,21 @@ class StreamMonitor(widgets.VBox):
             self._wake.set()
         handle.on_finished(self._on_finished)
 
-    # -- figures (built once) -------------------------------------------------------------
-
-    @staticmethod
-    def _layout(fig: go.Figure, title: str) -> None:
-        fig.update_layout(
-            title=dict(text=title, x=0.02, font=dict(size=14)), height=_FIGURE_HEIGHT, width=_FIGURE_WIDTH,
-            margin=dict(l=60, r=20, t=40, b=40), hovermode="x unified",
-            legend=dict(orientation="h", y=-0.2, font=dict(size=10)), template="plotly_white",
-        )
-
-    def _watermark_figure(self) -> go.FigureWidget:
-        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.06)
-        fig.add_scatter(name="event time min", mode="lines", line=dict(width=0.5, color="#9ecae1"),
-                        hovertemplate=f"min event time {_TIME_HOVER}<extra></extra>", row=1, col=1)
-        fig.add_scatter(name="event time max", mode="lines", line=dict(width=0.5, color="#9ecae1"),
-                        fill="tonexty", fillcolor="rgba(158,202,225,0.45)",
-                        hovertemplate=f"max event time {_TIME_HOVER}<extra></extra>", row=1, col=1)
-        fig.add_scatter(name="watermark", mode="lines+markers", line=dict(shape="hv", width=2, color="#d62728"),
-                        marker=dict(size=4), hovertemplate=f"watermark {_TIME_HOVER}<extra></extra>",
-                        row=1, col=1)
-        fig.add_scatter(name="gap (s)", mode="lines", line=dict(shape="hv", color="#7f7f7f"),
-                        hovertemplate="gap %{y:.3f} s<extra></extra>", row=2, col=1)
-        self._layout(fig, "Watermark and event time (UTC)")
-        fig.update_yaxes(title_text="UTC", type="date", tickformat="%H:%M:%S", row=1, col=1)
-        fig.update_yaxes(title_text="gap s", rangemode="tozero", row=2, col=1)
-        fig.update_xaxes(title_text="batch", row=2, col=1)
-        return go.FigureWidget(fig)
-
-    def _state_figure(self) -> go.FigureWidget:
-        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.65, 0.35], vertical_spacing=0.06)
-        self._layout(fig, "State rows")
-        fig.update_yaxes(title_text="rows", rangemode="tozero", row=1, col=1)
-        fig.update_yaxes(title_text="memory", rangemode="tozero", ticksuffix="B", row=2, col=1)
-        fig.update_xaxes(title_text="batch", row=2, col=1)
-        return go.FigureWidget(fig)
-
-    def _add_operator_traces(self, names: list[str]) -> None:
-        # State traces depend on how many stateful operators the query has, which progress
-        # tells only with the first batch: they are added once, never rebuilt.
-        fig = self.figures["state"]
-        for index in range(len(self._operators), len(names)):
-            label = names[index] or f"operator {index}"
-            prefix = f"{index}:{label} " if len(names) > 1 else ""
-            for metric, _ in _STATE_METRICS:
-                fig.add_scatter(name=f"{prefix}{metric}", mode="lines", row=1, col=1,
-                                hovertemplate=f"{prefix}{metric} %{{y}}<extra></extra>")
-            fig.add_scatter(name=f"{prefix}memory", mode="lines", line=dict(dash="dot"), row=2, col=1,
-                            hovertemplate=f"{prefix}memory %{{y:,}} B<extra></extra>")
-            self._operators.append(label)
-        if len(names) > 1:
-            fig.layout.title.text = f"State rows ({len(names)} operators)"
-
-    def _latency_figure(self) -> go.FigureWidget:
-        fig = go.Figure()
-        for key in DURATION_PARTS:
-            fig.add_bar(name=key, hovertemplate=f"{key} %{{y}} ms<extra></extra>")
-        fig.add_scatter(name="triggerExecution", mode="lines+markers", line=dict(color="black", width=1.5),
-                        marker=dict(size=4), hovertemplate="triggerExecution %{y} ms<extra></extra>")
-        self._layout(fig, "Batch duration (ms)")
-        fig.update_layout(barmode="stack", bargap=0.1)
-        fig.update_yaxes(title_text="ms", rangemode="tozero")
-        fig.update_xaxes(title_text="batch")
-        return go.FigureWidget(fig)
-
-    def _rates_figure(self) -> go.FigureWidget:
-        fig = go.Figure()
-        fig.add_scatter(name="input rows/s", mode="lines+markers", marker=dict(size=4),
-                        hovertemplate="input %{y:.1f} rows/s<extra></extra>")
-        fig.add_scatter(name="processed rows/s", mode="lines+markers", marker=dict(size=4),
-                        hovertemplate="processed %{y:.1f} rows/s<extra></extra>")
-        self._layout(fig, "Rows per second")
-        fig.update_yaxes(title_text="rows/s", rangemode="tozero")
-        fig.update_xaxes(title_text="batch")
-        return go.FigureWidget(fig)
-
     # -- data in (poller thread) ------------------------------------------------------------
 
     def _take(self, records: list[BatchProgress]) -> None:
         """Queue new batches; runs on the poller's thread, so it only appends and wakes."""
         with self._lock:
-            last = self._recent[-1].batch_id if self._recent else None
+            last = self._last.batch_id if self._last is not None else None
             fresh = [r for r in records if last is None or r.batch_id > last]
             if not fresh:
                 return
-            self._recent.extend(fresh)
+            self._last = fresh[-1]
             self._summary = self._summary.add(fresh)
-            self._dirty = True
+            if self._paused:
+                self._reset_due = True  # resume redraws the newest window from the model
+            else:
+                self._pending.extend(fresh)
             if self._has_preview and any((r.num_output_rows or 0) > 0 for r in fresh):
                 self._preview_due = True
         self._wake.set()
@@ -377,45 +403,42 @@ class StreamMonitor(widgets.VBox):
 
     def _refresh_locked(self) -> None:
         with self._lock:
-            dirty = self._dirty and not self._paused
-            records = list(self._recent) if dirty else []
-            if dirty:
-                self._dirty = False
+            paused = self._paused
+            reset = self._reset_due and not paused
+            fresh = [] if paused else self._pending
+            if not paused:
+                self._pending, self._reset_due = [], False
             preview_due = (self._preview_due and not self._paused
                            and (self._finished or time.monotonic() - self._last_preview >= self.preview_every))
             if preview_due:
                 self._preview_due = False  # else it stays due: the thread looks again each interval
-            summary, finished = self._summary, self._finished
-            last = self._recent[-1] if self._recent else None
-        if dirty:
-            self._draw(records)
+            summary, finished, last = self._summary, self._finished, self._last
+        if reset:
+            self._draw(self.handle.progress.tail(self.window), reset=True)
+        elif fresh:
+            self._draw(fresh[-self.window:], reset=False)
         self._update_header(summary, finished, last)
         if preview_due:
             self._update_preview()
 
-    def _draw(self, records: list[BatchProgress]) -> None:
-        columns = chart_columns(records)
-        x = columns["batch_id"]
+    def _draw(self, records: list[BatchProgress], *, reset: bool) -> None:
         with self._draw_lock:
-            _restyle(self.figures["watermark"], x, [columns[key] for key in
-                     ("event_time_min", "event_time_max", "watermark", "gap_seconds")])
             names = max((tuple(op.operator_name for op in r.operators) for r in records), key=len, default=())
             if len(names) > len(self._operators):
-                self._add_operator_traces(list(names))
-            if self._operators:
-                state = []
-                for index in range(len(self._operators)):
-                    state += [_numbers([_operator_value(r, index, attr) for r in records])
-                              for _, attr in (*_STATE_METRICS, ("memory", "memory_used_bytes"))]
-                _restyle(self.figures["state"], x, state)
-            _restyle(self.figures["latency"], x,
-                     [columns[attr] for attr in (*DURATION_PARTS.values(), "trigger_execution_ms")])
-            _restyle(self.figures["rates"], x,
-                     [columns["input_rows_per_second"], columns["processed_rows_per_second"]])
+                # State traces depend on how many stateful operators the query has, which
+                # progress tells only with the first batch: added once, never rebuilt.
+                title = f"State rows ({len(names)} operators)" if len(names) > 1 else None
+                self.charts.add_traces("state", operator_traces(names, start=len(self._operators)), title=title)
+                self._operators = [name or f"operator {i}" for i, name in enumerate(names)]
+            points = chart_points(records, len(self._operators))
+            if reset:
+                self.charts.reset(points)
+            else:
+                self.charts.extend(points)
             if self._track_drawn:
                 now = time.time()
-                for batch_id in x.tolist():
-                    self.drawn_at.setdefault(batch_id, now)
+                for record in records:
+                    self.drawn_at.setdefault(record.batch_id, now)
 
     def _update_header(self, summary: OutputSummary, finished: bool, last: BatchProgress | None) -> None:
         handle = self.handle
@@ -486,9 +509,7 @@ class StreamMonitor(widgets.VBox):
             self._paused = paused
             if not paused:
                 # Catch up from the model: the newest `window` batches, whatever came meanwhile.
-                self._recent.clear()
-                self._recent.extend(self.handle.progress.tail(self.window))
-                self._dirty = True
+                self._pending, self._reset_due = [], True
                 self._preview_due = self._has_preview
         if not paused:
             if self._thread.is_alive():
@@ -512,11 +533,19 @@ class StreamMonitor(widgets.VBox):
     def refresh(self) -> None:
         """Redraw now from the rolling window (normally not needed: the monitor updates itself)."""
         with self._lock:
-            self._dirty = True
+            self._pending, self._reset_due = [], True
         self._refresh()
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The charts as plotly figures holding the points drawn, by key (fresh copies)."""
+        with self._draw_lock:
+            return self.charts.figures()
 
     def to_html(self) -> str:
         """The header and charts as one standalone HTML page (plotly.js embedded once)."""
+        import plotly.io as pio
+
         with self._draw_lock:
             charts = [
                 pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
@@ -555,25 +584,13 @@ class StreamMonitor(widgets.VBox):
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
         self._detach()
-        for child in [self.header, self.diagnosis, self.stop_button, self.pause_button, self.preview,
-                      *self.figures.values(), *self.children]:
+        for child in [self.header, self.diagnosis, self.stop_button, self.pause_button, self.spark_ui_button,
+                      self.preview, self.charts, *self.children]:
             child.close()
         super().close()
 
     def __repr__(self) -> str:
         return f"<StreamMonitor {getattr(self.handle, 'name', '?')!r} window={self.window}>"
-
-
-def _restyle(fig: go.FigureWidget, x: np.ndarray, ys: list[np.ndarray]) -> None:
-    # One restyle message per figure, like batch_update() but without plotly validating
-    # every value again: the arrays are already clean, and this is 5x cheaper per update.
-    fig.plotly_restyle({"x": [x] * len(ys), "y": ys}, trace_indexes=list(range(len(ys))))
-
-
-def _operator_value(record: BatchProgress, index: int, attr: str) -> int | None:
-    if index >= len(record.operators):
-        return None
-    return getattr(record.operators[index], attr)
 
 
 def _rate(value: float | None) -> str:

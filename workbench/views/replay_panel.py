@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 import pandas as pd
-import plotly.graph_objects as go
+
+from .charts import ChartGrid, figure_spec
 
 __all__ = ["ReplayPanel", "comparison_figure", "Comparison"]
 
@@ -75,7 +76,9 @@ class ReplayPanel(widgets.VBox):
                                           tooltip="Run exactly one more micro-batch")
         self.reset_button = widgets.Button(description="Reset", icon="undo", button_style="warning",
                                            tooltip="Start over: fresh checkpoint, history and results")
-        self.speed = widgets.Dropdown(options=list(SPEEDS), value=None, description="Speed",
+        # index=0, not value=None: None is the first choice's value, and a Dropdown given
+        # value=None shows no choice at all.
+        self.speed = widgets.Dropdown(options=list(SPEEDS), index=0, description="Speed",
                                       layout=widgets.Layout(width="260px"))
         self.counters = widgets.HTML()
         self.late = widgets.HTML()
@@ -174,24 +177,21 @@ class ReplayPanel(widgets.VBox):
     def _mark_late_rows(self) -> None:
         """Mark late rows on the monitor's watermark lane, one trace per fate."""
         monitor = self.monitor
-        if monitor is None or "watermark" not in getattr(monitor, "figures", {}):
+        if monitor is None:
             return
         late = self.run.late_rows()
-        fig = monitor.figures["watermark"]
         colours = {"dropped": "#d62728", "partial": "#ff7f0e", "counted": "#2ca02c"}
-        with fig.batch_update():
-            for fate, colour in colours.items():
-                rows = late[late["fate"] == fate]
-                name = f"late: {fate}"
-                x = list(rows["batch_id"])
-                y = [t.tz_convert(None).to_pydatetime() for t in rows["event_time"]]
-                existing = [t for t in fig.data if t.name == name]
-                if existing:
-                    existing[0].x, existing[0].y = x, y
-                else:
-                    fig.add_scatter(x=x, y=y, name=name, mode="markers", row=1, col=1,
-                                    marker=dict(color=colour, symbol="x", size=9),
-                                    hovertemplate=f"late row ({fate}) %{{y}}<extra></extra>")
+        traces = []
+        for fate, colour in colours.items():
+            rows = late[late["fate"] == fate]
+            traces.append({
+                "type": "scatter", "name": f"late: {fate}", "mode": "markers",
+                "x": [int(b) for b in rows["batch_id"]],
+                "y": [t.tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S.%f") for t in rows["event_time"]],
+                "marker": {"color": colour, "symbol": "x", "size": 9},
+                "hovertemplate": f"late row ({fate}) %{{y}}<extra></extra>",
+            })
+        monitor.charts.set_overlays("watermark", traces)
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -265,7 +265,7 @@ class ReplayPanel(widgets.VBox):
         return f"<ReplayPanel {self.run.name!r} {self.run.status}>"
 
 
-def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> go.Figure:
+def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> Any:
     """Overlay runs batch by batch: watermark, state rows, cumulative late rows dropped."""
     from plotly.subplots import make_subplots
 
@@ -288,9 +288,13 @@ def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.Dat
 
 
 class Comparison:
-    """Two (or more) runs side by side: ``table`` (metrics) and ``figure`` (overlaid)."""
+    """Two (or more) runs side by side: ``table`` (metrics) and ``figure`` (overlaid).
 
-    def __init__(self, table: pd.DataFrame, figure: go.Figure) -> None:
+    In a notebook the figure is drawn by the workbench's chart widget, so plotly.js reaches
+    the page once, as for the monitors, and a saved notebook stays small.
+    """
+
+    def __init__(self, table: pd.DataFrame, figure: Any) -> None:
         self.table = table
         self.figure = figure
 
@@ -298,7 +302,11 @@ class Comparison:
         from IPython.display import display
 
         display(self.table)
-        display(self.figure)
+        display(self.chart())
+
+    def chart(self) -> ChartGrid:
+        """The figure as the workbench's chart widget (what a notebook shows)."""
+        return ChartGrid([figure_spec("comparison", self.figure)])
 
     def __repr__(self) -> str:
         return f"<Comparison\n{self.table.to_string()}\n>"

@@ -1,0 +1,331 @@
+"""What the page receives and keeps: the workbench's monitor next to a plain FigureWidget one.
+
+Run from the repository root (needs Chromium, as ``workbench test`` does)::
+
+    .venv/bin/python bench/bench_browser.py [--batches 20] [--reruns 10] [--monitors 10]
+
+Starts a private JupyterLab (tests/browser_support.py: 127.0.0.1, token, isolated folders)
+and drives it in headless Chromium. For each arm, in a fresh page and kernel:
+
+- **first draw**: websocket bytes the page receives from running a cell that starts a
+  stream with one monitor until its four charts are drawn;
+- **per update**: websocket bytes per micro-batch while the stream runs and no cell runs;
+- **freshness**: from a batch's end (progress ``timestamp`` + ``batchDuration``, kernel
+  side) to its point being in plotly's own data in the page (``gd.data``, polled every
+  animation frame in the page);
+- **ten monitors**: bytes until ten monitors of one stream are drawn on one page;
+- **re-runs**: the page's JS heap (after a forced garbage collection) before and after
+  re-running the monitored cell ``--reruns`` times;
+- **kernel CPU**: the kernel's CPU time per batch per monitor (4 monitors on one stream,
+  minus the same stream without monitors).
+
+The arms: the workbench's monitor (charts drawn by its JupyterLab extension, plotly.js
+loaded once as a static file), and a baseline monitor made of four plotly
+``FigureWidget``s updated in place, as the workbench drew them before.
+Targets (issue budget): first draw <= 300 KB, update <= 20 KB, ten monitors <= 5 MB,
+heap growth after ten re-runs <= 50 MB, kernel CPU <= 2 ms per batch per monitor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser_support import (  # noqa: E402
+    CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable,
+)
+
+TRIGGER = "0.5 seconds"
+
+SETUP = textwrap.dedent("""
+    import time, workbench
+    from pyspark.sql import functions as F
+    spark = workbench.session()
+    %load_ext workbench
+    def events():
+        return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 20)
+                .option("startTimestamp", 1704067200000).option("advanceMillisPerBatch", 1000).load()
+                .withWatermark("timestamp", "5 seconds")
+                .groupBy(F.window("timestamp", "10 seconds"), (F.col("value") % 3).alias("key")).count())
+""")
+
+#: The baseline: the workbench's earlier monitor design, four FigureWidgets updated in place
+#: with the whole rolling window on every batch.
+BASELINE = textwrap.dedent("""
+    import threading, numpy as np, plotly.graph_objects as go
+    from workbench.views.monitor import chart_specs, chart_points, operator_traces
+
+    class FigureWidgetMonitor:
+        def __init__(self, handle, window=60):
+            self.handle, self.window = handle, window
+            specs = chart_specs()
+            specs[1]["traces"] = operator_traces(["stateStoreSave"])
+            self.figures = {s["key"]: go.FigureWidget({"data": s["traces"], "layout": s["layout"]}) for s in specs}
+            self.stop = threading.Event()
+            self.wake = threading.Event()
+            self.unsubscribe = handle.progress.subscribe(lambda records: self.wake.set())
+            threading.Thread(target=self.run, daemon=True).start()
+        def run(self):
+            while not self.stop.is_set():
+                self.wake.wait(0.5); self.wake.clear()
+                records = self.handle.progress.tail(self.window)
+                for key, (x, ys) in chart_points(records, 1).items():
+                    fig = self.figures[key]
+                    with fig.batch_update():
+                        for trace, y in zip(fig.data, ys):
+                            trace.x, trace.y = x, y
+        def _ipython_display_(self):
+            from IPython.display import display
+            import ipywidgets as widgets
+            display(widgets.GridBox(list(self.figures.values()),
+                    layout=widgets.Layout(grid_template_columns="repeat(auto-fill, 560px)")))
+""")
+
+#: The re-run cell: what a user re-runs (the magic for the workbench, a hand-built monitor otherwise).
+RERUN = {
+    "workbench monitor": f'%%stream rerun --trigger "{TRIGGER}" --mode append\nevents()',
+    "FigureWidget monitor": f"handle = workbench.start(events(), 'rerun', output_mode='append', "
+                            f"trigger={TRIGGER!r})\nFigureWidgetMonitor(handle)",
+}
+
+ARMS = {
+    "workbench monitor": "handle.monitor()",
+    "FigureWidget monitor": "FigureWidgetMonitor(handle)",
+}
+
+#: plotly's graph divs in the current notebook, with the last x of each.
+JS_PLOTS = """() => [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')]
+  .map(gd => (gd.data || []).reduce((n, t) => Math.max(n, (t.x || []).length), 0))"""
+
+#: Record, every animation frame, when each batch id first appears in a chart's data.
+JS_WATCH_FRESHNESS = """() => {
+  window.__seen = {};
+  const tick = () => {
+    for (const gd of document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')) {
+      for (const trace of gd.data || []) {
+        const xs = trace.x || [];
+        const last = xs[xs.length - 1];
+        if (typeof last === 'number' && !(last in window.__seen)) window.__seen[last] = Date.now();
+      }
+    }
+    window.__watching = requestAnimationFrame(tick);
+  };
+  tick();
+}"""
+
+JS_RUN_CELL = """(index) => {
+  const app = window.jupyterapp;
+  const notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = index;
+  app.commands.execute('notebook:run-cell');
+}"""
+
+JS_CELL_DONE = """(index) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+  return cell.model.executionCount !== null && cell.model.executionState !== 'running'
+    && !((cell.node.querySelector('.jp-InputPrompt') || {}).textContent || '').includes('*');
+}"""
+
+JS_HEAP = "async () => { window.gc(); await new Promise(r => setTimeout(r, 200)); window.gc(); " \
+          "return performance.memory.usedJSHeapSize; }"
+
+
+def notebook(cells: list[str]) -> dict[str, Any]:
+    return {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+                       "outputs": [], "source": source} for i, source in enumerate(cells)],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+class Page:
+    """One notebook open in Chromium, counting the kernel websocket's received bytes."""
+
+    def __init__(self, context: Any, lab: LabServer, name: str) -> None:
+        self.page = context.new_page()
+        self.received = 0
+        self.page.on("websocket", self._on_socket)
+        self.page.goto(lab.notebook_url(name))
+        self.page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
+
+    def _on_socket(self, socket: Any) -> None:
+        if "/api/kernels/" in socket.url:
+            socket.on("framereceived", lambda payload: self._count(payload))
+
+    def _count(self, payload: Any) -> None:
+        self.received += len(payload) if isinstance(payload, (bytes, str)) else 0
+
+    def run(self, index: int, timeout: float = 180) -> None:
+        self.page.evaluate(JS_RUN_CELL, index)
+        time.sleep(0.3)
+        self.page.wait_for_function(JS_CELL_DONE, arg=index, timeout=timeout * 1000, polling=100)
+
+    def kernel(self, code: str) -> str:
+        return self.page.evaluate(JS_KERNEL_PRINT, code)
+
+    def plots(self) -> list[int]:
+        return self.page.evaluate(JS_PLOTS)
+
+    def wait_plots(self, count: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            drawn = self.plots()
+            if len(drawn) >= count and sum(1 for n in drawn if n > 0) >= count - count // 4:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"{count} charts were not drawn in {timeout:.0f} s: {self.plots()}")
+
+    def heap(self) -> int:
+        return int(self.page.evaluate(JS_HEAP))
+
+
+def kernel_cpu(page: Page) -> float:
+    return float(page.kernel("import resource; u = resource.getrusage(resource.RUSAGE_SELF); "
+                             "print(u.ru_utime + u.ru_stime)"))
+
+
+def batches(page: Page, name: str) -> int:
+    return int(page.kernel(f"print(workbench.stream({name!r}).progress.total)"))
+
+
+def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) -> dict[str, Any]:
+    make = ARMS[arm]
+    name = "bench_" + ("wb" if arm.startswith("workbench") else "fw")
+    cells = [
+        SETUP + (BASELINE if "FigureWidget" in arm else ""),
+        f"handle = workbench.start(events(), 'one', output_mode='append', trigger={TRIGGER!r})\n{make}",
+        f"handles = [workbench.start(events(), 'ten', output_mode='append', trigger={TRIGGER!r})]\n"
+        f"from IPython.display import display\nmonitors = [{make.replace('handle', 'handles[0]')} "
+        f"for _ in range({args.monitors})]\nfor m in monitors: display(m)",
+        RERUN[arm],
+        "workbench.stop_all()",
+    ]
+    (lab.server_root / f"{name}.ipynb").write_text(json.dumps(notebook(cells)), encoding="utf-8")
+    page = Page(context, lab, f"{name}.ipynb")
+    result: dict[str, Any] = {}
+    try:
+        page.run(0)
+        # First draw: run the cell, wait for its four charts to hold points.
+        before = page.received
+        page.run(1)
+        page.wait_plots(4)
+        result["first draw"] = page.received - before
+        # Updates and freshness while no cell runs.
+        page.page.evaluate(JS_WATCH_FRESHNESS)
+        start_batches, start_bytes, start_cpu = batches(page, "one"), page.received, kernel_cpu(page)
+        deadline = time.monotonic() + 120
+        while batches(page, "one") < start_batches + args.batches and time.monotonic() < deadline:
+            time.sleep(0.5)
+        seen_batches = batches(page, "one") - start_batches
+        result["per update"] = (page.received - start_bytes) / max(1, seen_batches)
+        ends = json.loads(page.kernel(
+            "import json; h = workbench.stream('one').history(); print(json.dumps({int(r.batch_id): "
+            "(r.timestamp.timestamp() + (r.batch_duration_ms or 0) / 1000) for r in h.itertuples()}))"))
+        seen = page.page.evaluate("() => window.__seen")
+        delays = [seen[str(b)] / 1000 - end for b, end in ((int(k), v) for k, v in ends.items())
+                  if str(b) in seen and int(b) > start_batches]
+        result["freshness"] = delays
+        page.page.evaluate("() => cancelAnimationFrame(window.__watching)")
+        # Kernel CPU per batch per monitor: 4 monitors on 'one', minus the same stream bare.
+        page.kernel("import gc; gc.collect()")
+        cpu_0, b_0 = kernel_cpu(page), batches(page, "one")
+        time.sleep(args.cpu_seconds)
+        bare = (kernel_cpu(page) - cpu_0) / max(1, batches(page, "one") - b_0)
+        page.kernel(f"extra = [{make} for _ in range(4)]")
+        cpu_1, b_1 = kernel_cpu(page), batches(page, "one")
+        time.sleep(args.cpu_seconds)
+        monitored = (kernel_cpu(page) - cpu_1) / max(1, batches(page, "one") - b_1)
+        # The first monitor already runs in both phases: 4 more monitors per batch.
+        result["kernel cpu"] = (monitored - bare) / 4 * 1000
+        page.kernel("workbench.stream('one').stop()")
+        # Ten monitors on one page.
+        before = page.received
+        page.run(2)
+        page.wait_plots(4 + 4 * args.monitors, timeout=300)
+        result["ten monitors"] = page.received - before
+        page.kernel("workbench.stream('ten').stop()")
+        # Re-runs: the page's heap before and after re-running the monitored cell.
+        page.run(3)
+        page.wait_plots(4 + 4 * args.monitors + 4)
+        heap_before = page.heap()
+        for _ in range(args.reruns):
+            page.run(3)
+            time.sleep(1.0)
+        time.sleep(2.0)
+        result["heap growth"] = page.heap() - heap_before
+        page.run(4)
+    finally:
+        page.page.close()
+    return result
+
+
+def fmt_bytes(value: float) -> str:
+    return f"{value / 1e6:.2f} MB" if value >= 1e6 else f"{value / 1e3:.1f} KB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=20, help="batches to count per-update bytes over")
+    parser.add_argument("--reruns", type=int, default=10, help="re-runs of the monitored cell")
+    parser.add_argument("--monitors", type=int, default=10, help="monitors on one page")
+    parser.add_argument("--cpu-seconds", type=float, default=15.0, help="seconds per kernel CPU phase")
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms to run")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    lab = LabServer(ROOT / "notebooks")
+    lab.start()
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium_executable(), headless=True,
+                args=[*CHROMIUM_ARGS, "--enable-precise-memory-info", "--js-flags=--expose-gc"])
+            try:
+                for arm in args.arms.split(","):
+                    context = browser.new_context(viewport={"width": 1700, "height": 1200})
+                    try:
+                        results[arm] = measure(lab, context, arm, args)
+                    finally:
+                        context.close()
+            finally:
+                browser.close()
+    finally:
+        problems = lab.stop()
+        if problems:
+            print("clean-up:", "; ".join(problems))
+
+    targets = {"first draw": 300e3, "per update": 20e3, "ten monitors": 5e6, "heap growth": 50e6,
+               "kernel cpu": 2.0}
+    print(f"page and kernel costs of one monitor, stream of 20 rows per batch every {TRIGGER}")
+    header = f"{'':28}" + "".join(f"{arm:>24}" for arm in results) + f"{'target':>14}"
+    print(header)
+    rows = [
+        ("first draw (bytes)", "first draw", fmt_bytes),
+        ("per batch update (bytes)", "per update", fmt_bytes),
+        (f"{args.monitors} monitors (bytes)", "ten monitors", fmt_bytes),
+        (f"JS heap after {args.reruns} re-runs", "heap growth", fmt_bytes),
+        ("kernel CPU ms/batch/monitor", "kernel cpu", lambda v: f"{v:.2f} ms"),
+    ]
+    for label, key, show in rows:
+        line = f"{label:28}" + "".join(f"{show(r[key]):>24}" for r in results.values())
+        target = targets[key]
+        print(line + f"{'<= ' + (show(target)):>14}")
+    for arm, r in results.items():
+        delays = sorted(r["freshness"])
+        if delays:
+            print(f"freshness ({arm}): batch end -> point in the page's plotly data, {len(delays)} batches: "
+                  f"median {statistics.median(delays) * 1000:.0f} ms, "
+                  f"p95 {delays[int(0.95 * (len(delays) - 1))] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,285 @@
+"""Plotly charts drawn by the workbench's JupyterLab extension, fed point by point.
+
+:class:`ChartGrid` is one ipywidget holding several plotly charts. Its JavaScript (and
+plotly.js) ships in the prebuilt JupyterLab extension as static files, loaded once per page
+whatever the number of charts; the widget itself carries only chart specs (layout and
+trace styles, sent once) and data points. Live charts send only the points that are new:
+``extend`` appends them in the page, which keeps the last ``window`` points of each trace.
+The kernel keeps the same rolling window, so a page that reloads, or a second view of the
+widget, asks for it (``{"kind": "ready"}``) and gets it whole.
+
+Wire format (kernel to page, custom widget messages)::
+
+    {"kind": "data", "reset": bool,
+     "charts": {key: {"x": [batch ids], "y": [[values of trace 0], [values of trace 1], ...]}}}
+
+Values are numbers, ``null`` for none, or UTC wall-clock times as
+``"YYYY-MM-DD HH:MM:SS.ffffff"`` strings (plotly.js has no time zones). ``reset`` replaces a
+chart's data; otherwise the points are appended. Charts whose specs already hold their
+data (``x``/``y`` in the traces) are static and never receive messages.
+
+This module imports plotly only to build figure objects on request (:meth:`figure`).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import deque
+from typing import Any, Iterable, Mapping, Sequence
+
+import ipywidgets as widgets
+from traitlets import Dict, Int, List, Unicode
+
+__all__ = ["ChartGrid", "MODULE_NAME", "MODULE_VERSION", "EMPTY_MESSAGE", "figure_spec"]
+
+#: The JupyterLab extension's widget module (package.json "name" and "version").
+MODULE_NAME = "spark-streaming-workbench"
+MODULE_VERSION = "^0.1.0"
+
+EMPTY_MESSAGE = "Waiting for the first batch…"
+
+
+
+def figure_spec(key: str, figure: Any) -> dict[str, Any]:
+    """A chart spec (``{"key", "layout", "traces"}``) from a plotly figure, data included.
+
+    Values become plain JSON lists (plotly keeps numeric arrays as base64 typed arrays;
+    NaN and NaT become ``null``), so the spec reads the same in Python and in the page.
+
+    Examples
+    --------
+    >>> import plotly.graph_objects as go
+    >>> spec = figure_spec("demo", go.Figure(go.Scatter(x=[1, 2], y=[3.0, float("nan")])))
+    >>> spec["key"], spec["traces"][0]["y"]
+    ('demo', [3.0, None])
+    """
+    import json
+
+    import plotly.utils
+
+    # plotly's encoder turns pandas times and numpy scalars into JSON; typed arrays and
+    # NaN are decoded here.
+    plain = json.loads(json.dumps(figure.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder))
+    return {"key": key, "layout": plain.get("layout", {}), "traces": [_plain(t) for t in plain.get("data", [])]}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "bdata" in value and "dtype" in value:
+            import base64
+
+            import numpy as np
+
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            if "shape" in value:
+                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+            return [None if v != v else v for v in array.tolist()]  # NaN -> null
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [None if v in ("NaT", "NaN") or (isinstance(v, float) and v != v) else _plain(v) for v in value]
+    return value
+
+
+class ChartGrid(widgets.DOMWidget):
+    """Several plotly charts in one widget, in a grid that wraps to the cell's width.
+
+    Parameters
+    ----------
+    charts : sequence of dict
+        One spec per chart: ``{"key": str, "layout": plotly layout (dict), "traces":
+        [plotly trace (dict), ...]}``. Traces without ``x``/``y`` are live: their points
+        come from :meth:`extend`. Traces with data are drawn as they are.
+    window : int, default 60
+        Points kept per live trace (in the kernel and in the page).
+    empty_message : str, optional
+        What a live chart without points says instead of drawing empty axes.
+
+    Examples
+    --------
+    >>> grid = ChartGrid([{"key": "rates", "layout": {"title": {"text": "rows/s"}},
+    ...                    "traces": [{"type": "scatter", "name": "input"}]}], window=3)
+    >>> grid.extend({"rates": ([0, 1], [[5.0, 7.5]])})
+    >>> grid.extend({"rates": ([2, 3], [[None, 9.0]])})
+    >>> grid.data("rates")
+    ([1, 2, 3], [[7.5, None, 9.0]])
+    >>> grid.figure("rates").data[0].y
+    (7.5, None, 9.0)
+    """
+
+    _model_name = Unicode("ChartGridModel").tag(sync=True)
+    _view_name = Unicode("ChartGridView").tag(sync=True)
+    _model_module = Unicode(MODULE_NAME).tag(sync=True)
+    _view_module = Unicode(MODULE_NAME).tag(sync=True)
+    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+
+    charts = List(Dict(), help="Chart specs: key, plotly layout, traces (styles; data only for static charts).").tag(
+        sync=True)
+    window = Int(60, help="Points kept per live trace.").tag(sync=True)
+    empty_message = Unicode(EMPTY_MESSAGE, help="Shown by a live chart that has no points yet.").tag(sync=True)
+
+    def __init__(self, charts: Sequence[Mapping[str, Any]], *, window: int = 60,
+                 empty_message: str = EMPTY_MESSAGE, **kwargs: Any) -> None:
+        keys = [spec["key"] for spec in charts]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"chart keys must be unique, got {keys}")
+        self._lock = threading.RLock()  # one writer of the buffers and the page at a time
+        self._x: dict[str, deque[Any]] = {}
+        self._y: dict[str, list[deque[Any]]] = {}
+        super().__init__(charts=[dict(spec) for spec in charts], window=window, empty_message=empty_message,
+                         **kwargs)
+        for spec in self.charts:
+            self._allocate(spec["key"], _live_count(spec))
+        self.on_msg(self._on_page_message)
+
+    # -- kernel side buffers ------------------------------------------------------------------
+
+    def _allocate(self, key: str, traces: int) -> None:
+        self._x.setdefault(key, deque(maxlen=self.window))
+        lanes = self._y.setdefault(key, [])
+        x_len = len(self._x[key])
+        while len(lanes) < traces:
+            # A trace added later (e.g. a state operator seen first in batch 3) has no
+            # values for the points before it.
+            lanes.append(deque([None] * x_len, maxlen=self.window))
+
+    def _spec(self, key: str) -> dict[str, Any]:
+        for spec in self.charts:
+            if spec["key"] == key:
+                return spec
+        raise KeyError(f"no chart {key!r}; charts: {[s['key'] for s in self.charts]}")
+
+    def chart_keys(self) -> list[str]:
+        """The charts' keys, in display order."""
+        return [spec["key"] for spec in self.charts]
+
+    def data(self, key: str) -> tuple[list[Any], list[list[Any]]]:
+        """The live points of chart ``key``: x values and one list of y values per trace."""
+        with self._lock:
+            return list(self._x[key]), [list(lane) for lane in self._y[key]]
+
+    # -- updates ------------------------------------------------------------------------------
+
+    def add_traces(self, key: str, traces: Iterable[Mapping[str, Any]], *, title: str | None = None) -> None:
+        """Append live traces to chart ``key`` (their earlier points are empty)."""
+        with self._lock:
+            charts = copy.deepcopy(self.charts)
+            for spec in charts:
+                if spec["key"] == key:
+                    spec["traces"] = [*spec.get("traces", []), *map(dict, traces)]
+                    if title is not None:
+                        spec.setdefault("layout", {}).setdefault("title", {})["text"] = title
+                    self._allocate(key, _live_count(spec))
+                    break
+            else:
+                raise KeyError(f"no chart {key!r}; charts: {self.chart_keys()}")
+            self.charts = charts  # one sync message; the page redraws with its data kept
+            self._send_to_page(self._message(reset=True, keys=[key]))
+
+    def set_overlays(self, key: str, traces: Iterable[Mapping[str, Any]]) -> None:
+        """Replace the static traces drawn over chart ``key`` (each with its own ``x``/``y``).
+
+        Overlays mark things that are not one value per batch, e.g. the replay panel's late
+        rows; live traces keep their points.
+        """
+        overlays = [{**trace, "meta": _OVERLAY} for trace in traces]
+        for trace in overlays:
+            if "x" not in trace or "y" not in trace:
+                raise ValueError(f"an overlay trace needs x and y values, got keys {sorted(trace)}")
+        with self._lock:
+            charts = copy.deepcopy(self.charts)
+            spec = next((c for c in charts if c["key"] == key), None)
+            if spec is None:
+                raise KeyError(f"no chart {key!r}; charts: {self.chart_keys()}")
+            spec["traces"] = [t for t in spec.get("traces", []) if t.get("meta") != _OVERLAY] + overlays
+            self.charts = charts
+
+    def extend(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]]) -> None:
+        """Append points: ``{key: (x values, [y values of each trace])}``.
+
+        Each trace's list must be as long as the x values; charts may list fewer traces
+        than they have (the rest get ``None``).
+        """
+        if not points:
+            return
+        with self._lock:
+            for key, (x, ys) in points.items():
+                lanes = self._y[key]
+                if len(ys) > len(lanes):
+                    raise ValueError(f"chart {key!r} has {len(lanes)} traces, got values for {len(ys)}")
+                self._x[key].extend(x)
+                for index, lane in enumerate(lanes):
+                    lane.extend(ys[index] if index < len(ys) else [None] * len(x))
+            self._send_to_page({"kind": "data", "reset": False,
+                        "charts": {key: {"x": list(x), "y": [list(y) for y in ys]} for key, (x, ys) in points.items()}})
+
+    def reset(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]] | None = None) -> None:
+        """Replace the live data of the charts named in ``points`` (all charts when None: cleared)."""
+        with self._lock:
+            keys = list(points) if points is not None else self.chart_keys()
+            for key in keys:
+                x, ys = points[key] if points is not None else ([], [])
+                self._x[key] = deque(x, maxlen=self.window)
+                self._y[key] = [deque(ys[i] if i < len(ys) else [None] * len(x), maxlen=self.window)
+                                for i in range(len(self._y[key]))]
+            self._send_to_page(self._message(reset=True, keys=keys))
+
+    def _message(self, *, reset: bool, keys: Iterable[str]) -> dict[str, Any]:
+        return {"kind": "data", "reset": reset,
+                "charts": {key: {"x": list(self._x[key]), "y": [list(lane) for lane in self._y[key]]} for key in keys}}
+
+    def _send_to_page(self, content: dict[str, Any]) -> None:
+        if self.comm is not None:  # closed widgets drop updates
+            self.send(content)
+
+    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # A page (re)loaded the widget: give it everything the kernel holds.
+        if isinstance(content, dict) and content.get("kind") == "ready":
+            with self._lock:
+                self._send_to_page(self._message(reset=True, keys=self.chart_keys()))
+
+    # -- plotly figures -------------------------------------------------------------------------
+
+    def figure(self, key: str) -> Any:
+        """Chart ``key`` as a ``plotly.graph_objects.Figure`` holding the points drawn.
+
+        A live chart without points carries the empty message as an annotation.
+        """
+        import plotly.graph_objects as go
+
+        with self._lock:
+            spec = copy.deepcopy(self._spec(key))
+            x, ys = list(self._x[key]), [list(lane) for lane in self._y[key]]
+        traces = spec.get("traces", [])
+        lanes = iter(ys)
+        live = False
+        for trace in traces:
+            if _is_live(trace):
+                live = True
+                trace["x"], trace["y"] = x, next(lanes, [])
+        layout = spec.get("layout", {})
+        layout.setdefault("template", "plotly_white")
+        if live and not x:
+            layout["annotations"] = [*layout.get("annotations", []), _empty_annotation(self.empty_message)]
+        return go.Figure({"data": traces, "layout": layout}, skip_invalid=True)
+
+    def figures(self) -> dict[str, Any]:
+        """Every chart as a plotly figure, by key."""
+        return {key: self.figure(key) for key in self.chart_keys()}
+
+
+_OVERLAY = "workbench-overlay"
+
+
+def _is_live(trace: Mapping[str, Any]) -> bool:
+    return "x" not in trace and "y" not in trace
+
+
+def _live_count(spec: Mapping[str, Any]) -> int:
+    return sum(1 for trace in spec.get("traces", []) if _is_live(trace))
+
+
+def _empty_annotation(text: str) -> dict[str, Any]:
+    return {"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+            "font": {"size": 14, "color": "#7f7f7f"}}
