@@ -12,7 +12,11 @@ checks what a user sees:
   other cell;
 * the monitor's Stop button stops the stream: the header says ``stopped``, the button is
   disabled, no more points arrive, and the kernel reports the stream stopped and no query
-  active.
+  active;
+* the page stays light: plotly.js arrives once, as the workbench extension's static file,
+  never over the kernel's websocket; no websocket frame is larger than a monitor's first-draw
+  budget, and the whole run stays within a small byte budget (it was 20.6 MB when each chart
+  shipped its own plotly.js); the saved notebook stays under 1 MB.
 
 A screenshot of the live monitor is written to ``test-artifacts/monitor.png`` (the README's
 picture comes from it). On failure a full-page screenshot, the server log and the cells'
@@ -53,6 +57,11 @@ POINTS = ".scatterlayer .point"
 #: The monitor charts the newest 60 batches: beyond that the point count stops growing.
 MONITOR_WINDOW = 60
 VIEWPORT = {"width": 1700, "height": 1200}
+#: Byte budgets of the kernel websocket (what the page receives): one frame at most a
+#: monitor's first draw, the whole quickstart run at most this much.
+FRAME_BUDGET = 300_000
+RUN_BUDGET = 2_000_000
+SAVED_BUDGET = 1_000_000
 NARROW_WIDTH = 1280
 
 #: Right edge of each monitor chart as drawn (its SVG) and of the output area showing it.
@@ -85,11 +94,45 @@ def page(lab: LabServer) -> Iterator[Any]:
             context.close()
 
 
+class Traffic:
+    """What the page receives: kernel websocket frames, and the plotly.js files it fetches."""
+
+    def __init__(self, page: Any) -> None:
+        self.frames: list[int] = []
+        self.plotly_files: list[str] = []
+        page.on("websocket", self._socket)
+        page.on("response", self._response)
+
+    def _socket(self, socket: Any) -> None:
+        if "/api/kernels/" in socket.url:
+            socket.on("framereceived", lambda payload: self.frames.append(len(payload)))
+
+    def _response(self, response: Any) -> None:
+        url = response.url
+        if url.endswith(".js") and "plotly" in url.rsplit("/", 1)[-1]:
+            self.plotly_files.append(url)
+
+
 def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:
+    traffic = Traffic(page)
     with evidence_on_failure(page, lab, "quickstart"):
         _run_quickstart(page, lab)
         clipped = _charts_clipped_when_narrow(page)
         assert not clipped, f"at {NARROW_WIDTH} px with the file browser open the monitor clips its charts: {clipped}"
+
+        # plotly.js reached the page once, as the extension's static file, not per chart.
+        assert len(traffic.plotly_files) == 1 and "/spark-streaming-workbench/" in traffic.plotly_files[0], (
+            f"plotly.js files fetched: {traffic.plotly_files}")
+        largest, total = max(traffic.frames), sum(traffic.frames)
+        assert largest <= FRAME_BUDGET, f"a websocket frame of {largest} bytes: plotly.js sent over the kernel socket?"
+        assert total <= RUN_BUDGET, f"the quickstart moved {total} bytes over the kernel websocket (budget {RUN_BUDGET})"
+
+        # Saved with its outputs, the notebook stays small (no widget state, no plotly.js).
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        saved = lab.server_root / NOTEBOOK
+        wait_for(lambda: "outputs" in saved.read_text() and '"execution_count": 1' in saved.read_text(), 30, 0.2,
+                 text="the notebook was not saved with its outputs")
+        assert saved.stat().st_size <= SAVED_BUDGET, f"saved notebook is {saved.stat().st_size} bytes"
 
 
 @contextmanager

@@ -1,0 +1,112 @@
+"""The chart widget's kernel side and the monitor's points: pure logic, no Spark, no browser.
+
+What the page draws is checked in a real browser (tests/test_browser.py); here: what the
+kernel keeps and sends, message by message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from workbench.progress import BatchProgress
+from workbench.views.charts import EMPTY_MESSAGE, ChartGrid
+from workbench.views.monitor import chart_points, chart_specs, operator_traces
+
+
+def grid_with_outbox(window: int = 3) -> tuple[ChartGrid, list[dict[str, Any]]]:
+    grid = ChartGrid([
+        {"key": "a", "layout": {"title": {"text": "A"}}, "traces": [{"type": "scatter", "name": "one"},
+                                                                   {"type": "scatter", "name": "two"}]},
+        {"key": "b", "layout": {}, "traces": []},
+    ], window=window)
+    sent: list[dict[str, Any]] = []
+    grid.send = sent.append  # what would go to the page
+    return grid, sent
+
+
+def test_extend_sends_only_new_points_and_keeps_a_window():
+    grid, sent = grid_with_outbox(window=3)
+    grid.extend({"a": ([0, 1], [[1, 2], [10, 20]])})
+    grid.extend({"a": ([2, 3], [[3, 4], [None, 40]])})
+    assert sent[-1] == {"kind": "data", "reset": False, "charts": {"a": {"x": [2, 3], "y": [[3, 4], [None, 40]]}}}
+    assert grid.data("a") == ([1, 2, 3], [[2, 3, 4], [20, None, 40]])
+
+
+def test_a_page_that_loads_gets_the_whole_window():
+    grid, sent = grid_with_outbox(window=3)
+    grid.extend({"a": ([0, 1, 2, 3], [[1, 2, 3, 4], [5, 6, 7, 8]])})
+    grid._on_page_message(grid, {"kind": "ready"}, [])
+    assert sent[-1]["reset"] is True
+    assert sent[-1]["charts"]["a"] == {"x": [1, 2, 3], "y": [[2, 3, 4], [6, 7, 8]]}
+    assert sent[-1]["charts"]["b"] == {"x": [], "y": []}
+
+
+def test_traces_added_later_have_no_earlier_values_and_overlays_keep_live_points():
+    grid, sent = grid_with_outbox(window=5)
+    grid.extend({"b": ([0, 1], [])})
+    grid.add_traces("b", [{"type": "scatter", "name": "late"}], title="B (1)")
+    assert grid.charts[1]["layout"]["title"]["text"] == "B (1)"
+    grid.extend({"b": ([2], [[7]])})
+    assert grid.data("b") == ([0, 1, 2], [[None, None, 7]])
+    grid.set_overlays("b", [{"type": "scatter", "name": "marks", "x": [1], "y": [9]}])
+    grid.set_overlays("b", [{"type": "scatter", "name": "marks", "x": [2], "y": [8]}])
+    figure = grid.figure("b")
+    assert [t.name for t in figure.data] == ["late", "marks"]
+    assert list(figure.data[0].y) == [None, None, 7] and list(figure.data[1].x) == [2]
+    with pytest.raises(ValueError, match="overlay trace needs x and y"):
+        grid.set_overlays("b", [{"type": "scatter", "name": "no data"}])
+    with pytest.raises(ValueError, match="has 1 traces, got values for 2"):
+        grid.extend({"b": ([3], [[1], [2]])})
+
+
+def test_an_empty_chart_says_what_it_waits_for():
+    grid, _ = grid_with_outbox()
+    figure = grid.figure("a")
+    assert [a.text for a in figure.layout.annotations] == [EMPTY_MESSAGE]
+    grid.extend({"a": ([0], [[1], [2]])})
+    assert not grid.figure("a").layout.annotations
+
+
+def test_chart_keys_must_be_unique():
+    with pytest.raises(ValueError, match="chart keys must be unique"):
+        ChartGrid([{"key": "a", "layout": {}, "traces": []}, {"key": "a", "layout": {}, "traces": []}])
+
+
+def record(batch_id: int, operators: int = 2) -> BatchProgress:
+    return BatchProgress.from_json({
+        "batchId": batch_id, "numInputRows": 100, "inputRowsPerSecond": float("nan"),
+        "processedRowsPerSecond": 250.0,
+        "durationMs": {key: 5 for key in ("addBatch", "getBatch", "latestOffset", "queryPlanning",
+                                          "walCommit", "commitOffsets")} | {"triggerExecution": 40},
+        "eventTime": {"min": "2024-01-01T12:00:00.000Z", "max": "2024-01-01T12:00:09.500Z",
+                      "watermark": "1970-01-01T00:00:00.000Z" if batch_id == 0 else "2024-01-01T11:59:59.500Z"},
+        "stateOperators": [{"operatorName": f"op{i}", "numRowsTotal": 10 * (i + 1), "memoryUsedBytes": 2048}
+                           for i in range(operators)],
+    })
+
+
+def test_monitor_points_match_the_specs_and_stay_small():
+    specs = {spec["key"]: spec for spec in chart_specs()}
+    records = [record(0), record(1)]
+    points = chart_points(records, operators=2)
+    state_traces = operator_traces(["op0", "op1"])
+    for key, (x, ys) in points.items():
+        assert x == [0, 1]
+        expected = len(state_traces) if key == "state" else len(specs[key]["traces"])
+        assert len(ys) == expected and all(len(y) == 2 for y in ys), key
+    # Epoch 0 means "no watermark yet": not drawn; NaN rates are not JSON: null.
+    assert points["watermark"][1][2] == [None, "2024-01-01 11:59:59.500000"]
+    assert points["watermark"][1][3] == [None, 10.0]
+    assert points["rates"][1] == [[None, None], [250.0, 250.0]]
+    assert points["state"][1][0] == [10, 10] and points["state"][1][5] == [20, 20]
+    assert [t["name"] for t in state_traces[:2]] == ["0:op0 total", "0:op0 updated"]
+    # One batch's update, as sent: far below the page's per-update budget (20 KB).
+    grid = ChartGrid(chart_specs())
+    grid.add_traces("state", state_traces)
+    sent: list[dict[str, Any]] = []
+    grid.send = sent.append
+    grid.extend(chart_points([record(2)], operators=2))
+    assert len(json.dumps(sent[-1])) < 2_000
