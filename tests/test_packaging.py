@@ -127,7 +127,10 @@ def test_conda_has_java_and_installs_the_project(environment, conda_specs):
 
 
 def test_log4j_properties_are_package_data(pyproject):
-    assert "*.properties" in pyproject["tool"]["setuptools"]["package-data"]["workbench.spark"]
+    # hatchling ships every file git tracks under the listed packages, data files included.
+    wheel = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["workbench"]
+    assert not any("properties" in pattern for pattern in wheel.get("exclude", []))
     assert list((PACKAGE / "spark").glob("*.properties")), "workbench/spark has no .properties file"
 
 

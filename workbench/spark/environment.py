@@ -79,6 +79,8 @@ class Workbench:
         self._counter = itertools.count(1)
         #: Called with a handle whenever one of its queries ends (views subscribe here).
         self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
+        #: Called with each new handle, on the starting thread, right after its query starts.
+        self.on_stream_started: list[Callable[[StreamHandle], None]] = []
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -105,6 +107,17 @@ class Workbench:
                     except Exception:
                         log.warning("%s cannot change on a running session; restart the kernel to set it", key)
             return self._spark
+
+    def ui_web_url(self) -> str | None:
+        """The Spark UI's URL, or None before Spark starts and on Spark Connect (which has none).
+
+        Never starts Spark; one JVM call when a classic session is running.
+        """
+        spark = self._spark
+        try:
+            return None if spark is None or _is_stopped(spark) else spark.sparkContext.uiWebUrl
+        except Exception:  # Spark Connect sessions have no sparkContext
+            return None
 
     def new_checkpoint(self, name: str) -> str:
         """A fresh checkpoint folder for one start of stream ``name``."""
@@ -168,7 +181,12 @@ class Workbench:
             if previous is not None:
                 previous.replaced_by = handle
             self._handles[name] = handle
-            return handle
+        for callback in list(self.on_stream_started):
+            try:
+                callback(handle)
+            except Exception:
+                log.exception("stream-started callback failed")
+        return handle
 
     def _stop_foreign(self, df: Any, name: str) -> None:
         """Stop a query of this name started outside the workbench (it would block the start)."""

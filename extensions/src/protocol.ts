@@ -1,0 +1,79 @@
+/**
+ * The messages of the `workbench.streams` comm between a kernel and the page.
+ *
+ * Kernel to page: a snapshot of every stream, sent only when something changed and at most
+ * twice a second. Page to kernel: stop one stream, or ask for a fresh snapshot.
+ */
+
+/** The comm target the kernel registers and the page registers too. */
+export const COMM_TARGET = 'workbench.streams';
+
+/** Where a stream's page of the Spark UI is (through the Jupyter server's proxy). */
+export interface ISparkUILink {
+  port: number;
+  path: string;
+}
+
+/** One stream of the kernel, as the panel shows it. */
+export interface IStreamInfo {
+  name: string;
+  id: string;
+  run_id: string;
+  status: 'active' | 'stopped' | 'failed' | string;
+  batches: number;
+  last_batch_id: number | null;
+  /** ISO 8601 (UTC), or null before the stream has a watermark. */
+  watermark: string | null;
+  input_rows_per_second: number | null;
+  /** Newest event time minus watermark, in seconds, for the last (up to) 30 batches. */
+  gap_seconds: (number | null)[];
+  error: string | null;
+  sink: string;
+  /** The id of the notebook cell that started the stream, when known. */
+  cell_id: string | null;
+  spark_ui: ISparkUILink | null;
+}
+
+/** Kernel to page: every stream of the kernel. */
+export interface IStreamsMessage {
+  kind: 'streams';
+  streams: IStreamInfo[];
+  /** The Spark UI's port; 0 when there is none (Spark not started, or Spark Connect). */
+  spark_ui_port: number;
+}
+
+/** Kernel to page: a request could not be done (e.g. stopping an unknown stream). */
+export interface IErrorMessage {
+  kind: 'error';
+  message: string;
+}
+
+export type KernelMessage = IStreamsMessage | IErrorMessage;
+
+/** Page to kernel. */
+export type PageMessage = { kind: 'stop'; name: string } | { kind: 'refresh' };
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Check a comm message's data; null when it is not a message of this protocol.
+ */
+export function parseKernelMessage(data: unknown): KernelMessage | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  if (data.kind === 'error' && typeof data.message === 'string') {
+    return { kind: 'error', message: data.message };
+  }
+  if (data.kind !== 'streams' || !Array.isArray(data.streams)) {
+    return null;
+  }
+  const streams = data.streams.filter(
+    (s: unknown): s is IStreamInfo =>
+      isObject(s) && typeof s.name === 'string' && typeof s.status === 'string'
+  );
+  const port = typeof data.spark_ui_port === 'number' ? data.spark_ui_port : 0;
+  return { kind: 'streams', streams, spark_ui_port: port };
+}

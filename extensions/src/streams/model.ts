@@ -1,0 +1,266 @@
+/**
+ * The streams of one notebook's kernel, kept up to date over the `workbench.streams` comm.
+ *
+ * One model per open notebook. On kernel connect it opens a comm to the kernel's
+ * `workbench.streams` target; a kernel without the workbench closes it at once, which the
+ * model reports as "not loaded". The page also registers a comm target of the same name, so
+ * a kernel that loads the workbench later opens the comm itself. A restart, a dead kernel or
+ * a lost connection empties the model and says why.
+ */
+import { ISessionContext } from '@jupyterlab/apputils';
+import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { COMM_TARGET, IStreamInfo, PageMessage, parseKernelMessage } from '../protocol';
+
+/** Where the model stands with its kernel. */
+export type StreamsState =
+  | 'no-kernel' // the notebook has no kernel
+  | 'connecting' // the kernel is starting, or the comm is being opened
+  | 'not-loaded' // the kernel answered, without the workbench loaded
+  | 'ready' // streams are known
+  | 'restarting'
+  | 'dead'
+  | 'disconnected'; // the page lost its connection to the server
+
+export class KernelStreams {
+  constructor(readonly sessionContext: ISessionContext) {
+    sessionContext.kernelChanged.connect(this._onKernelChanged, this);
+    sessionContext.statusChanged.connect(this._onStatus, this);
+    sessionContext.connectionStatusChanged.connect(this._onConnection, this);
+    this._attach(sessionContext.session?.kernel ?? null);
+  }
+
+  /** Emitted whenever the streams, the state or the last error change. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get state(): StreamsState {
+    return this._state;
+  }
+
+  get streams(): readonly IStreamInfo[] {
+    return this._streams;
+  }
+
+  get activeCount(): number {
+    return this._streams.filter((s) => s.status === 'active').length;
+  }
+
+  get sparkUIPort(): number {
+    return this._sparkUIPort;
+  }
+
+  /** The kernel's last complaint about a request (e.g. an unknown stream), or ''. */
+  get lastError(): string {
+    return this._lastError;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Ask the kernel to stop stream `name` (it stops on a thread of its own). */
+  stop(name: string): void {
+    this._send({ kind: 'stop', name });
+  }
+
+  /** Ask the kernel for a fresh snapshot (or try the connection again). */
+  refresh(): void {
+    if (this._comm) {
+      this._send({ kind: 'refresh' });
+    } else {
+      this._probe();
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._detach();
+    Signal.clearData(this);
+  }
+
+  private _onKernelChanged(): void {
+    this._attach(this.sessionContext.session?.kernel ?? null);
+  }
+
+  private _attach(kernel: Kernel.IKernelConnection | null): void {
+    this._detach();
+    this._kernel = kernel;
+    if (kernel === null) {
+      this._set('no-kernel');
+      return;
+    }
+    kernel.registerCommTarget(COMM_TARGET, this._onKernelComm);
+    this._set('connecting');
+    if (kernel.status === 'idle' || kernel.status === 'busy') {
+      this._probe();
+    }
+  }
+
+  private _detach(): void {
+    const kernel = this._kernel;
+    this._closeComm();
+    this._kernel = null;
+    if (kernel && !kernel.isDisposed) {
+      kernel.removeCommTarget(COMM_TARGET, this._onKernelComm);
+    }
+  }
+
+  private _onStatus(_: ISessionContext, status: Kernel.Status): void {
+    switch (status) {
+      case 'restarting':
+      case 'autorestarting':
+        this._dropComm();
+        this._set('restarting');
+        break;
+      case 'dead':
+        this._dropComm();
+        this._set('dead');
+        break;
+      case 'idle':
+      case 'busy':
+        if (this._comm === null && !this._probing && this._state !== 'not-loaded') {
+          this._probe();
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  private _onConnection(_: ISessionContext, status: Kernel.ConnectionStatus): void {
+    if (status === 'disconnected') {
+      this._dropComm();
+      this._set('disconnected');
+    } else if (status === 'connected' && this._state === 'disconnected') {
+      this._set('connecting');
+      this._probe();
+    }
+  }
+
+  /** Open a comm to the kernel's target; a kernel without the workbench closes it. */
+  private _probe(): void {
+    const kernel = this._kernel;
+    if (kernel === null || kernel.isDisposed || this._probing) {
+      return;
+    }
+    this._probing = true;
+    this._set(this._state === 'ready' ? 'ready' : 'connecting');
+    try {
+      const comm = kernel.createComm(COMM_TARGET);
+      this._useComm(comm);
+      comm.open({ kind: 'refresh' });
+    } catch (reason) {
+      // The kernel connection went away between the status change and now.
+      this._probing = false;
+      this._set(kernel.isDisposed ? 'no-kernel' : 'disconnected');
+    }
+  }
+
+  /** The kernel opened the comm (it loaded the workbench after the page connected). */
+  private _onKernelComm = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
+    if (this._disposed) {
+      comm.close();
+      return;
+    }
+    this._useComm(comm);
+    this._onMessage(msg.content.data);
+  };
+
+  private _useComm(comm: Kernel.IComm): void {
+    const previous = this._comm;
+    this._comm = comm;
+    if (previous && previous !== comm && !previous.isDisposed) {
+      previous.onClose = () => undefined;
+      previous.close();
+    }
+    comm.onMsg = (msg: KM.ICommMsgMsg) => {
+      if (this._comm === comm) {
+        this._onMessage(msg.content.data);
+      }
+    };
+    comm.onClose = () => {
+      if (this._comm !== comm) {
+        return;
+      }
+      this._comm = null;
+      this._probing = false;
+      this._streams = [];
+      // Closed by a kernel that has no such target, or by %unload_ext workbench.
+      const kernel = this._kernel;
+      const alive = kernel !== null && (kernel.status === 'idle' || kernel.status === 'busy');
+      this._set(alive ? 'not-loaded' : this._state);
+    };
+  }
+
+  private _onMessage(data: unknown): void {
+    const message = parseKernelMessage(data);
+    if (message === null) {
+      return;
+    }
+    this._probing = false;
+    if (message.kind === 'error') {
+      this._lastError = message.message;
+      this._changed.emit();
+      return;
+    }
+    this._streams = message.streams;
+    this._sparkUIPort = message.spark_ui_port;
+    this._lastError = '';
+    this._set('ready');
+  }
+
+  private _send(message: PageMessage): void {
+    const comm = this._comm;
+    if (comm && !comm.isDisposed) {
+      comm.send(message as unknown as Record<string, string>);
+    }
+  }
+
+  /** Forget the comm without closing it (the kernel is gone or restarting). */
+  private _dropComm(): void {
+    const comm = this._comm;
+    this._comm = null;
+    this._probing = false;
+    this._streams = [];
+    if (comm && !comm.isDisposed) {
+      comm.onClose = () => undefined;
+      comm.onMsg = () => undefined;
+    }
+  }
+
+  private _closeComm(): void {
+    const comm = this._comm;
+    this._dropComm();
+    if (comm && !comm.isDisposed && this._kernel !== null) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel connection is already closed: nothing to tell the kernel
+      }
+    }
+  }
+
+  private _set(state: StreamsState): void {
+    if (state !== 'ready') {
+      this._streams = [];
+    }
+    this._state = state;
+    this._changed.emit();
+  }
+
+  private _kernel: Kernel.IKernelConnection | null = null;
+  private _comm: Kernel.IComm | null = null;
+  private _probing = false;
+  private _state: StreamsState = 'connecting';
+  private _streams: IStreamInfo[] = [];
+  private _sparkUIPort = 0;
+  private _lastError = '';
+  private _disposed = false;
+  private _changed = new Signal<this, void>(this);
+}

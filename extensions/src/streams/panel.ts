@@ -1,0 +1,268 @@
+/**
+ * The Streams side panel: every stream of the active notebook's kernel, live.
+ *
+ * Rows are kept by stream name and updated in place (the kernel sends at most two
+ * snapshots a second), so a click is never lost to a redraw.
+ */
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { Widget } from '@lumino/widgets';
+
+import { IStreamInfo } from '../protocol';
+import { streamsIcon } from '../icons';
+import { KernelStreams, StreamsState } from './model';
+import { createSparkline, updateSparkline } from './sparkline';
+
+/** What the panel asks of the plugin that owns it. */
+export interface IStreamsPanelActions {
+  /** Show the Spark UI page of `stream` (its `spark_ui` is set). */
+  openSparkUI(stream: IStreamInfo): void;
+  /** Activate `notebook` and its cell with id `cellId`; false when the cell is gone. */
+  showCell(notebook: NotebookPanel, cellId: string): boolean;
+}
+
+const MESSAGES: Record<Exclude<StreamsState, 'ready'>, string> = {
+  'no-kernel': 'This notebook has no kernel: select one to run streams.',
+  connecting: 'Connecting to the kernel…',
+  'not-loaded': 'The workbench is not loaded in this kernel: run %load_ext workbench in the notebook.',
+  restarting: 'The kernel is restarting: its streams are gone.',
+  dead: 'The kernel has died: its streams are gone. Restart the kernel to go on.',
+  disconnected: 'Lost the connection to the Jupyter server: reconnecting…'
+};
+
+export function formatWatermark(iso: string | null): string {
+  if (!iso) {
+    return 'no watermark';
+  }
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : `watermark ${date.toISOString().slice(11, 19)} UTC`;
+}
+
+export function formatRate(rate: number | null): string {
+  return typeof rate === 'number' && Number.isFinite(rate) ? `${rate.toFixed(1)} rows/s` : '– rows/s';
+}
+
+class StreamRow {
+  constructor(
+    readonly name: string,
+    private _actions: {
+      stop: (name: string) => void;
+      sparkUI: (stream: IStreamInfo) => void;
+      select: (stream: IStreamInfo) => void;
+    }
+  ) {
+    this.node.className = 'jp-workbench-Stream';
+    this.node.dataset.stream = name;
+    this.node.title = 'Click to go to the cell that started this stream';
+    const head = document.createElement('div');
+    head.className = 'jp-workbench-Stream-head';
+    this._name.className = 'jp-workbench-Stream-name';
+    this._name.textContent = name;
+    this._status.className = 'jp-workbench-Stream-status';
+    this._sparkUI.className = 'jp-Button jp-mod-styled jp-mod-reject jp-workbench-Stream-sparkui';
+    this._sparkUI.textContent = 'Spark UI';
+    this._stop.className = 'jp-Button jp-mod-styled jp-mod-warn jp-workbench-Stream-stop';
+    this._stop.textContent = 'Stop';
+    head.append(this._name, this._status, this._sparkUI, this._stop);
+    const facts = document.createElement('div');
+    facts.className = 'jp-workbench-Stream-facts';
+    this._batches.className = 'jp-workbench-Stream-batches';
+    this._rate.className = 'jp-workbench-Stream-rate';
+    this._watermark.className = 'jp-workbench-Stream-watermark';
+    facts.append(this._batches, this._rate, this._watermark, this._sparkline);
+    this._note.className = 'jp-workbench-Stream-note';
+    this.node.append(head, facts, this._note);
+
+    this._stop.addEventListener('click', (event) => {
+      event.stopPropagation();
+      this._stop.disabled = true;
+      this._stop.textContent = 'Stopping…';
+      this._actions.stop(this.name);
+    });
+    this._sparkUI.addEventListener('click', (event) => {
+      event.stopPropagation();
+      if (this._stream) {
+        this._actions.sparkUI(this._stream);
+      }
+    });
+    this.node.addEventListener('click', () => {
+      if (this._stream) {
+        this._actions.select(this._stream);
+      }
+    });
+  }
+
+  update(stream: IStreamInfo): void {
+    this._stream = stream;
+    this.node.dataset.status = stream.status;
+    this._status.textContent = stream.status;
+    this._batches.textContent = `${stream.batches} batches`;
+    this._batches.dataset.batches = String(stream.batches);
+    this._rate.textContent = formatRate(stream.input_rows_per_second);
+    this._watermark.textContent = formatWatermark(stream.watermark);
+    this._watermark.title = stream.watermark ?? 'No watermark yet';
+    updateSparkline(this._sparkline, stream.gap_seconds ?? []);
+    const active = stream.status === 'active';
+    if (active) {
+      this._stop.disabled = this._stop.textContent === 'Stopping…';
+    } else {
+      this._stop.disabled = true;
+      this._stop.textContent = 'Stop';
+    }
+    this._stop.title = active ? `Stop ${stream.name}` : `${stream.name} is ${stream.status}`;
+    this._sparkUI.disabled = !stream.spark_ui || stream.spark_ui.port <= 0;
+    this._sparkUI.title = this._sparkUI.disabled
+      ? 'No Spark UI in this session (Spark Connect has none)'
+      : 'Open this query\u2019s statistics page of the Spark UI in a tab';
+    if (stream.error) {
+      this.setNote(stream.error, 'error');
+    } else if (this._noteKind === 'error') {
+      this.setNote('', '');
+    }
+  }
+
+  setNote(text: string, kind: string): void {
+    this._note.textContent = text;
+    this._note.dataset.kind = kind;
+    this._noteKind = kind;
+  }
+
+  readonly node = document.createElement('div');
+  private _stream: IStreamInfo | null = null;
+  private _noteKind = '';
+  private _name = document.createElement('span');
+  private _status = document.createElement('span');
+  private _sparkUI = document.createElement('button');
+  private _stop = document.createElement('button');
+  private _batches = document.createElement('span');
+  private _rate = document.createElement('span');
+  private _watermark = document.createElement('span');
+  private _sparkline = createSparkline();
+  private _note = document.createElement('div');
+}
+
+export class StreamsPanel extends Widget {
+  constructor(private _actions: IStreamsPanelActions) {
+    super();
+    this.id = 'workbench-streams';
+    this.addClass('jp-workbench-StreamsPanel');
+    this.title.icon = streamsIcon;
+    this.title.caption = 'Streams';
+    const header = document.createElement('header');
+    header.className = 'jp-workbench-StreamsPanel-header';
+    const title = document.createElement('h2');
+    title.textContent = 'Streams';
+    this._source.className = 'jp-workbench-StreamsPanel-source';
+    header.append(title, this._source);
+    this._message.className = 'jp-workbench-StreamsPanel-message';
+    this._error.className = 'jp-workbench-StreamsPanel-error';
+    this._list.className = 'jp-workbench-StreamsPanel-list';
+    this.node.append(header, this._message, this._error, this._list);
+    this._render();
+  }
+
+  /** Show the streams of `notebook` (null: no notebook is active). */
+  setCurrent(notebook: NotebookPanel | null, model: KernelStreams | null): void {
+    if (this._model) {
+      this._model.changed.disconnect(this._render, this);
+    }
+    this._notebook = notebook;
+    this._model = model;
+    if (model) {
+      model.changed.connect(this._render, this);
+    }
+    this._clearRows();
+    this._render();
+  }
+
+  /** What to say when no notebook is active (e.g. one was closed while streams ran). */
+  setClosedNote(text: string): void {
+    this._closedNote = text;
+    this._render();
+  }
+
+  dispose(): void {
+    if (this._model) {
+      this._model.changed.disconnect(this._render, this);
+    }
+    super.dispose();
+  }
+
+  private _render(): void {
+    const model = this._model;
+    const notebook = this._notebook;
+    this._source.textContent = notebook ? notebook.context.path.split('/').pop() ?? '' : '';
+    this._source.title = notebook ? notebook.context.path : '';
+    this.node.dataset.state = model ? model.state : 'no-notebook';
+    if (!model || !notebook) {
+      this._clearRows();
+      this._say(
+        this._closedNote ||
+          'No notebook is active: open one to see the streams of its kernel.'
+      );
+      this._error.textContent = '';
+      return;
+    }
+    this._error.textContent = model.lastError;
+    if (model.state !== 'ready') {
+      this._clearRows();
+      this._say(MESSAGES[model.state]);
+      return;
+    }
+    const streams = model.streams;
+    this._say(streams.length ? '' : 'No streams in this kernel yet: start one with %%stream.');
+    const seen = new Set<string>();
+    for (const stream of streams) {
+      seen.add(stream.name);
+      let row = this._rows.get(stream.name);
+      if (!row) {
+        row = new StreamRow(stream.name, {
+          stop: (name) => model.stop(name),
+          sparkUI: (s) => this._actions.openSparkUI(s),
+          select: (s) => this._select(s, row!)
+        });
+        this._rows.set(stream.name, row);
+      }
+      row.update(stream);
+      this._list.appendChild(row.node); // keeps the kernel's order
+    }
+    for (const [name, row] of this._rows) {
+      if (!seen.has(name)) {
+        row.node.remove();
+        this._rows.delete(name);
+      }
+    }
+  }
+
+  private _select(stream: IStreamInfo, row: StreamRow): void {
+    const notebook = this._notebook;
+    if (!notebook) {
+      return;
+    }
+    if (!stream.cell_id) {
+      row.setNote(`${stream.name} was not started from a cell of this notebook.`, 'cell');
+    } else if (!this._actions.showCell(notebook, stream.cell_id)) {
+      row.setNote(`The cell that started ${stream.name} is no longer in this notebook.`, 'cell');
+    } else if (!stream.error) {
+      row.setNote('', '');
+    }
+  }
+
+  private _say(text: string): void {
+    this._message.textContent = text;
+    this._message.hidden = !text;
+  }
+
+  private _clearRows(): void {
+    this._rows.forEach((row) => row.node.remove());
+    this._rows.clear();
+  }
+
+  private _notebook: NotebookPanel | null = null;
+  private _model: KernelStreams | null = null;
+  private _closedNote = '';
+  private _rows = new Map<string, StreamRow>();
+  private _source = document.createElement('span');
+  private _message = document.createElement('p');
+  private _error = document.createElement('p');
+  private _list = document.createElement('div');
+}
