@@ -94,12 +94,24 @@ def page(lab: LabServer) -> Iterator[Any]:
             context.close()
 
 
+def _plotly_chunk() -> str:
+    """The file name of the extension's plotly.js chunk: its only static file over 1 MB."""
+    from workbench._labext import installed_dirs
+
+    dirs = installed_dirs()
+    assert dirs, "the workbench's JupyterLab extension is not installed"
+    big = [f.name for f in (dirs[0] / "static").glob("*.js") if f.stat().st_size > 1_000_000]
+    assert len(big) == 1, f"expected one plotly.js chunk in {dirs[0] / 'static'}, found {big}"
+    return big[0]
+
+
 class Traffic:
     """What the page receives: kernel websocket frames, and the plotly.js files it fetches."""
 
     def __init__(self, page: Any) -> None:
         self.frames: list[int] = []
         self.plotly_files: list[str] = []
+        self.plotly_chunk = _plotly_chunk()
         page.on("websocket", self._socket)
         page.on("response", self._response)
 
@@ -108,9 +120,8 @@ class Traffic:
             socket.on("framereceived", lambda payload: self.frames.append(len(payload)))
 
     def _response(self, response: Any) -> None:
-        url = response.url
-        if url.endswith(".js") and "plotly" in url.rsplit("/", 1)[-1]:
-            self.plotly_files.append(url)
+        if response.url.split("?", 1)[0].rsplit("/", 1)[-1] == self.plotly_chunk:
+            self.plotly_files.append(response.url)
 
 
 def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:

@@ -20,6 +20,7 @@ interface ITrace {
 
 interface IChartSpec {
   key: string;
+  empty_message?: string;
   layout: Record<string, any>;
   traces: ITrace[];
 }
@@ -116,6 +117,7 @@ export class ChartGridModel extends DOMWidgetModel {
 }
 
 export class ChartGridView extends DOMWidgetView {
+  private grid!: HTMLDivElement;
   private plots = new Map<string, HTMLDivElement>();
   private plotly: Plotly | null = null;
   private frame: number | null = null;
@@ -123,13 +125,17 @@ export class ChartGridView extends DOMWidgetView {
 
   render(): void {
     this.el.classList.add('workbench-charts');
-    // Fixed-width charts in a grid that wraps to one column when two do not fit.
-    Object.assign(this.el.style, {
+    // Fixed-width charts in a grid that wraps to one column when two do not fit. The grid
+    // is an inner element: ipywidgets' layout styles own this.el's own style.
+    this.grid = document.createElement('div');
+    this.grid.classList.add('workbench-chart-grid');
+    Object.assign(this.grid.style, {
       display: 'grid',
       gridTemplateColumns: `repeat(auto-fill, ${CHART_WIDTH}px)`,
       gap: '4px',
       width: '100%'
     });
+    this.el.appendChild(this.grid);
     this.build();
     this.listenTo(this.model, 'change:charts', () => {
       this.build();
@@ -169,7 +175,7 @@ export class ChartGridView extends DOMWidgetView {
         div.dataset.chart = spec.key;
         this.plots.set(spec.key, div);
       }
-      this.el.appendChild(div); // keeps the specs' order
+      this.grid.appendChild(div); // keeps the specs' order
     }
   }
 
@@ -190,7 +196,7 @@ export class ChartGridView extends DOMWidgetView {
       return;
     }
     const model = this.model as ChartGridModel;
-    const empty = String(this.model.get('empty_message') ?? '');
+    const fallback = String(this.model.get('empty_message') ?? '');
     for (const spec of this.specs()) {
       const div = this.plots.get(spec.key);
       if (!div) {
@@ -210,7 +216,9 @@ export class ChartGridView extends DOMWidgetView {
       });
       // uirevision keeps the user's zoom, pan and legend choices across updates.
       const layout: Record<string, any> = { ...spec.layout, uirevision: spec.key };
-      if (live && !(series && series.x.length)) {
+      // A chart is empty before its first point, and while it has no trace at all (e.g.
+      // the state chart of a query that keeps no state).
+      if (traces.length === 0 || (live && !(series && series.x.length))) {
         // No fake axes before the first batch: hide them and say what the chart waits for.
         for (const name of Object.keys(layout)) {
           if (/^[xy]axis\d*$/.test(name)) {
@@ -220,7 +228,7 @@ export class ChartGridView extends DOMWidgetView {
         layout.annotations = [
           ...(layout.annotations ?? []),
           {
-            text: empty,
+            text: spec.empty_message ?? fallback,
             showarrow: false,
             xref: 'paper',
             yref: 'paper',

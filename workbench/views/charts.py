@@ -88,8 +88,10 @@ class ChartGrid(widgets.DOMWidget):
     ----------
     charts : sequence of dict
         One spec per chart: ``{"key": str, "layout": plotly layout (dict), "traces":
-        [plotly trace (dict), ...]}``. Traces without ``x``/``y`` are live: their points
-        come from :meth:`extend`. Traces with data are drawn as they are.
+        [plotly trace (dict), ...]}`` and optionally ``"empty_message"``. Traces without
+        ``x``/``y`` are live: their points come from :meth:`extend`. Traces with data are
+        drawn as they are. A chart without points, or without traces, shows its empty
+        message instead of axes.
     window : int, default 60
         Points kept per live trace (in the kernel and in the page).
     empty_message : str, optional
@@ -160,6 +162,17 @@ class ChartGrid(widgets.DOMWidget):
             return list(self._x[key]), [list(lane) for lane in self._y[key]]
 
     # -- updates ------------------------------------------------------------------------------
+
+    def set_empty_message(self, key: str, text: str) -> None:
+        """What chart ``key`` says while it has no points or no traces."""
+        with self._lock:
+            charts = copy.deepcopy(self.charts)
+            spec = next((c for c in charts if c["key"] == key), None)
+            if spec is None:
+                raise KeyError(f"no chart {key!r}; charts: {self.chart_keys()}")
+            if spec.get("empty_message") != text:
+                spec["empty_message"] = text
+                self.charts = charts
 
     def add_traces(self, key: str, traces: Iterable[Mapping[str, Any]], *, title: str | None = None) -> None:
         """Append live traces to chart ``key`` (their earlier points are empty)."""
@@ -260,8 +273,9 @@ class ChartGrid(widgets.DOMWidget):
                 trace["x"], trace["y"] = x, next(lanes, [])
         layout = spec.get("layout", {})
         layout.setdefault("template", "plotly_white")
-        if live and not x:
-            layout["annotations"] = [*layout.get("annotations", []), _empty_annotation(self.empty_message)]
+        if not traces or (live and not x):
+            text = spec.get("empty_message", self.empty_message)
+            layout["annotations"] = [*layout.get("annotations", []), _empty_annotation(text)]
         return go.Figure({"data": traces, "layout": layout}, skip_invalid=True)
 
     def figures(self) -> dict[str, Any]:

@@ -39,10 +39,12 @@ _STATE_METRICS = (
     ("total", "num_rows_total"), ("updated", "num_rows_updated"),
     ("removed", "num_rows_removed"), ("dropped by watermark", "num_rows_dropped_by_watermark"),
 )
-_FIGURE_HEIGHT = 300
+_FIGURE_HEIGHT = 320
 #: Charts are drawn at this fixed width in a grid that wraps to one column when two do not
 #: fit (the extension's view uses the same width).
 _FIGURE_WIDTH = 560
+#: What the state chart says once batches have run without a stateful operator.
+NO_STATE = "No state: this query has no stateful operator"
 _AXIS = {"gridcolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "linecolor": "#c8d4e3", "automargin": True}
 
 
@@ -68,7 +70,8 @@ def _layout(title: str, **axes: Any) -> dict[str, Any]:
     return {
         "title": {"text": title, "x": 0.02, "font": {"size": 14}}, "height": _FIGURE_HEIGHT,
         "width": _FIGURE_WIDTH, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}, "hovermode": "x unified",
-        "legend": {"orientation": "h", "y": -0.2, "font": {"size": 10}},
+        # Below the batch axis and its title, not over them.
+        "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "font": {"size": 10}},
         "paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
         **{name: {**_AXIS, **axis} for name, axis in axes.items()},
     }
@@ -76,7 +79,7 @@ def _layout(title: str, **axes: Any) -> dict[str, Any]:
 
 def _two_rows(title: str, top: dict[str, Any], bottom: dict[str, Any], split: float) -> dict[str, Any]:
     # Two y axes stacked over one shared batch axis (what make_subplots(rows=2) draws).
-    return _layout(title, xaxis={"anchor": "y2", "title": {"text": "batch"}},
+    return _layout(title, xaxis={"anchor": "y2", "title": {"text": "batch", "standoff": 4}},
                    yaxis={"domain": [split + 0.06, 1.0], "anchor": "x", **top},
                    yaxis2={"domain": [0.0, split], "anchor": "x", **bottom})
 
@@ -430,6 +433,8 @@ class StreamMonitor(widgets.VBox):
                 title = f"State rows ({len(names)} operators)" if len(names) > 1 else None
                 self.charts.add_traces("state", operator_traces(names, start=len(self._operators)), title=title)
                 self._operators = [name or f"operator {i}" for i, name in enumerate(names)]
+            if records and not self._operators:
+                self.charts.set_empty_message("state", NO_STATE)
             points = chart_points(records, len(self._operators))
             if reset:
                 self.charts.reset(points)
