@@ -152,10 +152,11 @@ def _read_batch(folder: Path) -> pd.DataFrame:
 
 
 class _MonitorView:
-    """What the live monitor needs from a stream, for the whole replay (every restart).
+    """The replay as one stream, for the whole run (every restart): a ``MonitoredStream``.
 
-    The monitor follows one handle until it finishes; a replay restarts its query at
-    every step, so the monitor watches this stand-in instead, which lasts until reset.
+    The monitor follows one stream until it finishes; a replay restarts its query at
+    every step, so the monitor reads the run through this view, which lasts until reset
+    (see ``workbench.views.protocol.MonitoredStream``).
     """
 
     def __init__(self, run: ReplayRun, progress: ProgressHistory) -> None:

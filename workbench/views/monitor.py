@@ -8,9 +8,8 @@ thread per monitor sends the new points to its charts. The four charts are one
 extension (plotly.js reaches the page once, as the extension's static file); each update
 carries only the batches that are new, and the page keeps the last ``window`` of them.
 
-The view never imports Spark: the handle it is given (duck-typed) provides ``progress``,
-``on_finished``, ``status``/``error``, ``stop()``, optionally ``spark_ui`` (the Spark UI
-port and page of the query) and, for the memory sink, ``preview(rows)``.
+The view never imports Spark: it reads the stream through
+:class:`~workbench.views.protocol.MonitoredStream`.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import ipywidgets as widgets
 from ..progress.diagnosis import EPOCH, OutputSummary, format_time, why_no_output
 from ..progress.records import DURATION_PARTS, BatchProgress
 from .charts import ChartGrid
+from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
 
 __all__ = ["StreamMonitor", "chart_specs", "chart_points", "operator_traces"]
@@ -218,8 +218,8 @@ class StreamMonitor(widgets.VBox):
 
     Parameters
     ----------
-    handle : StreamHandle
-        The stream to watch.
+    handle : MonitoredStream
+        The stream to watch: a ``StreamHandle``, a watched query or a replay.
     rows : int, default 10
         Rows of the result preview (memory sink): the latest rows, or the head of a
         complete-mode table.
@@ -261,7 +261,7 @@ class StreamMonitor(widgets.VBox):
 
     def __init__(
         self,
-        handle: Any,
+        handle: MonitoredStream,
         *,
         rows: int = 10,
         window: int = 60,
