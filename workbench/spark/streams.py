@@ -135,6 +135,7 @@ class StreamHandle:
         self._error: str | None = None
         self._error_details: str | None = None
         self._finish_callbacks: list[Callable[[StreamHandle], None]] = []
+        self._table: Any = None  # the memory sink's table as a DataFrame, for previews
         if on_event is not None:
             self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
@@ -304,7 +305,10 @@ class StreamHandle:
         if self.sink != "memory":
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
         self._check_not_replaced()
-        table = self._spark.table(f"`{self.name}`")
+        if self._table is None:
+            # Resolved once: every action on it reads the sink's rows as they are then.
+            self._table = self._spark.table(f"`{self.name}`")
+        table = self._table
         total = table.count()
         if self.output_mode == "complete":
             return table.limit(rows).toPandas(), total
