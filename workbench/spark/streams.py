@@ -22,6 +22,7 @@ import pandas as pd
 from ..errors import StreamStartError, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
+from .frames import flat_select, to_flat_pandas
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -129,6 +130,8 @@ class StreamHandle:
         self.plan: Any = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
         self.replaced_by: StreamHandle | None = None
+        #: The query's output columns (names the state inspector's grouping keys).
+        self.output_columns: tuple[str, ...] = ()
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -260,6 +263,9 @@ class StreamHandle:
     def result(self) -> pd.DataFrame:
         """The memory sink's table as a pandas DataFrame (what the query has output so far).
 
+        Struct columns are split (``window`` becomes ``window_start`` and ``window_end``)
+        and times are UTC, as in a replay panel's results.
+
         Raises
         ------
         ValueError
@@ -271,7 +277,7 @@ class StreamHandle:
                 "start it with sink='memory' to read results"
             )
         self._check_not_replaced()
-        return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
+        return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self.name}`"))
 
     def _check_not_replaced(self) -> None:
         # The memory sink's table is found by the stream's name, which now means the newer stream.
@@ -295,12 +301,76 @@ class StreamHandle:
         if self.sink != "memory":
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
         self._check_not_replaced()
-        table = self._spark.table(f"`{self.name}`")
+        table = flat_select(self._spark.table(f"`{self.name}`"))  # the columns of result()
         total = table.count()
         if self.output_mode == "complete":
             return table.limit(rows).toPandas(), total
         picked = table.tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+
+    # -- state: thin wrappers over workbench.spark.state ------------------------------------
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The state rows the query holds after batch ``batch_id`` (default: the latest committed).
+
+        Parameters
+        ----------
+        batch_id : int, optional
+            A committed batch id.
+        operator : int or str, optional
+            The stateful operator, by id or name (``state_summary()`` lists them); needed
+            only when the query has several.
+        side : {"left", "right"}, optional
+            For a stream-stream join, which input's buffered rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Readable key columns (e.g. ``window_start``, ``window_end``, ``word``), value
+            columns (e.g. ``count``) and ``partition_id``.
+
+        Raises
+        ------
+        ValueError
+            Unknown operator or side, a batch not in the checkpoint, a stateless query or
+            a removed checkpoint.
+
+        Examples
+        --------
+        >>> handle.state(batch_id=3)                        # doctest: +SKIP
+        >>> joined.state(side="left")                      # doctest: +SKIP
+        """
+        return self._state().state(batch_id, operator, side)
+
+    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                      side: str | None = None) -> pd.DataFrame:
+        """What changed in state from ``start_batch`` to ``end_batch`` (default: the latest), both included.
+
+        One row per change: ``batch_id``, ``change_type`` (``update`` / ``delete``), key
+        and value columns, ``watermark`` (for a delete: the watermark of that batch, which
+        evicted the row) and ``partition_id``.
+
+        Examples
+        --------
+        >>> handle.state_changes(0, 5).query("change_type == 'delete'")   # doctest: +SKIP
+        """
+        return self._state().changes(start_batch, end_batch, operator, side)
+
+    def state_summary(self) -> pd.DataFrame:
+        """The query's stateful operators: name, kind, sides, batch range, partitions.
+
+        Examples
+        --------
+        >>> handle.state_summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
+        """
+        return self._state().summary()
+
+    def _state(self) -> Any:
+        from .state import inspector_for
+
+        return inspector_for(self._spark, self.checkpoint, name=self.name, progress=self.progress,
+                             result_columns=self.output_columns)
 
     def stop(self, grace: float = 1.0) -> None:
         """Stop the query and its poller; the history keeps every batch that ran.
@@ -412,6 +482,7 @@ def run_query(
             f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
         ) from None
     handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
+    handle.output_columns = tuple(df.columns)
     handle.poller.start()
     return handle
 
