@@ -22,6 +22,7 @@ import pandas as pd
 from ..errors import StreamStartError, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
+from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_watermarks
 from .frames import flat_select, to_flat_pandas
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
@@ -132,6 +133,10 @@ class StreamHandle:
         self.replaced_by: StreamHandle | None = None
         #: The query's output columns (names the state inspector's grouping keys).
         self.output_columns: tuple[str, ...] = ()
+        #: The observed watermarked inputs (``input_watermarks=True``), else empty.
+        self.inputs: tuple[InputSpec, ...] = ()
+        #: Spark's ``multipleWatermarkPolicy`` when the stream started.
+        self.watermark_policy = "min"
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -307,6 +312,33 @@ class StreamHandle:
             return table.limit(rows).toPandas(), total
         picked = table.tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+
+    def input_watermarks(self) -> pd.DataFrame:
+        """Each watermarked input's max event time and watermark, one row per batch and input.
+
+        Only for a stream started with ``input_watermarks=True`` (``%%stream
+        --input-watermarks``). Columns: ``batch_id``, ``input`` (its temp view, alias or
+        source), ``max_event_time`` (the latest it has had so far), ``delay``,
+        ``watermark`` (max event time minus delay: what it proposes after the batch),
+        ``rows`` (in the batch), ``quiet_batches`` (batches in a row without rows) and
+        ``global_watermark`` (what Spark derives from the inputs under its
+        ``multipleWatermarkPolicy``; the next batch runs with it).
+
+        Raises
+        ------
+        ValueError
+            For a stream started without ``input_watermarks=True``.
+
+        Examples
+        --------
+        >>> joined = workbench.start(clicks.join(views, "ad_id"), "joined", input_watermarks=True)  # doctest: +SKIP
+        >>> joined.input_watermarks().query("batch_id == 3")                                        # doctest: +SKIP
+        """
+        if not self.inputs:
+            raise ValueError(f"stream {self.name!r} was started without input_watermarks=True: start it with "
+                             "workbench.start(..., input_watermarks=True) or %%stream --input-watermarks")
+        rows = input_watermarks(self.progress.records(), self.inputs, self.watermark_policy)
+        return input_watermark_frame(rows)
 
     # -- state: thin wrappers over workbench.spark.state ------------------------------------
 
