@@ -154,3 +154,25 @@ def test_join_input_watermarks_match_spark(env, spark):
     with pytest.raises(ValueError, match="this query has no watermarked input"):
         env.start(rate(spark, 2, 60), "no_marks", input_watermarks=True)
     assert not spark.streams.active
+
+
+@pytest.mark.spark
+def test_stream_magic_option_observes_the_inputs(env, spark):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench")
+    try:
+        shell.user_ns["marked"] = rate(spark, 2, 60).withWatermark("timestamp", "1 minute").alias("ticks")
+        with capture_output():
+            shell.run_cell_magic("stream", "ticks --input-watermarks --no-monitor --trigger '0.2 seconds'", "marked")
+        handle = env.get("ticks")
+        wait_for(lambda: handle.progress.total >= 2, 60, message="two batches")
+        handle.stop()
+        frame = handle.input_watermarks()
+        assert set(frame["input"]) == {"ticks"}
+        first = frame.iloc[0]
+        assert (first.batch_id, first.rows, first.max_event_time, first.watermark) == (0, 2, START, START - MINUTE)
+    finally:
+        shell.run_line_magic("unload_ext", "workbench")
