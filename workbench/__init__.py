@@ -100,6 +100,7 @@ def start(
     truncate: bool = True,
     console: Callable[[str], None] | None = None,
     poll_interval: float | None = None,
+    input_watermarks: bool = False,
 ) -> StreamHandle:
     """Start a streaming query and return its :class:`StreamHandle`.
 
@@ -131,6 +132,11 @@ def start(
         area under the current notebook cell, or standard output outside notebooks.
     poll_interval : float, optional
         Seconds between progress polls (default 0.5).
+    input_watermarks : bool, default False
+        Measure each watermarked input's max event time and watermark per batch (for
+        joins and unions, whose progress shows only the global watermark); read them
+        with ``handle.input_watermarks()``. Off by default: it adds an observation per
+        input to the query. Classic Spark only (not Spark Connect).
 
     Returns
     -------
@@ -157,6 +163,7 @@ def start(
     return _env().start(
         df, name, sink=sink, output_mode=output_mode, trigger=trigger, checkpoint=checkpoint,
         rows=rows, truncate=truncate, console=console, poll_interval=poll_interval,
+        input_watermarks=input_watermarks,
     )
 
 

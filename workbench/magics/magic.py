@@ -189,7 +189,7 @@ class StreamMagics(Magics):
             handle = env.start(
                 df, command.name, sink=command.sink, output_mode=command.output_mode, trigger=command.trigger,
                 checkpoint=command.checkpoint, rows=rows, truncate=command.truncate and self.truncate,
-                console=console, poll_interval=self.poll_interval,
+                console=console, poll_interval=self.poll_interval, input_watermarks=command.input_watermarks,
             )
         except (TypeError, ValueError) as exc:  # StreamStartError is a ValueError, already one line
             raise UsageError(f"%%stream {command.name}: {exc}") from None

@@ -64,6 +64,8 @@ class StartCommand:
     replay : str or None
         A variable holding a ``Replay``/``Script``/scenario, or a scenario name from
         ``workbench.scenarios``; the body is then the query over ``source``.
+    input_watermarks : bool
+        Measure each watermarked input's watermark (``handle.input_watermarks()``).
     """
 
     name: str
@@ -77,6 +79,7 @@ class StartCommand:
     truncate: bool = True
     monitor: bool = True
     replay: str | None = None
+    input_watermarks: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,9 @@ def _start_parser() -> _Parser:
     parser.add_argument("--replay", default=None, metavar="SOURCE",
                         help="run on a replay: a variable holding a Replay/Script/scenario, or a scenario "
                              "name such as guide_word_count; shows the replay panel")
+    parser.add_argument("--input-watermarks", dest="input_watermarks", action="store_true",
+                        help="measure each watermarked input's max event time and watermark per batch "
+                             "(joins, unions): h = workbench.stream(NAME); h.input_watermarks()")
     language = parser.add_mutually_exclusive_group()
     language.add_argument("--sql", dest="language", action="store_const", const="sql",
                           help="read the body as SQL")
@@ -341,6 +347,9 @@ def parse_cell(line: str, cell: str) -> StartCommand:
         raise UsageError(f"{magic}: --checkpoint is empty: give a folder, or leave it out for a temporary one")
     body = _clean_body(cell or "")
     if args.replay is not None:
+        if args.input_watermarks:
+            raise UsageError(f"{magic}: --input-watermarks cannot be used with --replay: a replay restarts its query "
+                             "at every step, which resets each input's watermark; start the query live instead")
         if trigger is not None or checkpoint is not None:
             option = "--trigger" if trigger is not None else "--checkpoint"
             raise UsageError(
@@ -358,7 +367,7 @@ def parse_cell(line: str, cell: str) -> StartCommand:
     return StartCommand(
         name=str(name), body=body, language=language, sink=str(sink), output_mode=mode,  # type: ignore[arg-type]
         trigger=trigger, checkpoint=checkpoint, rows=rows, truncate=args.truncate,  # type: ignore[arg-type]
-        monitor=args.monitor, replay=args.replay,
+        monitor=args.monitor, replay=args.replay, input_watermarks=args.input_watermarks,
     )
 
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from typing import Iterable, Sequence
 
+from .input_watermarks import InputWatermark
 from .records import BatchProgress
 
 __all__ = [
     "PlanFacts", "OutputSummary", "why_no_output", "earliest_window_end", "parse_interval",
-    "format_time", "format_duration",
+    "format_time", "format_duration", "held_back_by",
 ]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -245,6 +246,51 @@ def format_duration(value: timedelta) -> str:
     return sign + " ".join(shown)
 
 
+def held_back_by(inputs: Sequence[InputWatermark], policy: str = "min") -> str | None:
+    """Which input holds the global watermark back, in plain words; None when none does.
+
+    Under Spark's default ``min`` policy the global watermark is the lowest of the
+    inputs' watermarks, so one quiet or slow input stops it for the whole query.
+
+    Parameters
+    ----------
+    inputs : sequence of InputWatermark
+        Each input after the latest batch (one row per input, as from
+        ``InputWatermarkTracker.add``).
+    policy : {"min", "max"}
+        Spark's ``multipleWatermarkPolicy``; under ``max`` no input holds the others back.
+
+    Examples
+    --------
+    >>> from workbench.progress.input_watermarks import InputWatermark
+    >>> t = lambda hm: datetime.fromisoformat(f"2024-01-01T{hm}:00+00:00")
+    >>> rows = [InputWatermark(20, "clicks", t("10:06"), timedelta(minutes=2), t("10:04"), 0, 12, t("10:04")),
+    ...         InputWatermark(20, "views", t("10:30"), timedelta(minutes=5), t("10:25"), 4, 0, t("10:04"))]
+    >>> print(held_back_by(rows))
+    Input `clicks` has had no rows for 12 batches; its watermark stays at 2024-01-01 10:04:00 UTC and holds the global watermark back (the lowest input watermark wins; input `views` is at 2024-01-01 10:25:00 UTC).
+    >>> held_back_by(rows, policy="max") is None
+    True
+    """
+    if policy != "min" or len(inputs) < 2:
+        return None
+    lowest = min(inputs, key=lambda r: r.watermark)
+    ahead = max(inputs, key=lambda r: r.watermark)
+    if ahead.watermark <= lowest.watermark:
+        return None
+    name = f"Input `{lowest.input}`"
+    shown = format_time(lowest.watermark) if lowest.watermark > EPOCH else "epoch 0 (not set)"
+    if lowest.max_event_time is None:
+        why = f"{name} has had no rows yet, so its watermark stays at epoch 0"
+    elif lowest.quiet_batches > 0:
+        batches = "batch" if lowest.quiet_batches == 1 else "batches"
+        why = f"{name} has had no rows for {lowest.quiet_batches} {batches}; its watermark stays at {shown}"
+    else:
+        why = (f"{name} is behind: its latest event time ({format_time(lowest.max_event_time)}) minus its "
+               f"{format_duration(lowest.delay)} delay puts its watermark at {shown}")
+    return (f"{why} and holds the global watermark back (the lowest input watermark wins; input "
+            f"`{ahead.input}` is at {format_time(ahead.watermark)}).")
+
+
 def why_no_output(
     summary: OutputSummary,
     *,
@@ -253,6 +299,8 @@ def why_no_output(
     elapsed: timedelta | None = None,
     min_batches: int = 3,
     quiet_time: timedelta = timedelta(seconds=10),
+    inputs: Sequence[InputWatermark] | None = None,
+    policy: str = "min",
 ) -> str | None:
     """Why an append-mode stream has emitted nothing yet, in plain words; None if no reason applies.
 
@@ -272,6 +320,11 @@ def why_no_output(
         Batches to wait before judging ("after a few batches").
     quiet_time : timedelta, default 10 s
         Time to wait for a first batch before saying that no input arrives.
+    inputs : sequence of InputWatermark, optional
+        Each watermarked input after the latest batch (streams started with
+        ``input_watermarks=True``): names the input that holds the watermark back.
+    policy : {"min", "max"}, default "min"
+        Spark's ``multipleWatermarkPolicy``.
 
     Examples
     --------
@@ -295,9 +348,13 @@ def why_no_output(
     if summary.input_rows == 0:
         return (f"No input rows arrive: {summary.batches} micro-batches have read 0 rows from the "
                 "source, so there is nothing to output.")
+    held = held_back_by(inputs, policy) if inputs else None
     aggregation = plan.has_aggregation if plan is not None else summary.stateful
     if not aggregation:
-        return None
+        if held is None:
+            return None
+        return (f"{held} Output that waits for the watermark (outer-join rows without a match, windows after the "
+                "join) waits for this input.")
     if not (summary.watermark_seen or (plan is not None and plan.has_watermark)):
         return ("No watermark is defined for this aggregation: in append mode Spark outputs an "
                 "aggregate only once the watermark has passed it, so nothing will ever be output. "
@@ -327,6 +384,7 @@ def why_no_output(
         earliest = "earliest open window" if what == "window" else "earliest session"
         return (f"The watermark ({shown_watermark}) has not yet passed the end of the {earliest} {when}; "
                 f"it is {short}{format_duration(end - watermark)} short. In append mode a {what} is output "
-                f"only once the watermark passes its end.{trail}")
+                f"only once the watermark passes its end.{trail}" + (f" {held}" if held else ""))
     return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
-            f"append mode an aggregate is output only once the watermark passes it.{trail}")
+            f"append mode an aggregate is output only once the watermark passes it.{trail}"
+            + (f" {held}" if held else ""))

@@ -150,6 +150,8 @@ class BatchProgress:
     operators: tuple[OperatorProgress, ...] = ()
     num_output_rows: int | None = None
     sink_description: str | None = None
+    #: ``observedMetrics``: name -> {metric: value}, from ``Dataset.observe`` in the query.
+    observed_metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BatchProgress:
@@ -184,6 +186,7 @@ class BatchProgress:
             operators=tuple(OperatorProgress.from_json(op) for op in data.get("stateOperators") or ()),
             num_output_rows=_int(sink.get("numOutputRows")),
             sink_description=sink.get("description"),
+            observed_metrics={str(k): dict(v or {}) for k, v in (data.get("observedMetrics") or {}).items()},
             **parts,
         )
 

@@ -142,6 +142,7 @@ class Workbench:
         poll_interval: float | None = None,
         history: ProgressHistory | None = None,
         foreach_batch: Callable[[Any, int], None] | None = None,
+        input_watermarks: bool = False,
     ) -> StreamHandle:
         """Validate, replace any active stream of the same name, start; see :func:`workbench.start`.
 
@@ -149,7 +150,8 @@ class Workbench:
         keep a single history across the runs. ``foreach_batch(batch_df, batch_id)``
         replaces the sink (the handle's sink is then ``"foreach_batch"``): the replay
         panel collects results this way because Spark's memory sink cannot restart from a
-        checkpoint in append or update mode.
+        checkpoint in append or update mode. ``input_watermarks`` observes each
+        watermarked input (see :func:`workbench.start`).
         """
         name = check_name(name)
         spec_sink = "foreach_batch" if foreach_batch is not None else check_sink(sink)
@@ -162,6 +164,11 @@ class Workbench:
         if checkpoint is not None and not str(checkpoint).strip():
             raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
         check_streaming_frame(df)
+        inputs: tuple[Any, ...] = ()
+        if input_watermarks:
+            from .inputs import observe_inputs
+
+            df, inputs = observe_inputs(df)  # only when asked: ordinary queries stay as written
         with self._lock:
             self.stop(name, missing_ok=True)
             self._stop_foreign(df, name)
@@ -177,6 +184,10 @@ class Workbench:
                 foreach_batch=foreach_batch,
             )
             handle.plan = facts
+            if inputs:
+                from .inputs import watermark_policy
+
+                handle.inputs, handle.watermark_policy = inputs, watermark_policy(df.sparkSession)
             previous = self._handles.get(name)
             if previous is not None:
                 previous.replaced_by = handle

@@ -46,6 +46,7 @@ from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import WindowShape, late_row_fates, late_totals
 from ..replay.spec import Replay, Script, WindowCount
 from .environment import Workbench, check_streaming_frame, current_env
+from .frames import flat_select, utc_times
 from .plan import output_mode_problem, plan_facts
 from .replay_source import build_stream, build_window_count, replay_input, script_input
 from .streams import StreamHandle
@@ -113,25 +114,10 @@ def _failed(name: str, error: str | None) -> str:
     return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
 
 
-def _flatten(batch_df: Any) -> Any:
-    """Struct columns (``window``) become ``window_start``/``window_end`` for flat files."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-
-    columns = []
-    for field in batch_df.schema.fields:
-        if isinstance(field.dataType, StructType):
-            columns += [F.col(f"`{field.name}`.`{sub.name}`").alias(f"{field.name}_{sub.name}")
-                        for sub in field.dataType.fields]
-        else:
-            columns.append(F.col(f"`{field.name}`"))
-    return batch_df.select(*columns)
-
-
 def _results_writer(folder: str, console: Callable[[str], None] | None) -> Callable[[Any, int], None]:
     # Only a path is captured, so the function also runs server-side under Spark Connect.
     def write(batch_df: Any, batch_id: int) -> None:
-        flat = _flatten(batch_df)
+        flat = flat_select(batch_df)
         flat.write.mode("overwrite").parquet(f"{folder}/batch_id={batch_id}")
         if console is not None:
             from .streams import format_console_batch
@@ -144,19 +130,17 @@ def _results_writer(folder: str, console: Callable[[str], None] | None) -> Calla
 def _read_batch(folder: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
-    frame = pq.read_table(str(folder)).to_pandas()
-    for name in frame.columns:
-        if pd.api.types.is_datetime64_any_dtype(frame[name]) and frame[name].dt.tz is None:
-            frame[name] = frame[name].dt.tz_localize("UTC")
-    return frame
+    return utc_times(pq.read_table(str(folder)).to_pandas())
 
 
 class _MonitorView:
-    """The replay as one stream, for the whole run (every restart): a ``MonitoredStream``.
+    """The replay's stream as a whole (every restart): what the monitor and ``panel.handle`` read.
 
     The monitor follows one stream until it finishes; a replay restarts its query at
-    every step, so the monitor reads the run through this view, which lasts until reset
-    (see ``workbench.views.protocol.MonitoredStream``).
+    every step, so the monitor reads the run through this view (a
+    ``workbench.views.protocol.MonitoredStream``), which lasts until reset. It answers
+    ``result()``, ``history()`` and the state methods for the whole run, with the same
+    columns as a :class:`StreamHandle` of the same query.
     """
 
     def __init__(self, run: ReplayRun, progress: ProgressHistory) -> None:
@@ -183,7 +167,29 @@ class _MonitorView:
         return self._run.error
 
     def result(self) -> pd.DataFrame:
-        return self._run.results()
+        """What the query has output, in the columns ``workbench.start(...).result()`` gives."""
+        table = self._run.results()
+        if table.empty and not len(table.columns):
+            return pd.DataFrame(columns=self._run.result_columns)
+        return table.drop(columns="batch_id").reset_index(drop=True)
+
+    def history(self, *, operators: bool = False) -> pd.DataFrame:
+        """Spark's progress of every batch since the last reset (as ``StreamHandle.history``)."""
+        return self._run.raw_progress.to_frame(operators=operators)
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """See :meth:`ReplayRun.state`."""
+        return self._run.state(batch_id, operator, side)
+
+    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                      side: str | None = None) -> pd.DataFrame:
+        """See :meth:`ReplayRun.state_changes`."""
+        return self._run.state_changes(start_batch, end_batch, operator, side)
+
+    def state_summary(self) -> pd.DataFrame:
+        """See :meth:`ReplayRun.state_summary`."""
+        return self._run.state_summary()
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         table = self._run.results()
@@ -570,6 +576,38 @@ class ReplayRun:
         if not frames:
             return next(iter(tables.values())).assign(batch_id=pd.Series(dtype="int64"))
         return pd.concat(frames, ignore_index=True)
+
+    @property
+    def result_columns(self) -> list[str]:
+        """The columns of the query's results (struct columns split, as in :meth:`results`)."""
+        return list(flat_select(self.df).columns)
+
+    def _state(self) -> Any:
+        if self.raw_progress.last_batch_id is None:
+            raise ValueError(f"replay {self.name!r} has run no batch yet, so it holds no state: step or play first")
+        from .state import inspector_for
+
+        return inspector_for(self.env.session(), self.checkpoint, name=self.name, progress=self.raw_progress,
+                             result_columns=self.df.columns)
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The state rows held after batch ``batch_id`` (default: the latest); see ``StreamHandle.state``.
+
+        Examples
+        --------
+        >>> run.step(); run.state()          # doctest: +SKIP
+        """
+        return self._state().state(batch_id, operator, side)
+
+    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                      side: str | None = None) -> pd.DataFrame:
+        """What changed in state between two batches; see ``StreamHandle.state_changes``."""
+        return self._state().changes(start_batch, end_batch, operator, side)
+
+    def state_summary(self) -> pd.DataFrame:
+        """The query's stateful operators; see ``StreamHandle.state_summary``."""
+        return self._state().summary()
 
     def inputs(self) -> pd.DataFrame:
         """The input rows of every data batch so far (scripted rows only, for a Script)."""

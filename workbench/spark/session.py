@@ -60,6 +60,8 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # A RocksDB state store serves the state change feed only with a change log.
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.warehouse.dir": warehouse_dir,
         "spark.log.structuredLogging.enabled": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J}",

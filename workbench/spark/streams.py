@@ -23,6 +23,8 @@ import pandas as pd
 from ..errors import StreamStartError, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
+from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_watermarks
+from .frames import flat_select, to_flat_pandas
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -130,6 +132,12 @@ class StreamHandle:
         self.plan: Any = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
         self.replaced_by: StreamHandle | None = None
+        #: The query's output columns (names the state inspector's grouping keys).
+        self.output_columns: tuple[str, ...] = ()
+        #: The observed watermarked inputs (``input_watermarks=True``), else empty.
+        self.inputs: tuple[InputSpec, ...] = ()
+        #: Spark's ``multipleWatermarkPolicy`` when the stream started.
+        self.watermark_policy = "min"
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -270,6 +278,9 @@ class StreamHandle:
     def result(self) -> pd.DataFrame:
         """The memory sink's table as a pandas DataFrame (what the query has output so far).
 
+        Struct columns are split (``window`` becomes ``window_start`` and ``window_end``)
+        and times are UTC, as in a replay panel's results.
+
         Raises
         ------
         ValueError
@@ -281,7 +292,7 @@ class StreamHandle:
                 "start it with sink='memory' to read results"
             )
         self._check_not_replaced()
-        return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
+        return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self.name}`"))
 
     def _check_not_replaced(self) -> None:
         # The memory sink's table is found by the stream's name, which now means the newer stream.
@@ -306,14 +317,106 @@ class StreamHandle:
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
         self._check_not_replaced()
         if self._table is None:
-            # Resolved once: every action on it reads the sink's rows as they are then.
-            self._table = self._spark.table(f"`{self.name}`")
+            # Resolved once (the columns of result()): every action on it reads the sink's
+            # rows as they are then.
+            self._table = flat_select(self._spark.table(f"`{self.name}`"))
         table = self._table
         total = table.count()
         if self.output_mode == "complete":
             return table.limit(rows).toPandas(), total
         picked = table.tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+
+    def input_watermarks(self) -> pd.DataFrame:
+        """Each watermarked input's max event time and watermark, one row per batch and input.
+
+        Only for a stream started with ``input_watermarks=True`` (``%%stream
+        --input-watermarks``). Columns: ``batch_id``, ``input`` (its temp view, alias or
+        source), ``max_event_time`` (the latest it has had so far), ``delay``,
+        ``watermark`` (max event time minus delay: what it proposes after the batch),
+        ``rows`` (in the batch), ``quiet_batches`` (batches in a row without rows) and
+        ``global_watermark`` (what Spark derives from the inputs under its
+        ``multipleWatermarkPolicy``; the next batch runs with it).
+
+        Raises
+        ------
+        ValueError
+            For a stream started without ``input_watermarks=True``.
+
+        Examples
+        --------
+        >>> joined = workbench.start(clicks.join(views, "ad_id"), "joined", input_watermarks=True)  # doctest: +SKIP
+        >>> joined.input_watermarks().query("batch_id == 3")                                        # doctest: +SKIP
+        """
+        if not self.inputs:
+            raise ValueError(f"stream {self.name!r} was started without input_watermarks=True: start it with "
+                             "workbench.start(..., input_watermarks=True) or %%stream --input-watermarks")
+        rows = input_watermarks(self.progress.records(), self.inputs, self.watermark_policy)
+        return input_watermark_frame(rows)
+
+    # -- state: thin wrappers over workbench.spark.state ------------------------------------
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The state rows the query holds after batch ``batch_id`` (default: the latest committed).
+
+        Parameters
+        ----------
+        batch_id : int, optional
+            A committed batch id.
+        operator : int or str, optional
+            The stateful operator, by id or name (``state_summary()`` lists them); needed
+            only when the query has several.
+        side : {"left", "right"}, optional
+            For a stream-stream join, which input's buffered rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Readable key columns (e.g. ``window_start``, ``window_end``, ``word``), value
+            columns (e.g. ``count``) and ``partition_id``.
+
+        Raises
+        ------
+        ValueError
+            Unknown operator or side, a batch not in the checkpoint, a stateless query or
+            a removed checkpoint.
+
+        Examples
+        --------
+        >>> handle.state(batch_id=3)                        # doctest: +SKIP
+        >>> joined.state(side="left")                      # doctest: +SKIP
+        """
+        return self._state().state(batch_id, operator, side)
+
+    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                      side: str | None = None) -> pd.DataFrame:
+        """What changed in state from ``start_batch`` to ``end_batch`` (default: the latest), both included.
+
+        One row per change: ``batch_id``, ``change_type`` (``update`` / ``delete``), key
+        and value columns, ``watermark`` (for a delete: the watermark of that batch, which
+        evicted the row) and ``partition_id``.
+
+        Examples
+        --------
+        >>> handle.state_changes(0, 5).query("change_type == 'delete'")   # doctest: +SKIP
+        """
+        return self._state().changes(start_batch, end_batch, operator, side)
+
+    def state_summary(self) -> pd.DataFrame:
+        """The query's stateful operators: name, kind, sides, batch range, partitions.
+
+        Examples
+        --------
+        >>> handle.state_summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
+        """
+        return self._state().summary()
+
+    def _state(self) -> Any:
+        from .state import inspector_for
+
+        return inspector_for(self._spark, self.checkpoint, name=self.name, progress=self.progress,
+                             result_columns=self.output_columns)
 
     def stop(self, grace: float = 1.0) -> None:
         """Stop the query and its poller; the history keeps every batch that ran.
@@ -425,6 +528,7 @@ def run_query(
             f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
         ) from None
     handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
+    handle.output_columns = tuple(df.columns)
     handle.poller.start()
     return handle
 

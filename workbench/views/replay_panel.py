@@ -19,7 +19,7 @@ import pandas as pd
 
 from .charts import ChartGrid, figure_spec
 
-__all__ = ["ReplayPanel", "comparison_figure", "Comparison"]
+__all__ = ["ReplayPanel", "comparison_figure", "Comparison", "state_view_html"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,9 @@ class ReplayPanel(widgets.VBox):
         buttons = widgets.HBox([self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed])
         super().__init__([buttons, self.counters, self.late, self.message, self.monitor_box])
         self.add_class("workbench-replay-panel")
+        #: The "State" view, beside the monitor's results: refreshed after every step and pause.
+        self.state_view = widgets.HTML()
+        self.children = (*self.children, self.state_view)
         self.play_button.on_click(lambda _b: self._in_background(self.play))
         self.pause_button.on_click(lambda _b: self._in_background(self.pause))
         self.step_button.on_click(lambda _b: self._in_background(self.step))
@@ -111,6 +114,7 @@ class ReplayPanel(widgets.VBox):
                 old.close()
         self._update_counters()
         self.late.value = ""
+        self.state_view.value = ""
 
     def _in_background(self, action: Callable[[], Any]) -> None:
         if not self._busy.acquire(blocking=False):
@@ -225,11 +229,31 @@ class ReplayPanel(widgets.VBox):
         self._update_late()
         if self.monitor is not None:
             self.monitor.refresh()
+        self._update_state()
+
+    def _update_state(self) -> None:
+        """The "State" view: what each stateful operator holds after the latest batch."""
+        self.state_view.value = state_view_html(self.run)
 
     @property
     def handle(self) -> Any:
-        """The StreamHandle of the latest run of the query (None before the first)."""
-        return self.run.handle
+        """The replay's stream across every step and play (until reset).
+
+        It answers like a ``StreamHandle``: ``result()`` (the same columns as
+        ``workbench.start`` of the same query), ``history()``, ``state()``,
+        ``state_changes()`` and ``state_summary()``.
+        """
+        return self.run.stream
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The state rows held after batch ``batch_id`` (default: the latest); see ``StreamHandle.state``.
+
+        Examples
+        --------
+        >>> panel.step(); panel.state()           # doctest: +SKIP
+        """
+        return self.run.state(batch_id, operator, side)
 
     def late_rows(self) -> pd.DataFrame:
         """Every input row that arrived behind the watermark, with its fate."""
@@ -257,12 +281,37 @@ class ReplayPanel(widgets.VBox):
         if self.monitor is not None:
             self.monitor.close()
         for child in (self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
-                      self.counters, self.late, self.message, self.monitor_box):
+                      self.counters, self.late, self.message, self.monitor_box, self.state_view):
             child.close()
         super().close()
 
     def __repr__(self) -> str:
         return f"<ReplayPanel {self.run.name!r} {self.run.status}>"
+
+
+def state_view_html(run: Any, rows: int = 12) -> str:
+    """HTML of what each stateful operator (each side of a join) holds after the latest batch.
+
+    Empty for a stateless query or before the first batch; a state that cannot be read
+    gives one line saying why, never an exception (the view must not break a step).
+    """
+    if not any(r.operators for r in run.raw_progress.tail(1)):
+        return ""
+    try:
+        summary = run.state_summary()
+        parts = []
+        for op in summary.itertuples():
+            for side in (op.sides.split(", ") if op.sides else [None]):
+                table = run.state(operator=op.operator, side=side).drop(columns="partition_id")
+                title = f"{op.kind}" + (f", {side} side" if side else "")
+                shown = table.head(rows).to_html(index=False, border=0, na_rep="")
+                more = f" (first {rows})" if len(table) > rows else ""
+                parts.append(f"<b>State: {html.escape(title)}</b> · {len(table)} rows held after batch "
+                             f"{op.max_batch_id}{more}{shown}")
+        return "<div class='workbench-state-view'>" + "".join(parts) + "</div>"
+    except Exception as exc:
+        log.debug("reading the state failed", exc_info=True)
+        return f"<i>State: {html.escape(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}</i>"
 
 
 def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> Any:

@@ -1,0 +1,178 @@
+"""A watermark per input: the pure rules, the magic option, and the figures on real Spark.
+
+On Spark, each figure is checked against what Spark itself reports: every input's max
+event time against the deterministic ``rate-micro-batch`` input, and the global watermark
+derived from the inputs against the ``eventTime.watermark`` Spark reports for the next batch.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from IPython.core.error import UsageError
+
+from workbench.magics.parser import parse_cell
+from workbench.progress import BatchProgress
+from workbench.progress.diagnosis import OutputSummary, PlanFacts, held_back_by, why_no_output
+from workbench.progress.input_watermarks import InputSpec, InputWatermarkTracker, input_watermarks
+from tests.helpers import wait_for
+
+START = datetime(2024, 1, 1, 10, 0, tzinfo=timezone.utc)
+MINUTE = timedelta(minutes=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+SPECS = (InputSpec("clicks", "o0", "click_time", 2 * MINUTE), InputSpec("views", "o1", "view_time", 5 * MINUTE))
+
+
+def batch(batch_id: int, clicks: datetime | None, views: datetime | None) -> BatchProgress:
+    def metrics(t: datetime | None) -> dict:
+        return {"rows": 0, "max_event_time_us": None} if t is None else {
+            "rows": 2, "max_event_time_us": int((t - EPOCH) / timedelta(microseconds=1))}
+
+    return BatchProgress.from_json({"batchId": batch_id, "numInputRows": 1, "durationMs": {"addBatch": 1},
+                                    "observedMetrics": {"o0": metrics(clicks), "o1": metrics(views)}})
+
+
+@pytest.mark.parametrize("module", ["workbench.progress.input_watermarks", "workbench.spark.state",
+                                    "workbench.spark.frames"])
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_tracker_follows_sparks_rules():
+    records = [batch(0, START, None), batch(1, START + 4 * MINUTE, START + 10 * MINUTE),
+               batch(2, START + 3 * MINUTE, None), batch(3, None, None)]
+    rows = {(r.batch_id, r.input): r for r in input_watermarks(records, SPECS)}
+    # An input with no rows yet stands at epoch 0, which holds the global watermark at 0.
+    assert rows[0, "views"].watermark == EPOCH and rows[0, "views"].max_event_time is None
+    assert rows[0, "clicks"].watermark == START - 2 * MINUTE and rows[0, "clicks"].global_watermark == EPOCH
+    assert rows[1, "clicks"].watermark == START + 2 * MINUTE and rows[1, "views"].watermark == START + 5 * MINUTE
+    assert rows[1, "clicks"].global_watermark == START + 2 * MINUTE
+    # An older event time never moves an input's watermark back; quiet batches are counted.
+    assert rows[2, "clicks"].watermark == START + 2 * MINUTE and rows[2, "clicks"].max_event_time == START + 4 * MINUTE
+    assert (rows[3, "clicks"].quiet_batches, rows[3, "views"].quiet_batches) == (1, 2)
+    # Under the max policy the leading input wins; the global watermark never goes back.
+    most = {(r.batch_id, r.input): r for r in input_watermarks(records, SPECS, policy="max")}
+    assert most[1, "views"].global_watermark == START + 5 * MINUTE == most[3, "views"].global_watermark
+    with pytest.raises(ValueError, match="unknown watermark policy 'median': use 'min' or 'max'"):
+        InputWatermarkTracker(SPECS, "median")
+    # Folding batch by batch gives the same rows as folding the whole history.
+    tracker = InputWatermarkTracker(SPECS)
+    assert [r for record in records for r in tracker.add([record])] == input_watermarks(records, SPECS)
+
+
+def test_diagnosis_names_the_input_that_holds_the_watermark_back():
+    records = [batch(0, START, START)] + [batch(i, None, START + i * MINUTE) for i in range(1, 13)]
+    latest = [r for r in input_watermarks(records, SPECS) if r.batch_id == 12]
+    message = held_back_by(latest)
+    assert message == ("Input `clicks` has had no rows for 12 batches; its watermark stays at 2024-01-01 09:58:00 UTC "
+                       "and holds the global watermark back (the lowest input watermark wins; input `views` is at "
+                       "2024-01-01 10:07:00 UTC).")
+    assert held_back_by(latest, policy="max") is None
+    assert held_back_by(latest[:1]) is None  # one input holds nothing back
+    # Slow rather than quiet: said so, with its event time and delay.
+    slow = [r for r in input_watermarks([batch(0, START, START + 30 * MINUTE)], SPECS)]
+    assert held_back_by(slow).startswith("Input `clicks` is behind: its latest event time (2024-01-01 10:00:00 UTC) "
+                                         "minus its 2 min delay puts its watermark at 2024-01-01 09:58:00 UTC")
+    # why_no_output adds it to the window message, and gives it alone for a join.
+    summary = OutputSummary().add([BatchProgress.from_json({
+        "batchId": i, "numInputRows": 4, "durationMs": {"addBatch": 1}, "sink": {"numOutputRows": 0},
+        "eventTime": {"min": "2024-01-01T10:00:00.000Z", "max": "2024-01-01T10:12:00.000Z",
+                      "watermark": "2024-01-01T09:58:00.000Z"}}) for i in range(3)])
+    windowed = PlanFacts(has_aggregation=True, has_watermark=True, window_duration=10 * MINUTE)
+    text = why_no_output(summary, output_mode="append", plan=windowed, inputs=latest)
+    assert text.startswith("The watermark (2024-01-01 09:58:00 UTC) has not yet passed the end of the earliest open "
+                           "window") and text.endswith(message)
+    joined = why_no_output(summary, output_mode="append", plan=PlanFacts(has_watermark=True, watermarks=2),
+                           inputs=latest)
+    assert joined.startswith(message)
+    assert why_no_output(summary, output_mode="append", plan=PlanFacts(has_watermark=True, watermarks=2)) is None
+
+
+def test_magic_option_parses_and_refuses_replays():
+    assert parse_cell("joined --input-watermarks", "SELECT * FROM a").input_watermarks is True
+    assert parse_cell("joined", "SELECT * FROM a").input_watermarks is False
+    with pytest.raises(UsageError, match="--input-watermarks cannot be used with --replay"):
+        parse_cell("joined --input-watermarks --replay guide_word_count", "")
+
+
+def rate(spark, rows: int, advance_s: int):
+    return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows).option("numPartitions", 1)
+            .option("startTimestamp", int(START.timestamp() * 1000)).option("advanceMillisPerBatch", advance_s * 1000)
+            .load())
+
+
+@pytest.mark.spark
+def test_join_input_watermarks_match_spark(env, spark):
+    from pyspark.sql import functions as F
+
+    rate(spark, 3, 60).select(F.col("value").alias("click_id"), F.col("timestamp").alias("click_time")) \
+        .createOrReplaceTempView("clicks")
+    # Views stop after batch 1 (value < 4, two rows a batch), so their watermark stays where it was.
+    views = rate(spark, 2, 120).where("value < 4").select(F.col("value").alias("view_id"),
+                                                          F.col("timestamp").alias("view_time"))
+    left = spark.table("clicks").withWatermark("click_time", "2 minutes")
+    right = views.withWatermark("view_time", "5 minutes").alias("views")
+    joined = left.join(right, F.expr("click_id = view_id AND click_time BETWEEN view_time - interval 1 minute "
+                                     "AND view_time + interval 1 minute"), "leftOuter")
+    handle = env.start(joined, "joined", trigger="200 ms", input_watermarks=True)
+    wait_for(lambda: handle.progress.total >= 7 or handle.status != "active", 120, message="7 batches")
+    handle.stop()
+    assert handle.error is None
+    assert list(handle.result().columns) == ["click_id", "click_time", "view_id", "view_time"]
+    frame = handle.input_watermarks()
+    assert list(frame.columns)[:5] == ["batch_id", "input", "max_event_time", "delay", "watermark"]
+    assert set(frame["input"]) == {"clicks", "views"}
+    records = {r.batch_id: r for r in handle.progress.records()}
+    last = max(records)
+    for row in frame.itertuples():
+        if row.input == "clicks":  # three rows a batch, batch b at START + b minutes
+            assert (row.rows, row.max_event_time, row.delay) == (3, START + row.batch_id * MINUTE, 2 * MINUTE)
+        else:  # two rows a batch at START + 2b minutes, none from batch 2 on
+            expected = START + min(row.batch_id, 1) * 2 * MINUTE
+            assert (row.rows, row.max_event_time, row.delay) == (2 if row.batch_id < 2 else 0, expected, 5 * MINUTE)
+        assert row.watermark == row.max_event_time - row.delay
+        # The global watermark derived from the inputs is the one Spark runs the next batch with.
+        if row.batch_id < last:
+            assert row.global_watermark == records[row.batch_id + 1].watermark, row
+    assert frame["global_watermark"].iloc[-1] == START + 2 * MINUTE - 5 * MINUTE  # held by the quiet views
+    latest = [r for r in input_watermarks(handle.progress.records(), handle.inputs, handle.watermark_policy)
+              if r.batch_id == last]
+    assert held_back_by(latest).startswith(f"Input `views` has had no rows for {last - 1} batches")
+
+    # An ordinary query is not observed at all.
+    plain = env.start(rate(spark, 2, 60).withWatermark("timestamp", "1 minute"), "plain", trigger="200 ms")
+    wait_for(lambda: plain.progress.total >= 1, 60, message="a batch")
+    plain.stop()
+    assert plain.inputs == () and all(not r.observed_metrics for r in plain.progress.records())
+    with pytest.raises(ValueError, match="stream 'plain' was started without input_watermarks=True"):
+        plain.input_watermarks()
+    with pytest.raises(ValueError, match="this query has no watermarked input"):
+        env.start(rate(spark, 2, 60), "no_marks", input_watermarks=True)
+    assert not spark.streams.active
+
+
+@pytest.mark.spark
+def test_stream_magic_option_observes_the_inputs(env, spark):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench")
+    try:
+        shell.user_ns["marked"] = rate(spark, 2, 60).withWatermark("timestamp", "1 minute").alias("ticks")
+        with capture_output():
+            shell.run_cell_magic("stream", "ticks --input-watermarks --no-monitor --trigger '0.2 seconds'", "marked")
+        handle = env.get("ticks")
+        wait_for(lambda: handle.progress.total >= 2, 60, message="two batches")
+        handle.stop()
+        frame = handle.input_watermarks()
+        assert set(frame["input"]) == {"ticks"}
+        first = frame.iloc[0]
+        assert (first.batch_id, first.rows, first.max_event_time, first.watermark) == (0, 2, START, START - MINUTE)
+    finally:
+        shell.run_line_magic("unload_ext", "workbench")

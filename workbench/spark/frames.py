@@ -1,0 +1,75 @@
+"""One shape of results: Spark DataFrames turned into flat pandas tables.
+
+Spark's window columns are structs (``window = {start, end}``); pandas shows them as
+dictionaries, which cannot be sorted, compared or plotted. Every table the workbench hands
+to users (a stream's results, a replay's results, state rows) goes through
+:func:`flat_select` / :func:`to_flat_pandas`, so that a struct column ``window`` always
+becomes ``window_start`` and ``window_end`` and every timestamp is timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["flat_select", "to_flat_pandas", "utc_times"]
+
+
+def flat_select(df: Any) -> Any:
+    """``df`` with each struct column replaced by one column per field (``window_start``).
+
+    Nested structs are flattened all the way down, names joined with ``_``.
+
+    Examples
+    --------
+    >>> flat = flat_select(spark.sql("SELECT named_struct('start', 1, 'end', 2) AS window"))  # doctest: +SKIP
+    >>> flat.columns                                                                            # doctest: +SKIP
+    ['window_start', 'window_end']
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    def leaves(dtype: StructType, path: list[str], name: str) -> list[Any]:
+        out = []
+        for sub in dtype.fields:
+            sub_path, sub_name = [*path, sub.name], f"{name}_{sub.name}"
+            if isinstance(sub.dataType, StructType):
+                out += leaves(sub.dataType, sub_path, sub_name)
+            else:
+                out.append(F.col(".".join(f"`{p}`" for p in sub_path)).alias(sub_name))
+        return out
+
+    columns = []
+    for field in df.schema.fields:
+        if isinstance(field.dataType, StructType):
+            columns += leaves(field.dataType, [field.name], field.name)
+        else:
+            columns.append(F.col(f"`{field.name}`"))
+    return df.select(*columns)
+
+
+def utc_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """Make naive datetime columns timezone-aware UTC (the workbench's sessions run in UTC).
+
+    Examples
+    --------
+    >>> utc_times(pd.DataFrame({"t": pd.to_datetime(["2024-01-01 12:00"])}))["t"].dt.tz
+    datetime.timezone.utc
+    """
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(column) and column.dt.tz is None:
+            frame[name] = column.dt.tz_localize("UTC")
+    return frame
+
+
+def to_flat_pandas(df: Any) -> pd.DataFrame:
+    """``df`` collected as a flat pandas table: struct columns split, times in UTC.
+
+    Examples
+    --------
+    >>> to_flat_pandas(spark.table("counts")).columns.tolist()   # doctest: +SKIP
+    ['window_start', 'window_end', 'word', 'count']
+    """
+    return utc_times(flat_select(df).toPandas())

@@ -1,0 +1,447 @@
+"""The state inspector: what a stateful query holds, batch by batch (Spark's State Data Source).
+
+A :class:`StateInspector` reads one query's checkpoint with Spark's ``state-metadata``
+and ``statestore`` readers and returns readable pandas tables:
+
+* :meth:`~StateInspector.summary`: the stateful operators (name, kind, batch range,
+  partitions);
+* :meth:`~StateInspector.state`: the rows held after a batch;
+* :meth:`~StateInspector.changes`: what changed between two batches (Spark's change
+  feed), each delete with the watermark of the batch that evicted it.
+
+Keys and values are flat columns named as the query names them (``window_start``,
+``window_end``, ``word``, ``count``), not Spark's nested ``key``/``value`` structs.
+
+Spark facts relied on (measured on 4.3, HDFS-backed store unless said): the state of batch
+N is what the operator kept after committing N; in append mode a window leaves state (a
+delete in the change feed) in the batch whose watermark passes its end, and the deletes
+of a batch equal its ``numRowsRemoved``. ``joinSide`` and ``readChangeFeed`` cannot be
+combined, so a join's changes are read from the side's ``keyWithIndexToValue`` store.
+A RocksDB store serves the change feed only with changelog checkpointing on (the
+workbench's sessions turn it on); without it Spark fails on a missing ``.changelog`` file.
+Bad arguments are refused with one line before Spark reads anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+from urllib.parse import urlparse
+
+import pandas as pd
+
+from ..errors import summarize_error
+from .frames import utc_times
+
+__all__ = ["StateInspector", "StateOperator", "SUMMARY_COLUMNS", "OPERATOR_KINDS", "inspector_for"]
+
+log = logging.getLogger(__name__)
+
+#: Columns of :meth:`StateInspector.summary`.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "operator", "operator_name", "kind", "sides", "stores", "num_partitions", "min_batch_id", "max_batch_id",
+)
+
+#: Spark's operator names, in the words a user knows the operators by.
+OPERATOR_KINDS: dict[str, str] = {
+    "stateStoreSave": "aggregation",
+    "sessionWindowStateStoreSaveExec": "session window aggregation",
+    "dedupe": "dropDuplicates",
+    "dedupeWithinWatermark": "dropDuplicatesWithinWatermark",
+    "symmetricHashJoin": "stream-stream join",
+    "applyInPandasWithState": "applyInPandasWithState",
+    "flatMapGroupsWithState": "flatMapGroupsWithState",
+    "transformWithStateExec": "transformWithState",
+    "transformWithStateInPandasExec": "transformWithStateInPandas",
+}
+
+SIDES = ("left", "right")
+
+# Spark's own (camelCase) names inside state rows, as snake_case.
+_SPARK_NAMES = {"sessionStartTime": "session_start_time", "expiresAtMicros": "expires_at", "index": "value_index"}
+_JOIN_KEY = re.compile(r"field\d+")
+_GROUPING = "_groupingexpression"
+
+
+@dataclass(frozen=True)
+class StateOperator:
+    """One stateful operator of a checkpoint, from Spark's ``state-metadata``.
+
+    Examples
+    --------
+    >>> op = StateOperator(0, "dedupe", ("default",), 2, 0, 5)
+    >>> op.kind, op.is_join
+    ('dropDuplicates', False)
+    """
+
+    operator_id: int
+    name: str
+    stores: tuple[str, ...]
+    num_partitions: int
+    min_batch_id: int
+    max_batch_id: int
+
+    @property
+    def kind(self) -> str:
+        """What the operator is, in the DataFrame API's words."""
+        return OPERATOR_KINDS.get(self.name, self.name)
+
+    @property
+    def is_join(self) -> bool:
+        """Whether this is a stream-stream join (state per side)."""
+        return self.name == "symmetricHashJoin"
+
+    def label(self) -> str:
+        """``0 (stateStoreSave)``: how errors name the operator."""
+        return f"{self.operator_id} ({self.name})"
+
+
+def _local_path(checkpoint: str) -> str | None:
+    """The local folder of a checkpoint URI, or None for remote storage (HDFS, S3...)."""
+    parsed = urlparse(checkpoint)
+    if parsed.scheme in ("", "file"):
+        return parsed.path if parsed.scheme else checkpoint
+    return None
+
+
+def _listdir(folder: str) -> list[str]:
+    return os.listdir(folder) if os.path.isdir(folder) else []
+
+
+def _check_batch(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a batch id (a whole number >= 0), got {value!r}")
+    return int(value)
+
+
+class StateInspector:
+    """Reads the state of one stateful query from its checkpoint.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+    checkpoint : str
+        The query's checkpoint folder.
+    name : str
+        The stream's name (for messages).
+    watermarks : dict, optional
+        Batch id -> the watermark that batch used (from the progress history): a delete
+        in the change feed is attributed to it.
+    result_columns : sequence of str, optional
+        The query's output columns, to name grouping keys as the query does (Spark
+        stores an aliased key as ``_groupingexpression``).
+
+    Examples
+    --------
+    >>> inspector = StateInspector(spark, handle.checkpoint, name="counts")   # doctest: +SKIP
+    >>> inspector.state(batch_id=3)                                            # doctest: +SKIP
+    """
+
+    def __init__(self, spark: Any, checkpoint: str, *, name: str, watermarks: dict[int, Any] | None = None,
+                 result_columns: Sequence[str] = ()) -> None:
+        self._spark = spark
+        self.checkpoint = str(checkpoint)
+        self.name = name
+        self._watermarks = dict(watermarks or {})
+        self._result_columns = list(result_columns)
+        self._integral: set[str] = set()  # whole-number columns of the last table read
+
+    # -- operators -----------------------------------------------------------------------------
+
+    def operators(self) -> list[StateOperator]:
+        """The stateful operators in the checkpoint (one per operator, a join's stores together).
+
+        Raises
+        ------
+        ValueError
+            When the checkpoint was removed, holds no committed batch, or the query is
+            stateless.
+        """
+        local = _local_path(self.checkpoint)
+        if local is not None and not os.path.isdir(local):
+            raise ValueError(f"the checkpoint of stream {self.name!r} ({self.checkpoint}) was removed: "
+                             "its state can no longer be read")
+        try:
+            rows = self._spark.read.format("state-metadata").load(self.checkpoint).collect()
+        except Exception as exc:
+            raise ValueError(f"cannot read the state of stream {self.name!r}: {summarize_error(str(exc))}") from None
+        grouped: dict[int, list[Any]] = {}
+        for row in rows:
+            grouped.setdefault(int(row["operatorId"]), []).append(row)
+        if not grouped:
+            if local is not None and os.path.isdir(os.path.join(local, "state")):
+                raise ValueError(
+                    f"the state of stream {self.name!r} has no operator metadata (a checkpoint written before "
+                    "Spark 4.0?): Spark's state reader cannot read it; restart the query on a new checkpoint")
+            commits = os.path.join(local, "commits") if local is not None else None
+            if commits is not None and not any(n.isdigit() for n in _listdir(commits)):
+                raise ValueError(f"stream {self.name!r} has not committed a batch yet: there is no state to read")
+            raise ValueError(f"stream {self.name!r} keeps no state: its query has no stateful operator "
+                             "(aggregation, dropDuplicates, stream-stream join, ...WithState)")
+        return [
+            StateOperator(
+                operator_id=op_id, name=str(group[0]["operatorName"]),
+                stores=tuple(str(r["stateStoreName"]) for r in group),
+                num_partitions=int(group[0]["numPartitions"]),
+                min_batch_id=min(int(r["minBatchId"]) for r in group),
+                max_batch_id=max(int(r["maxBatchId"]) for r in group),
+            )
+            for op_id, group in sorted(grouped.items())
+        ]
+
+    def summary(self) -> pd.DataFrame:
+        """One row per stateful operator: see :data:`SUMMARY_COLUMNS`.
+
+        Examples
+        --------
+        >>> inspector.summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
+        """
+        rows = [
+            {"operator": op.operator_id, "operator_name": op.name, "kind": op.kind,
+             "sides": ", ".join(SIDES) if op.is_join else "", "stores": ", ".join(op.stores),
+             "num_partitions": op.num_partitions, "min_batch_id": op.min_batch_id, "max_batch_id": op.max_batch_id}
+            for op in self.operators()
+        ]
+        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+    def _pick(self, operator: int | str | None, side: str | None) -> StateOperator:
+        if side is not None and side not in SIDES:
+            raise ValueError(f"unknown side {side!r}: use 'left' or 'right' (the sides of a stream-stream join)")
+        if operator is not None and (isinstance(operator, bool) or not isinstance(operator, (int, str))):
+            raise TypeError(f"operator must be an operator id (int) or name (str), got {operator!r}")
+        operators = self.operators()
+        known = ", ".join(op.label() for op in operators)
+        if operator is None:
+            if len(operators) > 1:
+                raise ValueError(f"stream {self.name!r} has {len(operators)} stateful operators: pick one with "
+                                 f"operator= (one of {known})")
+            chosen = operators[0]
+        else:
+            matches = [op for op in operators
+                       if op.operator_id == operator or op.name == operator or op.kind == operator]
+            if not matches:
+                raise ValueError(f"unknown operator {operator!r} in stream {self.name!r}: use one of {known}")
+            if len(matches) > 1:
+                raise ValueError(f"operator {operator!r} names several operators of stream {self.name!r}: pick one "
+                                 f"by id ({', '.join(op.label() for op in matches)})")
+            chosen = matches[0]
+        if chosen.is_join and side is None:
+            raise ValueError(f"operator {chosen.label()} is a stream-stream join, which keeps state per side: "
+                             "pass side='left' or side='right'")
+        if side is not None and not chosen.is_join:
+            raise ValueError(f"side={side!r} applies only to stream-stream joins; operator {chosen.label()} "
+                             "has no sides: leave side out")
+        return chosen
+
+    def _check_in_range(self, batch_id: int, op: StateOperator, what: str) -> None:
+        if not op.min_batch_id <= batch_id <= op.max_batch_id:
+            raise ValueError(f"{what} {batch_id} is not in the checkpoint of stream {self.name!r}: operator "
+                             f"{op.label()} has state for batches {op.min_batch_id} to {op.max_batch_id}")
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The rows an operator holds after batch ``batch_id`` (default: the latest committed).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Key columns, then value columns, then ``partition_id``; sorted by key.
+
+        Raises
+        ------
+        ValueError
+            Unknown operator or side, a batch not in the checkpoint, a stateless query or
+            a removed checkpoint; one line naming what is allowed.
+
+        Examples
+        --------
+        >>> inspector.state(batch_id=2)[["window_start", "window_end", "word", "count"]]  # doctest: +SKIP
+        """
+        if batch_id is not None:
+            batch_id = _check_batch(batch_id, "batch_id")
+        op = self._pick(operator, side)
+        if batch_id is not None:
+            self._check_in_range(batch_id, op, "batch")
+        reader = self._spark.read.format("statestore").option("operatorId", op.operator_id)
+        if batch_id is not None:
+            reader = reader.option("batchId", batch_id)
+        if side is not None:
+            reader = reader.option("joinSide", side)
+        frame = self._load(reader, op)
+        return self._sorted(frame, ["partition_id"])
+
+    def changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                side: str | None = None) -> pd.DataFrame:
+        """What changed in state from batch ``start_batch`` to ``end_batch`` (both included).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``batch_id``, ``change_type`` (``update`` or ``delete``), the key and value
+            columns (values are empty for deletes), ``watermark`` (for deletes: the
+            watermark of that batch, which evicted the row) and ``partition_id``.
+
+        Examples
+        --------
+        >>> inspector.changes(0, 5).query("change_type == 'delete'")   # doctest: +SKIP
+        """
+        start_batch = _check_batch(start_batch, "start_batch")
+        if end_batch is not None:
+            end_batch = _check_batch(end_batch, "end_batch")
+            if start_batch > end_batch:
+                raise ValueError(f"start_batch {start_batch} is after end_batch {end_batch}: give start_batch <= "
+                                 "end_batch")
+        op = self._pick(operator, side)
+        self._check_in_range(start_batch, op, "start_batch")
+        if end_batch is not None:
+            self._check_in_range(end_batch, op, "end_batch")
+        reader = (self._spark.read.format("statestore").option("operatorId", op.operator_id)
+                  .option("readChangeFeed", True).option("changeStartBatchId", start_batch))
+        if end_batch is not None:
+            reader = reader.option("changeEndBatchId", end_batch)
+        if side is not None:
+            # Spark refuses joinSide with readChangeFeed: read the side's row store instead.
+            reader = reader.option("storeName", f"{side}-keyWithIndexToValue")
+        frame = self._load(reader, op)
+        for column in frame.columns:
+            # A delete has no value, which made pandas turn whole-number columns into floats.
+            if column not in ("batch_id", "partition_id") and pd.api.types.is_float_dtype(frame[column]) \
+                    and column in self._integral:
+                frame[column] = frame[column].astype("Int64")
+        watermarks = frame["batch_id"].map(lambda b: self._watermarks.get(int(b)))
+        frame["watermark"] = pd.to_datetime(watermarks.where(frame["change_type"] == "delete"), utc=True)
+        columns = [c for c in frame.columns if c != "partition_id"] + ["partition_id"]
+        frame = frame[columns]
+        return self._sorted(frame, ["batch_id", "change_type"], first=True)
+
+    def _load(self, reader: Any, op: StateOperator) -> pd.DataFrame:
+        try:
+            df = reader.load(self.checkpoint)
+            with warnings.catch_warnings():
+                # pyspark warns (with the JVM trace) before raising a failed Arrow read; the
+                # error below says it in one line.
+                warnings.simplefilter("ignore", UserWarning)
+                return utc_times(self._readable(df, op).toPandas())
+        except Exception as exc:
+            text = str(exc)
+            if ".changelog does not exist" in text or "changelog" in text.lower() and "FileNotFound" in text:
+                raise ValueError(
+                    f"the state store of stream {self.name!r} (RocksDB) keeps no change log, which the change feed "
+                    "needs: start the query with spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
+                    ".enabled=true on a new checkpoint") from None
+            raise ValueError(f"cannot read the state of stream {self.name!r}: {summarize_error(text)}") from None
+
+    def _readable(self, df: Any, op: StateOperator) -> Any:
+        """Select flat, readably named columns from Spark's ``key``/``value`` structs."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import IntegralType, NullType, StructType
+
+        schema = {f.name: f.dataType for f in df.schema.fields}
+        key_type, value_type = schema["key"], schema.get("value")
+        value_path = ["value"]
+        if (isinstance(value_type, StructType) and len(value_type.fields) == 1
+                and value_type.fields[0].name == "groupState" and isinstance(value_type.fields[0].dataType, StructType)):
+            # applyInPandasWithState wraps the user's state row in `groupState`.
+            value_type, value_path = value_type.fields[0].dataType, ["value", "groupState"]
+        grouping = _grouping_names(
+            [f.name for f in key_type.fields] if isinstance(key_type, StructType) else [],
+            [f.name for f in value_type.fields] if isinstance(value_type, StructType) else [],
+            self._result_columns,
+        )
+        join_keys = [f.name for f in key_type.fields if _JOIN_KEY.fullmatch(f.name)] if isinstance(
+            key_type, StructType) else []
+
+        def name_of(field: str) -> str:
+            if field in grouping:
+                return grouping[field]
+            if field in join_keys:
+                return "join_key" if len(join_keys) == 1 else f"join_key_{join_keys.index(field)}"
+            return _SPARK_NAMES.get(field, field)
+
+        def leaves(dtype: Any, path: list[str], name: str | None) -> list[tuple[list[str], str, Any]]:
+            out = []
+            for sub in dtype.fields:
+                if isinstance(sub.dataType, NullType):
+                    continue  # dropDuplicates stores a placeholder value with no content
+                label = name_of(sub.name) if name is None else f"{name}_{sub.name}"
+                if isinstance(sub.dataType, StructType):
+                    out += leaves(sub.dataType, [*path, sub.name], label)
+                else:
+                    out.append(([*path, sub.name], label, sub.dataType))
+            return out
+
+        key_leaves = leaves(key_type, ["key"], None) if isinstance(key_type, StructType) else []
+        value_leaves = leaves(value_type, value_path, None) if isinstance(value_type, StructType) else []
+        taken = {label for _, label, _ in key_leaves}
+        columns = [F.col(c) for c in ("batch_id", "change_type") if c in schema]
+        for path, label, dtype in key_leaves + [(p, f"value_{lbl}" if lbl in taken else lbl, d)
+                                                for p, lbl, d in value_leaves]:
+            column = F.col(".".join(f"`{p}`" for p in path))
+            if path[-1] == "expiresAtMicros":
+                column = F.timestamp_micros(column)
+            columns.append(column.alias(label))
+        columns.append(F.col("partition_id"))
+        flat = df.select(*columns)
+        self._integral = {f.name for f in flat.schema.fields if isinstance(f.dataType, IntegralType)}
+        return flat
+
+    @staticmethod
+    def _sorted(frame: pd.DataFrame, last: list[str], *, first: bool = False) -> pd.DataFrame:
+        """Rows in a stable order: by ``last`` first when ``first``, then by every other column."""
+        others = [c for c in frame.columns if c not in last and c != "watermark"]
+        by = (last + others) if first else (others + last)
+        try:
+            frame = frame.sort_values(by, kind="stable", na_position="first")
+        except TypeError:  # unorderable values (e.g. maps): keep Spark's order
+            log.debug("state rows of mixed types are left unsorted", exc_info=True)
+        return frame.reset_index(drop=True)
+
+
+def _grouping_names(key_fields: list[str], value_fields: list[str], result_columns: list[str]) -> dict[str, str]:
+    """Spark's ``_groupingexpression`` fields named as the query's output columns.
+
+    A struct whose fields line up with the start of the output columns (the named ones
+    equal, position by position) gives the names of its grouping fields: a windowed
+    count's key ``[window, _groupingexpression]`` against ``[window, word, count]``, or a
+    session window's value row. Fields it cannot name are called ``group``, ``group_2``...
+
+    Examples
+    --------
+    >>> _grouping_names(["window", "_groupingexpression"], ["count"], ["window", "word", "count"])
+    {'_groupingexpression': 'word'}
+    >>> _grouping_names(["_groupingexpression", "sessionStartTime"],
+    ...                 ["session_window", "_groupingexpression", "count"], ["session_window", "user", "count"])
+    {'_groupingexpression': 'user'}
+    >>> _grouping_names(["_groupingexpression"], [], [])
+    {'_groupingexpression': 'group'}
+    """
+    names: dict[str, str] = {}
+    for fields in (key_fields, value_fields):
+        if len(fields) > len(result_columns):
+            continue
+        pairs = list(zip(fields, result_columns))
+        if all(f == r or f.startswith(_GROUPING) for f, r in pairs):
+            for f, r in pairs:
+                if f.startswith(_GROUPING):
+                    names.setdefault(f, r)
+    unnamed = [f for f in dict.fromkeys(key_fields + value_fields) if f.startswith(_GROUPING) and f not in names]
+    for i, f in enumerate(unnamed):
+        names[f] = "group" if i == 0 else f"group_{i + 1}"
+    return names
+
+
+def inspector_for(spark: Any, checkpoint: str, *, name: str, progress: Any,
+                  result_columns: Sequence[str] = ()) -> StateInspector:
+    """A :class:`StateInspector` whose deletes carry the watermarks of ``progress``'s batches.
+
+    ``progress`` is the stream's :class:`~workbench.progress.ProgressHistory`; the
+    watermark a batch reported is the one it evicted state with.
+    """
+    watermarks = {r.batch_id: r.watermark for r in progress.records()}
+    return StateInspector(spark, checkpoint, name=name, watermarks=watermarks, result_columns=result_columns)
