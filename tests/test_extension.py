@@ -156,3 +156,387 @@ def test_spark_ui_button_model():
     with pytest.raises(ValueError, match="must start with '/'"):
         button.path = "StreamingQuery/"
     button.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel side of the Streams panel: the workbench.streams comm
+# ---------------------------------------------------------------------------------------------
+
+import threading  # noqa: E402
+from datetime import datetime, timedelta, timezone  # noqa: E402
+
+from workbench.progress import BatchProgress, ProgressHistory  # noqa: E402
+from workbench.views.streams_panel import (  # noqa: E402
+    COMM_TARGET, GAP_POINTS, StreamsPublisher, current_cell_id, gap_seconds,
+)
+
+STREAM_KEYS = {"name", "id", "run_id", "status", "batches", "last_batch_id", "watermark",
+               "input_rows_per_second", "gap_seconds", "error", "sink", "cell_id", "spark_ui"}
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def batch(batch_id: int, gap: float | None = 10.0, rate: float = 5.0) -> BatchProgress:
+    """A progress record whose newest event time is ``gap`` seconds past its watermark."""
+    newest = T0 + timedelta(seconds=batch_id)
+    event_time = {"max": newest.isoformat().replace("+00:00", "Z")}
+    event_time["watermark"] = ("1970-01-01T00:00:00.000Z" if gap is None
+                               else (newest - timedelta(seconds=gap)).isoformat().replace("+00:00", "Z"))
+    return BatchProgress.from_json({"batchId": batch_id, "numInputRows": 5, "inputRowsPerSecond": rate,
+                                    "durationMs": {"triggerExecution": 10}, "eventTime": event_time})
+
+
+class RecordedStream:
+    """A stream known only by its recorded progress: the StreamLike protocol, without Spark.
+
+    ``status`` and ``error`` refuse to be read before the stream has finished, as reading
+    them then would ask Spark.
+    """
+
+    def __init__(self, name: str, sink: str = "memory") -> None:
+        self.name, self.sink = name, sink
+        self.id, self.run_id = f"{name}-id", f"{name}-run"
+        self.progress = ProgressHistory()
+        self._final: tuple[str, str | None] | None = None
+        self._callbacks: list = []
+        self.stop_threads: list[str] = []
+        self.release = threading.Event()
+        self.release.set()
+
+    @property
+    def finished(self) -> bool:
+        return self._final is not None
+
+    @property
+    def status(self) -> str:
+        assert self._final is not None, "status read while the stream runs (that would call Spark)"
+        return self._final[0]
+
+    @property
+    def error(self) -> str | None:
+        assert self._final is not None, "error read while the stream runs (that would call Spark)"
+        return self._final[1]
+
+    def on_finished(self, callback) -> None:
+        self._callbacks.append(callback)
+
+    def finish(self, status: str = "stopped", error: str | None = None) -> None:
+        self._final = (status, error)
+        for callback in self._callbacks:
+            callback(self)
+
+    def stop(self) -> None:
+        self.stop_threads.append(threading.current_thread().name)
+        self.release.wait(10)
+        self.finish()
+
+
+class Streams:
+    """Workbench state holding recorded streams (the EnvLike protocol)."""
+
+    def __init__(self, *streams: RecordedStream, ui_url: str | None = "http://127.0.0.1:4040") -> None:
+        self.streams = {s.name: s for s in streams}
+        self.on_stream_started: list = []
+        self.ui_url = ui_url
+
+    def handles(self):
+        return list(self.streams.values())
+
+    def get(self, name):
+        if name not in self.streams:
+            raise ValueError(f"no stream named {name!r} (streams: {', '.join(self.streams) or 'none'})")
+        return self.streams[name]
+
+    def ui_web_url(self):
+        return self.ui_url
+
+    def start(self, stream: RecordedStream) -> None:
+        self.streams[stream.name] = stream
+        for callback in list(self.on_stream_started):
+            callback(stream)
+
+
+class RecordingComm:
+    """Records what the kernel sends, and when (by ``clock``)."""
+
+    def __init__(self, clock=None) -> None:
+        self.sent: list[dict] = []
+        self.times: list[float] = []
+        self.clock = clock or (lambda: 0.0)
+        self.closed = False
+        self.on_msg_callback = self.on_close_callback = None
+
+    def send(self, data) -> None:
+        self.sent.append(data)
+        self.times.append(self.clock())
+
+    def on_msg(self, callback) -> None:
+        self.on_msg_callback = callback
+
+    def on_close(self, callback) -> None:
+        self.on_close_callback = callback
+
+    def close(self) -> None:
+        self.closed = True
+
+    def receive(self, data: dict) -> None:
+        self.on_msg_callback({"content": {"data": data}})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def publisher_for(env: Streams, clock: Clock | None = None, cell: str | None = None) -> StreamsPublisher:
+    return StreamsPublisher(lambda: env, clock=clock or Clock(), cell_id=lambda: cell, thread=False)
+
+
+def test_snapshot_message_shape():
+    stream = RecordedStream("numbers")
+    stream.progress.extend([batch(0, gap=None)] + [batch(i, gap=float(i)) for i in range(1, 40)])
+    env = Streams(stream)
+    publisher, comm = publisher_for(env), RecordingComm()
+    publisher.attach(comm)
+    assert publisher.pump() is not None
+    (message,) = comm.sent
+    assert set(message) == {"kind", "streams", "spark_ui_port"}
+    assert (message["kind"], message["spark_ui_port"]) == ("streams", 4040)
+    (info,) = message["streams"]
+    assert set(info) == STREAM_KEYS
+    assert info["status"] == "active" and info["error"] is None  # read without asking Spark
+    assert (info["name"], info["id"], info["run_id"], info["sink"]) == ("numbers", "numbers-id", "numbers-run", "memory")
+    assert (info["batches"], info["last_batch_id"], info["input_rows_per_second"]) == (40, 39, 5.0)
+    assert info["watermark"] == "2024-01-01T00:00:00Z"  # batch 39: event time 00:00:39, gap 39 s
+    assert info["gap_seconds"] == [float(i) for i in range(10, 40)] and len(info["gap_seconds"]) == GAP_POINTS
+    assert info["spark_ui"] == {"port": 4040, "path": "/StreamingQuery/statistics/?id=numbers-run"}
+    assert json.loads(json.dumps(message)) == message  # plain JSON
+    publisher.close()
+
+
+def test_snapshot_of_a_failed_stream_without_spark_ui():
+    stream = RecordedStream("broken")
+    stream.finish("failed", "ZeroDivisionError: division by zero")
+    publisher, comm = publisher_for(Streams(stream, ui_url=None)), RecordingComm()
+    publisher.attach(comm)
+    publisher.pump()
+    (info,) = comm.sent[0]["streams"]
+    assert (info["status"], info["error"], info["batches"], info["watermark"], info["spark_ui"]) == (
+        "failed", "ZeroDivisionError: division by zero", 0, None, None)
+    assert info["gap_seconds"] == [] and comm.sent[0]["spark_ui_port"] == 0
+    publisher.close()
+
+
+def test_gap_seconds_treats_the_initial_watermark_as_unknown():
+    assert gap_seconds([batch(0, gap=None), batch(1, gap=2.5), batch(2, gap=0.0)]) == [None, 2.5, 0.0]
+
+
+def test_snapshots_are_coalesced_to_two_a_second():
+    stream = RecordedStream("fast")
+    clock = Clock()
+    publisher, comm = publisher_for(Streams(stream), clock), RecordingComm(clock)
+    publisher.attach(comm)
+    start = clock.now
+    for batch_id in range(300):  # 100 batches a second for 3 s, pumped after every batch
+        stream.progress.extend([batch(batch_id)])
+        publisher.pump()
+        clock.now += 0.01
+    per_second = [sum(1 for t in comm.times if start + s <= t < start + s + 1) for s in range(3)]
+    assert per_second == [2, 2, 2], per_second
+    # The newest state always arrives: one more pump after the interval sends batch 299.
+    clock.now += 0.5
+    publisher.pump()
+    assert comm.sent[-1]["streams"][0]["batches"] == 300
+    # Nothing changed: nothing is sent, however often it is pumped.
+    count = len(comm.sent)
+    for _ in range(10):
+        clock.now += 1.0
+        publisher.pump()
+    assert len(comm.sent) == count
+    publisher.close()
+
+
+def test_new_streams_and_refresh_wake_the_publisher():
+    env = Streams()
+    clock = Clock()
+    publisher, comm = publisher_for(env, clock, cell="cell-7"), RecordingComm(clock)
+    publisher.attach(comm)
+    publisher.pump()
+    assert comm.sent[-1]["streams"] == []
+    env.start(RecordedStream("late"))  # the env tells the publisher, which records the cell
+    clock.now += 1
+    publisher.pump()
+    assert [(s["name"], s["cell_id"]) for s in comm.sent[-1]["streams"]] == [("late", "cell-7")]
+    count = len(comm.sent)
+    clock.now += 1
+    comm.receive({"kind": "refresh"})
+    publisher.pump()
+    assert len(comm.sent) == count + 1 and comm.sent[-1] == comm.sent[-2]  # sent again on request
+    comm.receive({"kind": "something else"})  # ignored
+    publisher.close()
+
+
+def test_stop_from_the_page_runs_off_the_kernel_thread():
+    stream = RecordedStream("numbers")
+    stream.release.clear()  # stop() blocks until released, like a batch that takes its time
+    publisher, comm = publisher_for(Streams(stream)), RecordingComm()
+    publisher.attach(comm)
+    before = threading.active_count()
+    comm.receive({"kind": "stop", "name": "numbers"})  # returns at once
+    assert not stream.finished
+    assert threading.active_count() == before + 1
+    stream.release.set()
+    from .helpers import wait_for
+    wait_for(lambda: stream.finished, 10, message="the stream to stop")
+    assert stream.stop_threads == ["workbench-stop-numbers"]
+    comm.receive({"kind": "stop", "name": "nope"})
+    assert comm.sent[-1] == {"kind": "error", "message": "cannot stop 'nope': no stream named 'nope' (streams: numbers)"}
+    publisher.close()
+
+
+def test_close_lets_go_of_everything():
+    stream = RecordedStream("numbers")
+    env = Streams(stream)
+
+    class Manager:
+        def __init__(self):
+            self.targets = {}
+
+        def register_target(self, name, callback):
+            self.targets[name] = callback
+
+        def unregister_target(self, name, _callback):
+            self.targets.pop(name)
+
+    manager = Manager()
+    publisher = StreamsPublisher(lambda: env, min_interval=0.05)  # with its own thread
+    publisher._target_manager = manager
+    manager.register_target(COMM_TARGET, publisher.attach)
+    comm = RecordingComm()
+    publisher.attach(comm)
+    from .helpers import live_threads, wait_for
+    wait_for(lambda: comm.sent, 5, message="a first snapshot from the publisher's thread")
+    assert [t.name for t in live_threads("workbench-streams-panel")] == ["workbench-streams-panel"]
+    assert stream.progress._listeners and env.on_stream_started
+    publisher.close()
+    assert comm.closed and manager.targets == {} and not env.on_stream_started
+    assert not stream.progress._listeners
+    assert not live_threads("workbench-streams-panel")
+    late = RecordingComm()
+    publisher.attach(late)  # a comm opened after closing is closed at once
+    assert late.closed and publisher.comms == 0
+
+
+def test_publisher_rejects_a_bad_interval():
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        StreamsPublisher(lambda: Streams(), min_interval=0)
+
+
+class Kernel:
+    def __init__(self, parent):
+        self.parent = parent
+
+    def get_parent(self, channel=None):
+        return self.parent
+
+
+class Shell:
+    def __init__(self, parent):
+        self.kernel = Kernel(parent)
+
+
+def test_current_cell_id():
+    execute = {"header": {"msg_type": "execute_request"}, "metadata": {"cellId": "abc-1"}}
+    assert current_cell_id(Shell(execute)) == "abc-1"
+    assert current_cell_id(Shell({"header": {"msg_type": "comm_msg"}, "metadata": {"cellId": "x"}})) is None
+    assert current_cell_id(Shell({"header": {"msg_type": "execute_request"}, "metadata": {}})) is None
+    assert current_cell_id(Shell({})) is None
+    assert current_cell_id(object()) is None  # a shell without a kernel
+    found = []
+    worker = threading.Thread(target=lambda: found.append(current_cell_id(Shell(execute))))
+    worker.start()
+    worker.join()
+    assert found == [None]  # a background thread runs no cell
+
+
+@pytest.mark.spark
+def test_snapshot_of_a_real_stream(env, spark, rate_stream):
+    from workbench.views.sparkui import ui_port as port_of
+    from .helpers import wait_for
+
+    clock = Clock()
+    publisher = StreamsPublisher(lambda: env, clock=clock, cell_id=lambda: "cell-1", thread=False)
+    comm = RecordingComm(clock)
+    publisher.attach(comm)
+    handle = env.start(rate_stream(rows_per_batch=5), "panel_numbers", trigger="0.2 seconds")
+    wait_for(lambda: handle.progress.total >= 3, 60, message="three batches")
+    publisher.pump()
+    (info,) = comm.sent[-1]["streams"]
+    assert set(info) == STREAM_KEYS
+    assert (info["name"], info["id"], info["run_id"], info["status"], info["cell_id"]) == (
+        "panel_numbers", handle.id, handle.run_id, "active", "cell-1")
+    assert info["batches"] >= 3 and info["last_batch_id"] == handle.progress.last_batch_id
+    port = port_of(spark.sparkContext.uiWebUrl)
+    assert port > 0 and comm.sent[-1]["spark_ui_port"] == port
+    assert info["spark_ui"] == {"port": port, "path": f"/StreamingQuery/statistics/?id={handle.run_id}"}
+    comm.receive({"kind": "stop", "name": "panel_numbers"})
+    wait_for(lambda: handle.finished, 30, message="the stream to stop")
+    clock.now += 1
+    publisher.pump()
+    (info,) = comm.sent[-1]["streams"]
+    assert (info["status"], info["error"]) == ("stopped", None)
+    assert info["batches"] == handle.progress.total
+    publisher.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The server's Spark UI check (what the tab asks before it shows the proxied page)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_server():
+    """A local HTTP server answering GET /jobs/ with 200, / with 302 and anything else with 404."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            code = {"/jobs/": 200, "/": 302}.get(self.path, 404)
+            self.send_response(code)
+            if code == 302:
+                self.send_header("Location", "/jobs/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_check_spark_ui(http_server):
+    import asyncio
+
+    from workbench._server import check_spark_ui
+
+    from .browser_support import free_port
+
+    def check(port, path="/"):
+        return asyncio.run(check_spark_ui(port, path, timeout=5))
+
+    assert check(http_server) == {"port": http_server, "answers": True, "status": 302, "reason": "Found"}
+    assert check(http_server, "jobs/")["status"] == 200
+    assert check(http_server, "/nothing") == {"port": http_server, "answers": False, "status": 404,
+                                              "reason": "Not Found"}
+    closed = free_port()
+    refused = check(closed)
+    assert (refused["answers"], refused["status"]) == (False, None) and refused["reason"]
+    assert check(0) == {"port": 0, "answers": False, "status": None, "reason": "no Spark UI port"}

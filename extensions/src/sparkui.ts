@@ -9,6 +9,7 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
 import { IFrame, refreshIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
@@ -27,44 +28,60 @@ export function sparkUIUrl(port: number, path: string): string {
   return URLExt.join(PageConfig.getBaseUrl(), 'proxy', String(port)) + page;
 }
 
-/** What checking a Spark UI page found: null when it answers, else why not. */
-export async function checkSparkUI(port: number, url: string): Promise<string | null> {
+/** What the server's `workbench/spark-ui/<port>` check answers. */
+interface ISparkUIStatus {
+  port: number;
+  answers: boolean;
+  status: number | null;
+  reason: string;
+}
+
+/**
+ * Whether a Spark UI page answers: null when it does, else why not, in words.
+ *
+ * The Jupyter server checks it (its `workbench/spark-ui/<port>` route): asking the proxy
+ * directly would make the browser log an HTTP error whenever nothing answers.
+ */
+export async function checkSparkUI(port: number): Promise<string | null> {
   if (!Number.isInteger(port) || port <= 0 || port > 65535) {
     return (
       'This session has no Spark UI: Spark has not started in this kernel, or it is a ' +
       'Spark Connect session (the Spark UI then belongs to the Connect server).'
     );
   }
-  const controller = new AbortController();
-  const timer = window.setTimeout(() => controller.abort(), 10000);
+  const settings = ServerConnection.makeSettings();
+  // The UI's root answers at once (a redirect); a query's page can take seconds to draw.
+  const url = URLExt.join(settings.baseUrl, 'workbench', 'spark-ui', String(port));
+  let answer: ISparkUIStatus;
   try {
-    const response = await fetch(url, {
-      credentials: 'same-origin',
-      signal: controller.signal,
-      // Only whether it answers matters here; the frame loads the page itself.
-      cache: 'no-store'
-    });
-    if (response.ok) {
-      return null;
+    const response = await ServerConnection.makeRequest(url, {}, settings);
+    if (!response.ok) {
+      return (
+        `The Jupyter server could not check the Spark UI (HTTP ${response.status}): ` +
+        'reinstall spark-streaming-workbench so that its server extension is enabled.'
+      );
     }
-    if (response.status === 401 || response.status === 403) {
-      return `The Jupyter server refused the Spark UI page (HTTP ${response.status}): log in to JupyterLab again.`;
-    }
-    return (
-      `Nothing answers as a Spark UI on port ${port} (HTTP ${response.status}): ` +
-      'the Spark session has stopped, or the kernel has restarted. Start Spark again and reload.'
-    );
+    answer = (await response.json()) as ISparkUIStatus;
   } catch (reason) {
-    const why = controller.signal.aborted ? 'no answer within 10 s' : String(reason);
-    return `The Spark UI on port ${port} could not be reached (${why}).`;
-  } finally {
-    window.clearTimeout(timer);
+    return `The Jupyter server could not be reached to check the Spark UI (${String(reason)}).`;
   }
+  if (answer.answers) {
+    return null;
+  }
+  const what = answer.status === null ? answer.reason || 'no answer' : `HTTP ${answer.status}`;
+  return (
+    `Nothing answers as a Spark UI on port ${port} (${what}): the Spark session has stopped, ` +
+    'or the kernel has restarted. Start Spark again and reload this tab.'
+  );
 }
 
 /** The tab's content: a message while checking or when the page is unreachable, else the frame. */
 export class SparkUIView extends Panel {
-  constructor(readonly port: number, readonly url: string) {
+  constructor(
+    readonly port: number,
+    readonly path: string,
+    readonly url: string
+  ) {
     super();
     this.addClass('jp-workbench-SparkUI');
     this._message.addClass('jp-workbench-SparkUI-message');
@@ -75,7 +92,7 @@ export class SparkUIView extends Panel {
   /** Check the page again and show it, or say why it cannot be shown. */
   async reload(): Promise<void> {
     this._showMessage('Connecting to the Spark UI…', 'checking');
-    const problem = await checkSparkUI(this.port, this.url);
+    const problem = await checkSparkUI(this.port);
     if (this.isDisposed) {
       return;
     }
@@ -135,7 +152,7 @@ export function addSparkUICommand(app: JupyterFrontEnd): void {
         void existing.content.reload();
         return existing;
       }
-      const content = new SparkUIView(port, url);
+      const content = new SparkUIView(port, path, url);
       const widget = new MainAreaWidget({ content });
       widget.id = `workbench-spark-ui-${Private.nextId++}`;
       widget.title.label = args.title || 'Spark UI';

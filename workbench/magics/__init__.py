@@ -30,8 +30,10 @@ def load_ipython_extension(ipython: Any) -> None:
     """
     from .magic import StreamMagics
 
+    _close_streams_panel(_magics_of(ipython))
     magics = StreamMagics(shell=ipython)
     ipython.register_magics(magics)
+    _open_streams_panel(ipython, magics)
     # A kernel shutdown or restart ends the interpreter: stop the streams (and their
     # pollers and monitors) on the way out, before Spark's own shutdown hooks run.
     atexit.unregister(_stop_at_exit)
@@ -68,12 +70,32 @@ def _hook_kernel_shutdown(ipython: Any, magics: Any) -> None:
     kernel.do_shutdown = do_shutdown
 
 
+def _open_streams_panel(ipython: Any, magics: Any) -> None:
+    """Serve JupyterLab's Streams panel over the ``workbench.streams`` comm."""
+    from ..spark import current_env
+    from ..views.streams_panel import register_streams_comm
+
+    try:
+        magics.streams_panel = register_streams_comm(
+            current_env, open_to_page=getattr(ipython, "kernel", None) is not None)
+    except Exception:  # the magics work without the panel
+        log.warning("the Streams panel's comm could not be registered", exc_info=True)
+
+
+def _close_streams_panel(magics: Any) -> None:
+    publisher = getattr(magics, "streams_panel", None)
+    if publisher is not None:
+        magics.streams_panel = None
+        publisher.close()
+
+
 def unload_ipython_extension(ipython: Any) -> None:
     """Stop every stream and remove the magics (``%unload_ext workbench``)."""
     magics = _magics_of(ipython)
     atexit.unregister(_stop_at_exit)
     if magics is None:
         return
+    _close_streams_panel(magics)
     _stop_at_exit(magics)
     kernel = getattr(ipython, "kernel", None)
     original = getattr(getattr(kernel, "do_shutdown", None), "_workbench_original", None)

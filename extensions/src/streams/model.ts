@@ -48,6 +48,14 @@ export class KernelStreams {
     return this._streams.filter((s) => s.status === 'active').length;
   }
 
+  /**
+   * Active streams in the kernel's last snapshot, kept when the page disconnects (a closed
+   * notebook); 0 once the kernel restarted, died or has no workbench.
+   */
+  get lastActiveCount(): number {
+    return this._lastActive;
+  }
+
   get sparkUIPort(): number {
     return this._sparkUIPort;
   }
@@ -210,6 +218,7 @@ export class KernelStreams {
       return;
     }
     this._streams = message.streams;
+    this._lastActive = this.activeCount;
     this._sparkUIPort = message.spark_ui_port;
     this._lastError = '';
     this._set('ready');
@@ -250,6 +259,9 @@ export class KernelStreams {
     if (state !== 'ready') {
       this._streams = [];
     }
+    if (state === 'restarting' || state === 'dead' || state === 'not-loaded') {
+      this._lastActive = 0;
+    }
     this._state = state;
     this._changed.emit();
   }
@@ -260,6 +272,7 @@ export class KernelStreams {
   private _state: StreamsState = 'connecting';
   private _streams: IStreamInfo[] = [];
   private _sparkUIPort = 0;
+  private _lastActive = 0;
   private _lastError = '';
   private _disposed = false;
   private _changed = new Signal<this, void>(this);

@@ -62,15 +62,18 @@ class StreamRow {
     this._sparkUI.textContent = 'Spark UI';
     this._stop.className = 'jp-Button jp-mod-styled jp-mod-warn jp-workbench-Stream-stop';
     this._stop.textContent = 'Stop';
-    head.append(this._name, this._status, this._sparkUI, this._stop);
+    head.append(this._name, this._status);
     const facts = document.createElement('div');
     facts.className = 'jp-workbench-Stream-facts';
     this._batches.className = 'jp-workbench-Stream-batches';
     this._rate.className = 'jp-workbench-Stream-rate';
     this._watermark.className = 'jp-workbench-Stream-watermark';
-    facts.append(this._batches, this._rate, this._watermark, this._sparkline);
+    facts.append(this._batches, this._rate, this._watermark);
+    const actions = document.createElement('div');
+    actions.className = 'jp-workbench-Stream-actions';
+    actions.append(this._sparkline, this._sparkUI, this._stop);
     this._note.className = 'jp-workbench-Stream-note';
-    this.node.append(head, facts, this._note);
+    this.node.append(head, facts, actions, this._note);
 
     this._stop.addEventListener('click', (event) => {
       event.stopPropagation();

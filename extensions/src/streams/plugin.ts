@@ -94,7 +94,7 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
         models.set(notebook, model);
         const created = model;
         notebook.disposed.connect(() => {
-          const active = created.activeCount;
+          const active = created.lastActiveCount;
           if (active > 0) {
             panel.setClosedNote(
               `${notebook.context.path} was closed while ${active} ` +

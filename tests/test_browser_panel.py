@@ -1,0 +1,316 @@
+"""The Streams panel, the status bar count and the Spark UI tab in a real JupyterLab.
+
+One private JupyterLab server (127.0.0.1, random port and token) and one headless Chromium
+serve the whole module; the tests run in order on two small notebooks written here:
+``panel.ipynb`` loads the workbench and starts two streams (``numbers`` and ``letters``)
+without monitors, ``plain.ipynb`` never loads it.
+
+* a kernel without the workbench: the panel says to run ``%load_ext workbench`` and the
+  status bar shows no count;
+* the panel lists both streams of the notebook's kernel and their batch counts grow; the
+  status bar says ``⏵ 2 streams``; after clearing every output the panel keeps updating;
+* Stop in the panel stops ``numbers`` (the row says stopped, the kernel agrees) and the
+  count drops to one;
+* clicking a row activates the cell that started the stream; once that cell is deleted the
+  row says so;
+* the Spark UI button opens the query's statistics page in a tab through the Jupyter
+  server's proxy; the proxy refuses a request without the token; a port with no Spark UI
+  and port 0 each give a clear message in the tab;
+* closing the notebook while a stream runs says so in the panel; reopening it shows the
+  stream again; a kernel restart empties the panel.
+
+No test may leave a JavaScript error in the page's console.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium, save_screenshot
+from .helpers import wait_for
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1500, "height": 1000}
+PANEL = "#workbench-streams"
+STATUS = ".jp-workbench-StreamsStatus"
+
+LOAD = "import workbench\nspark = workbench.session()\n%load_ext workbench"
+NUMBERS = '%%stream numbers --trigger "0.5 seconds" --no-monitor\n' \
+          'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()'
+LETTERS = '%%stream letters --trigger "0.5 seconds" --no-monitor\n' \
+          'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()'
+
+
+def _notebook(*sources: str) -> dict:
+    return {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {},
+                   "outputs": [], "source": source} for i, source in enumerate(sources)],
+        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                    "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[LabServer]:
+    folder = tmp_path_factory.mktemp("panel-notebooks")
+    (folder / "panel.ipynb").write_text(json.dumps(_notebook(LOAD, NUMBERS, LETTERS, "1 + 1")))
+    (folder / "plain.ipynb").write_text(json.dumps(_notebook("1 + 1")))
+    server = LabServer(folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+
+
+#: JupyterLab's own debugger logs this when a notebook closes while it asks the kernel for
+#: its debug state; it happens without the workbench too.
+JUPYTERLAB_NOISE = ("Could not restore the debugger state: Canceled future for debug_request",)
+
+
+class Console:
+    """Errors the page reported: console errors and uncaught exceptions."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error" and not message.text.startswith(JUPYTERLAB_NOISE):
+            self.errors.append(f"console.error: {message.text}")
+
+    def take(self) -> list[str]:
+        errors, self.errors = self.errors, []
+        return errors
+
+
+@pytest.fixture(scope="module")
+def browser(lab: LabServer) -> Iterator[tuple[Any, Console]]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            yield page, Console(page)
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser, lab: LabServer, request) -> Iterator[Any]:
+    """The module's page; on failure a screenshot and the server log go to test-artifacts/."""
+    page, console = browser
+    console.take()
+    failures = request.session.testsfailed
+    yield page
+    if request.session.testsfailed > failures:
+        save_screenshot(page, f"panel-{request.node.name}.png")
+        (ARTIFACTS / "panel-jupyter.log").write_text(lab.log_text(), encoding="utf-8")
+    errors = console.take()
+    assert not errors, "the page logged errors:\n" + "\n".join(errors)
+
+
+def _open(page: Any, lab: LabServer, name: str) -> None:
+    if page.url.startswith(lab.url):
+        page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", name)
+    else:
+        page.goto(lab.notebook_url(name))
+    wait_for(lambda: page.evaluate("(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                                   " return !!w && !!w.context && w.context.path === name; }", name),
+             60, 0.25, text=f"{name} did not open")
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+    page.evaluate("() => window.jupyterapp.commands.execute('workbench:show-streams')")
+
+
+def _panel_text(page: Any) -> str:
+    return page.locator(PANEL).inner_text()
+
+
+def _row(page: Any, name: str) -> Any:
+    return page.locator(f"{PANEL} .jp-workbench-Stream[data-stream='{name}']")
+
+
+def _batches(page: Any, name: str) -> int:
+    row = _row(page, name)
+    if not row.count():
+        return -1
+    return int(row.locator(".jp-workbench-Stream-batches").get_attribute("data-batches") or -1)
+
+
+def _status_text(page: Any) -> str:
+    item = page.locator(STATUS)
+    return item.inner_text() if item.count() and item.is_visible() else ""
+
+
+def _run_all(page: Any) -> None:
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    def errors() -> list[str]:
+        return page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+            .flatMap(c => c.model.type === 'code' ? c.model.outputs.toJSON() : [])
+            .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)""")
+
+    def done() -> bool:
+        assert not errors(), f"cells raised: {errors()}"
+        return page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+            .every(c => c.model.type !== 'code' || (c.model.executionCount !== null
+                   && c.model.executionState !== 'running'))""")
+
+    wait_for(done, 180, 0.5, text="the notebook's cells did not finish")
+
+
+def test_a_kernel_without_the_workbench(page, lab):
+    _open(page, lab, "plain.ipynb")
+    wait_for(lambda: "run %load_ext workbench" in _panel_text(page), 30, 0.25,
+             text=lambda: f"the panel says {_panel_text(page)!r}")
+    assert page.locator(PANEL).get_attribute("data-state") == "not-loaded"
+    assert _status_text(page) == ""
+
+
+def test_the_panel_lists_the_kernels_streams_live(page, lab):
+    _open(page, lab, "panel.ipynb")
+    _run_all(page)
+    wait_for(lambda: _batches(page, "numbers") >= 1 and _batches(page, "letters") >= 1, 60, 0.25,
+             text=lambda: f"the panel did not list both streams: {_panel_text(page)!r}")
+    names = page.locator(f"{PANEL} .jp-workbench-Stream-name").all_inner_texts()
+    assert names == ["numbers", "letters"]
+    assert _row(page, "numbers").locator(".jp-workbench-Stream-status").inner_text() == "active"
+    assert "rows/s" in _row(page, "numbers").inner_text()
+    wait_for(lambda: _status_text(page) == "\u23f5 2 streams", 10, 0.25,
+             text=lambda: f"status bar: {_status_text(page)!r}")
+    first = _batches(page, "numbers")
+    wait_for(lambda: _batches(page, "numbers") >= first + 3, 20, 0.25,
+             text=lambda: f"batches did not grow: {first} -> {_batches(page, 'numbers')}")
+    # Clearing every output (the cells' widgets and prints) does not stop the panel.
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    cleared = _batches(page, "numbers")
+    wait_for(lambda: _batches(page, "numbers") >= cleared + 2, 20, 0.25,
+             text=lambda: f"after clearing outputs the batches stay at {_batches(page, 'numbers')}")
+
+
+def test_stop_in_the_panel(page, lab):
+    row = _row(page, "numbers")
+    row.locator(".jp-workbench-Stream-stop").click()
+    wait_for(lambda: row.locator(".jp-workbench-Stream-status").inner_text() == "stopped", 30, 0.25,
+             text=lambda: f"after Stop the row says {row.inner_text()!r}")
+    assert row.locator(".jp-workbench-Stream-stop").is_disabled()
+    wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
+             text=lambda: f"status bar after Stop: {_status_text(page)!r}")
+    reported = page.evaluate(JS_KERNEL_PRINT, "import workbench\n"
+                                              "print(dict(workbench.streams()[['name', 'status']].values))")
+    assert reported == "{'numbers': 'stopped', 'letters': 'active'}"
+    assert _row(page, "letters").locator(".jp-workbench-Stream-status").inner_text() == "active"
+
+
+def test_clicking_a_stream_activates_its_cell(page, lab):
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 3; }")
+    _row(page, "letters").locator(".jp-workbench-Stream-name").click()
+    wait_for(lambda: page.evaluate("() => window.jupyterapp.shell.currentWidget.content.activeCellIndex") == 2,
+             10, 0.1, text="clicking the letters row did not activate its cell")
+    # The cell that started `numbers` is deleted: the row says so, nothing else happens.
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.deleteCell(1)")
+    _row(page, "numbers").locator(".jp-workbench-Stream-name").click()
+    note = _row(page, "numbers").locator(".jp-workbench-Stream-note")
+    wait_for(lambda: "no longer in this notebook" in note.inner_text(), 10, 0.1,
+             text=lambda: f"the row's note: {note.inner_text()!r}")
+
+
+def _spark_ui_tab(page: Any) -> Any:
+    return page.locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI")
+
+
+def test_spark_ui_tab_through_the_proxy(page, lab):
+    run_id = page.evaluate(JS_KERNEL_PRINT, "print(workbench.stream('letters').run_id)")
+    _row(page, "letters").locator(".jp-workbench-Stream-sparkui").click()
+    frame = page.frame_locator(".jp-workbench-SparkUI-frame iframe")
+
+    def shown() -> str:
+        try:
+            return frame.locator("body").inner_text(timeout=1000)
+        except Exception:  # the frame is not there yet (the tab checks the page first)
+            return ""
+
+    wait_for(lambda: "Streaming Query Statistics" in shown(), 60, 0.5,
+             text=lambda: f"the Spark UI tab shows {_spark_ui_tab(page).inner_text()!r}")
+    assert f"RunId: {run_id}" in shown()
+    title = page.evaluate("() => window.jupyterapp.shell.currentWidget.title.label")
+    assert title == "letters: Spark UI"
+    src = page.locator(".jp-workbench-SparkUI-frame iframe").get_attribute("src")
+    found = re.search(r"/proxy/(\d+)/StreamingQuery/statistics/\?id=", src or "")
+    assert found, f"the frame's address is {src!r}"
+    port = int(found.group(1))
+    # The same page without the token (nor the browser's login cookie) is refused.
+    opener = urllib.request.build_opener(_NoRedirect())
+    try:
+        response = opener.open(f"{lab.url}/proxy/{port}/StreamingQuery/", timeout=10)
+        status, location = response.status, response.headers.get("Location", "")
+    except urllib.error.HTTPError as error:
+        status, location = error.code, error.headers.get("Location", "")
+    assert status == 403 or (status in (301, 302) and "/login" in location), (status, location)
+    page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("port", "says"), [
+    ("free", "Nothing answers as a Spark UI on port"),
+    (0, "This session has no Spark UI"),
+])
+def test_spark_ui_tab_when_there_is_no_spark_ui(page, lab, port, says):
+    port = free_port() if port == "free" else port
+    page.evaluate("(port) => window.jupyterapp.commands.execute('workbench:open-spark-ui', "
+                  "{port, path: '/StreamingQuery/', title: 'nothing'})", port)
+    message = page.locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI-message")
+    wait_for(lambda: message.count() and says in message.inner_text(), 30, 0.25,
+             text=lambda: f"the tab says {_spark_ui_tab(page).inner_text()!r}")
+    assert message.get_attribute("data-state") == "error"
+    assert page.locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI-frame").count() == 0
+    page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+
+
+def test_closing_and_reopening_the_notebook(page, lab):
+    # Close every notebook (saved first, so no dialog asks); the kernels keep running.
+    page.evaluate("""async () => {
+        const app = window.jupyterapp;
+        for (const widget of [...app.shell.widgets('main')]) {
+            if (widget.context) { await widget.context.save(); }
+            widget.close();
+        }
+    }""")
+    wait_for(lambda: "panel.ipynb was closed while 1 stream was running" in _panel_text(page), 15, 0.25,
+             text=lambda: f"with no notebook open the panel says {_panel_text(page)!r}")
+    _open(page, lab, "panel.ipynb")
+    wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25,
+             text=lambda: f"after reopening the panel says {_panel_text(page)!r}")
+
+
+def test_kernel_restart_empties_the_panel(page, lab):
+    # Stopped first: a restart gives the kernel 5 s to exit, and stopping a running stream and
+    # Spark can take longer on a busy machine (the kernel is then killed before it cleans up).
+    assert page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all(); print('ok')") == "ok"
+    wait_for(lambda: _row(page, "letters").locator(".jp-workbench-Stream-status").inner_text() == "stopped",
+             15, 0.25, text=lambda: f"letters did not stop: {_panel_text(page)!r}")
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart(); }")
+    wait_for(lambda: _row(page, "letters").count() == 0, 30, 0.25,
+             text=lambda: f"after a restart the panel still shows {_panel_text(page)!r}")
+    wait_for(lambda: "run %load_ext workbench" in _panel_text(page), 60, 0.25,
+             text=lambda: f"after the restart the panel says {_panel_text(page)!r}")
+    assert _status_text(page) == ""
+    time.sleep(1)  # nothing arrives late from the old kernel
+    assert _row(page, "letters").count() == 0

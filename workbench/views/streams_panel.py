@@ -1,0 +1,448 @@
+"""The kernel side of JupyterLab's Streams panel: the ``workbench.streams`` comm.
+
+``%load_ext workbench`` registers the comm target ``workbench.streams`` (and opens a comm
+to the page, for a page that connected before the workbench was loaded). A
+:class:`StreamsPublisher` sends every open comm a snapshot of the kernel's streams
+(:func:`streams_message`), only when something changed and at most once per
+``min_interval`` seconds (two a second by default) however fast batches run: progress
+listeners and stream starts only wake its thread, which coalesces them. Snapshots are
+built from each handle's progress history, status and error, never by calling Spark.
+The page may ask ``{"kind": "stop", "name": ...}`` (the stream stops on a thread of its
+own, so the kernel's message loop never waits for a batch to end) or
+``{"kind": "refresh"}``. The protocol is written down in ``extensions/README.md``.
+
+This module never imports Spark: the workbench state is given as a callable returning an
+object with ``handles()``, ``get(name)``, ``on_stream_started`` and ``ui_web_url()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Protocol
+
+from ..progress.diagnosis import EPOCH
+from ..progress.records import BatchProgress
+from .sparkui import statistics_path, ui_port
+
+__all__ = [
+    "COMM_TARGET", "GAP_POINTS", "StreamsPublisher", "current_cell_id", "gap_seconds", "stream_info",
+    "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
+]
+
+log = logging.getLogger(__name__)
+
+#: The comm target name, the same on both sides.
+COMM_TARGET = "workbench.streams"
+#: Watermark-gap values per stream in a snapshot (the panel's sparkline).
+GAP_POINTS = 30
+#: Seconds between checks for changes nobody announced (a stream started before the
+#: workbench was loaded, a query that failed between polls).
+HEARTBEAT = 2.0
+#: Seconds between attempts to learn the Spark UI's port while Spark has none.
+UI_RETRY = 5.0
+
+
+class StreamLike(Protocol):
+    """What the panel reads from a stream (a :class:`~workbench.spark.streams.StreamHandle`)."""
+
+    name: str
+    sink: str
+    progress: Any  # ProgressHistory
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+    def on_finished(self, callback: Callable[[Any], None]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class EnvLike(Protocol):
+    """What the publisher needs of the workbench state (a ``Workbench``)."""
+
+    on_stream_started: list[Callable[[Any], None]]
+
+    def handles(self) -> list[Any]: ...
+
+    def get(self, name: str) -> Any: ...
+
+    def ui_web_url(self) -> str | None: ...
+
+
+def current_cell_id(shell: Any = None) -> str | None:
+    """The id of the notebook cell whose code is running now, or None.
+
+    JupyterLab puts the cell's id in each execute request's metadata (``cellId``). Outside
+    an execute request of the main thread (a button's callback, a background thread, a
+    plain IPython shell) there is no such cell and the answer is None.
+
+    Examples
+    --------
+    >>> current_cell_id() is None        # not in a kernel
+    True
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover (IPython comes with ipykernel)
+            return None
+        shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return None
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:  # an ipykernel without channels in get_parent
+        parent = getattr(kernel, "get_parent", lambda: {})()
+    if not isinstance(parent, dict) or parent.get("header", {}).get("msg_type") != "execute_request":
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    return cell if isinstance(cell, str) and cell else None
+
+
+def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
+    """Newest event time minus watermark, in seconds, per batch (None where unknown).
+
+    Spark's initial watermark (epoch 0, "none yet") counts as unknown.
+
+    Examples
+    --------
+    >>> from workbench.progress import BatchProgress
+    >>> gap_seconds([BatchProgress.from_json({"batchId": 0, "eventTime": {
+    ...     "max": "2024-01-01T00:00:30.000Z", "watermark": "2024-01-01T00:00:20.000Z"}})])
+    [10.0]
+    """
+    gaps: list[float | None] = []
+    for record in records:
+        newest, watermark = record.event_time_max, record.watermark
+        if newest is None or watermark is None or watermark <= EPOCH:
+            gaps.append(None)
+        else:
+            gaps.append(round((newest - watermark).total_seconds(), 3))
+    return gaps
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None or value <= EPOCH:
+        return None
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def stream_info(
+    handle: StreamLike, *, ids: tuple[str, str], port: int, cell_id: str | None,
+) -> dict[str, Any]:
+    """One stream's entry of a ``streams`` message, read without calling Spark.
+
+    Parameters
+    ----------
+    handle : StreamLike
+        The stream; its progress history, ``finished``, and (once finished) its settled
+        ``status`` and ``error`` are read.
+    ids : (str, str)
+        The query's id and run id, read once per handle by the caller.
+    port : int
+        The Spark UI's port, 0 when there is none.
+    cell_id : str or None
+        The notebook cell that started the stream.
+    """
+    recent = handle.progress.tail(GAP_POINTS)
+    last = recent[-1] if recent else None
+    finished = handle.finished
+    query_id, run_id = ids
+    return {
+        "name": handle.name,
+        "id": query_id,
+        "run_id": run_id,
+        # While the query runs, `status` would ask Spark; a finished handle has settled it.
+        "status": handle.status if finished else "active",
+        "batches": handle.progress.total,
+        "last_batch_id": handle.progress.last_batch_id,
+        "watermark": _iso(last.watermark) if last else None,
+        "input_rows_per_second": last.input_rows_per_second if last else None,
+        "gap_seconds": gap_seconds(recent),
+        "error": handle.error if finished else None,
+        "sink": handle.sink,
+        "cell_id": cell_id,
+        "spark_ui": {"port": port, "path": statistics_path(run_id)} if port else None,
+    }
+
+
+def streams_message(streams: list[dict[str, Any]], port: int) -> dict[str, Any]:
+    """The kernel-to-page snapshot: ``{"kind": "streams", "streams": [...], "spark_ui_port": port}``."""
+    return {"kind": "streams", "streams": streams, "spark_ui_port": port}
+
+
+class StreamsPublisher:
+    """Sends the kernel's streams to every open ``workbench.streams`` comm, throttled.
+
+    Parameters
+    ----------
+    env : callable
+        Returns the current workbench state (see :class:`EnvLike`); called on each
+        snapshot, so a replaced workbench (``new_env()``) is followed.
+    min_interval : float, default 0.5
+        Least seconds between two snapshots: at most ``1 / min_interval`` messages a second.
+    clock : callable, default time.monotonic
+    cell_id : callable, default current_cell_id
+        Called when a stream starts (on the starting thread) to learn its cell.
+    thread : bool, default True
+        Send from a daemon thread of its own, started with the first comm; False leaves
+        the sending to whoever calls :meth:`pump` (tests).
+
+    Examples
+    --------
+    >>> from workbench.spark import current_env          # doctest: +SKIP
+    >>> publisher = StreamsPublisher(current_env)          # doctest: +SKIP
+    >>> publisher.attach(comm)                             # doctest: +SKIP
+    >>> publisher.close()                                  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        env: Callable[[], EnvLike],
+        *,
+        min_interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+        cell_id: Callable[[], str | None] = current_cell_id,
+        thread: bool = True,
+    ) -> None:
+        if not min_interval > 0:
+            raise ValueError(f"min_interval must be a positive number of seconds, got {min_interval!r}")
+        self._env_provider = env
+        self.min_interval = float(min_interval)
+        self._clock = clock
+        self._cell_id = cell_id
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._comms: list[Any] = []
+        self._env: Any = None
+        self._watched: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._cells: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._last_sent: dict[str, Any] | None = None
+        self._last_time = float("-inf")
+        self._force = False
+        self._port = 0
+        self._port_checked = float("-inf")
+        self._thread: threading.Thread | None = None
+        self._watch_lock = threading.RLock()  # stream starts and snapshots come on many threads
+        self._target_manager: Any = None
+        self._use_thread = thread
+        #: Snapshots sent so far (all comms count once per snapshot).
+        self.sent = 0
+
+    # -- comms -----------------------------------------------------------------------------------
+
+    def attach(self, comm: Any) -> None:
+        """Serve ``comm`` (opened by the page, or by the kernel): snapshots out, commands in."""
+        if self._closed.is_set():
+            comm.close()
+            return
+        self._current_env()  # watch stream starts from now on
+        comm.on_msg(lambda msg: self.handle_message(msg.get("content", {}).get("data") or {}, comm))
+        comm.on_close(lambda _msg: self._detach(comm))
+        with self._lock:
+            self._comms.append(comm)
+            self._force = True
+            if self._use_thread and self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="workbench-streams-panel", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _detach(self, comm: Any) -> None:
+        with self._lock:
+            if comm in self._comms:
+                self._comms.remove(comm)
+
+    @property
+    def comms(self) -> int:
+        """How many comms are open."""
+        with self._lock:
+            return len(self._comms)
+
+    def handle_message(self, data: dict[str, Any], comm: Any = None) -> None:
+        """Act on a page-to-kernel message (``stop`` or ``refresh``); unknown kinds are ignored."""
+        kind = data.get("kind")
+        if kind == "refresh":
+            with self._lock:
+                self._force = True
+            self._wake.set()
+        elif kind == "stop":
+            name = data.get("name")
+            try:
+                handle = self._current_env().get(str(name))
+            except ValueError as error:
+                if comm is not None:
+                    comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error}"})
+                return
+            # handle.stop() waits for the running batch to end: never on the kernel's thread.
+            threading.Thread(target=handle.stop, name=f"workbench-stop-{name}", daemon=True).start()
+
+    # -- watching streams ----------------------------------------------------------------------
+
+    def _current_env(self) -> EnvLike:
+        env = self._env_provider()
+        if env is not self._env:
+            self._follow(env)
+        return env
+
+    def _follow(self, env: EnvLike) -> None:
+        """Watch ``env`` (its stream starts) instead of the previous workbench state."""
+        old, self._env = self._env, env
+        if old is not None and self._on_started in old.on_stream_started:
+            old.on_stream_started.remove(self._on_started)
+        env.on_stream_started.append(self._on_started)
+
+    def _on_started(self, handle: Any) -> None:
+        # On the starting thread: the cell that runs now is the one that started the stream.
+        cell = self._cell_id()
+        if cell:
+            self._cells[handle] = cell
+        self._watch(handle)
+        self._wake.set()
+
+    def _watch(self, handle: Any) -> tuple[str, str]:
+        with self._watch_lock:
+            ids = self._watched.get(handle)
+            if ids is not None:
+                return ids
+            ids = (handle.id, handle.run_id)  # constant per run: read once
+            self._watched[handle] = ids
+            self._unsubscribe.append(handle.progress.subscribe(lambda _records: self._wake.set()))
+        handle.on_finished(lambda _handle: self._wake.set())
+        return ids
+
+    def _spark_ui_port(self, env: EnvLike) -> int:
+        now = self._clock()
+        if not self._port and now - self._port_checked >= UI_RETRY:
+            self._port_checked = now
+            self._port = ui_port(env.ui_web_url())
+        return self._port
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``streams`` message for the current state."""
+        with self._watch_lock:
+            env = self._current_env()
+            port = self._spark_ui_port(env)
+            streams = [
+                stream_info(handle, ids=self._watch(handle), port=port, cell_id=self._cells.get(handle))
+                for handle in env.handles()
+            ]
+        return streams_message(streams, port)
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    def pump(self) -> float | None:
+        """Send a snapshot if one is due; the seconds until the next pump is worth doing.
+
+        None means "nothing to do until woken" (no comm open). Runs on the publisher's
+        thread; tests call it directly with an injected clock.
+        """
+        with self._lock:
+            comms = list(self._comms)
+            force = self._force
+        if not comms:
+            return None
+        wait = self._last_time + self.min_interval - self._clock()
+        if wait > 0:
+            return wait
+        message = self.snapshot()
+        if force or message != self._last_sent:
+            with self._lock:
+                self._force = False
+            self._last_sent = message
+            self._last_time = self._clock()
+            self.sent += 1
+            for comm in comms:
+                try:
+                    comm.send(message)
+                except Exception:  # a comm whose kernel side is gone: forget it
+                    log.debug("sending to the Streams panel failed", exc_info=True)
+                    self._detach(comm)
+        return HEARTBEAT
+
+    def _run(self) -> None:
+        try:
+            while not self._closed.is_set():
+                self._wake.clear()
+                delay = self.pump()
+                if self._closed.is_set():
+                    break
+                if delay is not None and delay < HEARTBEAT:
+                    self._closed.wait(delay)  # throttled: wake-ups cannot shorten this
+                else:
+                    self._wake.wait(delay)
+        except Exception:
+            log.exception("the Streams panel publisher stopped on an error")
+
+    def close(self) -> None:
+        """Close every comm, stop watching streams, unregister the comm target, end the thread."""
+        self._closed.set()
+        self._wake.set()
+        with self._lock:
+            comms, self._comms = self._comms, []
+            thread, self._thread = self._thread, None
+        for comm in comms:
+            try:
+                comm.close()
+            except Exception:
+                log.debug("closing a Streams panel comm failed", exc_info=True)
+        with self._watch_lock:
+            for unsubscribe in self._unsubscribe:
+                unsubscribe()
+            self._unsubscribe.clear()
+            if self._env is not None and self._on_started in self._env.on_stream_started:
+                self._env.on_stream_started.remove(self._on_started)
+        manager, self._target_manager = self._target_manager, None
+        if manager is not None:
+            manager.unregister_target(COMM_TARGET, None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)
+
+
+def register_streams_comm(env: Callable[[], EnvLike], *, open_to_page: bool) -> StreamsPublisher:
+    """Register the ``workbench.streams`` comm target; returns the publisher serving it.
+
+    Parameters
+    ----------
+    env : callable
+        Returns the current workbench state.
+    open_to_page : bool
+        Also open a comm to the page (true in a Jupyter kernel): a page that connected
+        before the workbench was loaded learns of it this way.
+
+    Examples
+    --------
+    >>> publisher = register_streams_comm(current_env, open_to_page=True)   # doctest: +SKIP
+    >>> publisher.close()            # closes its comms and unregisters the target  # doctest: +SKIP
+    """
+    import comm as comm_package
+
+    publisher = StreamsPublisher(env)
+    manager = comm_package.get_comm_manager()
+    manager.register_target(COMM_TARGET, lambda comm, _msg: publisher.attach(comm))
+    publisher._target_manager = manager
+    # Watch stream starts from now on, so that the cell of each new stream is known.
+    first = publisher.snapshot()
+    if open_to_page:
+        publisher.attach(comm_package.create_comm(target_name=COMM_TARGET, data=first))
+    return publisher
