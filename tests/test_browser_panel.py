@@ -209,6 +209,11 @@ def test_stop_in_the_panel(page, lab):
     assert row.locator(".jp-workbench-Stream-stop").is_disabled()
     wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
              text=lambda: f"status bar after Stop: {_status_text(page)!r}")
+    # Clicking the count shows the panel.
+    page.evaluate("() => window.jupyterapp.shell.collapseRight()")
+    wait_for(lambda: not page.locator(PANEL).is_visible(), 5, 0.1, text="the panel did not collapse")
+    page.locator(STATUS).click()
+    wait_for(lambda: page.locator(PANEL).is_visible(), 5, 0.1, text="clicking the status bar count did not show the panel")
     reported = page.evaluate(JS_KERNEL_PRINT, "import workbench\n"
                                               "print(dict(workbench.streams()[['name', 'status']].values))")
     assert reported == "{'numbers': 'stopped', 'letters': 'active'}"
