@@ -2,8 +2,8 @@
 
 One private JupyterLab server (127.0.0.1, random port and token) and one headless Chromium
 serve the whole module; the tests run in order on two small notebooks written here:
-``panel.ipynb`` loads the workbench and starts two streams (``numbers`` and ``letters``)
-without monitors, ``plain.ipynb`` never loads it.
+``panel.ipynb`` loads the workbench, starts two streams (``numbers`` and ``letters``)
+without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the workbench.
 
 * a kernel without the workbench: the panel says to run ``%load_ext workbench`` and the
   status bar shows no count;
@@ -15,7 +15,8 @@ without monitors, ``plain.ipynb`` never loads it.
   row says so;
 * the Spark UI button opens the query's statistics page in a tab through the Jupyter
   server's proxy; the proxy refuses a request without the token; a port with no Spark UI
-  and port 0 each give a clear message in the tab;
+  and port 0 each give a clear message in the tab; the ``SparkUIButton`` widget under a cell
+  opens its page in a tab too;
 * closing the notebook while a stream runs says so in the panel; reopening it shows the
   stream again; a kernel restart empties the panel.
 
@@ -34,7 +35,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium, save_screenshot
+from .browser_support import ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium, save_screenshot
 from .helpers import wait_for
 
 pytestmark = pytest.mark.browser
@@ -48,6 +49,8 @@ NUMBERS = '%%stream numbers --trigger "0.5 seconds" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()'
 LETTERS = '%%stream letters --trigger "0.5 seconds" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()'
+BUTTON = 'from workbench.views.sparkui import SparkUIButton, ui_port\n' \
+         'SparkUIButton(port=ui_port(spark.sparkContext.uiWebUrl), path="/StreamingQuery/", title="all queries")'
 
 
 def _notebook(*sources: str) -> dict:
@@ -63,7 +66,7 @@ def _notebook(*sources: str) -> dict:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Iterator[LabServer]:
     folder = tmp_path_factory.mktemp("panel-notebooks")
-    (folder / "panel.ipynb").write_text(json.dumps(_notebook(LOAD, NUMBERS, LETTERS, "1 + 1")))
+    (folder / "panel.ipynb").write_text(json.dumps(_notebook(LOAD, NUMBERS, LETTERS, "1 + 1", BUTTON)))
     (folder / "plain.ipynb").write_text(json.dumps(_notebook("1 + 1")))
     server = LabServer(folder)
     server.start()
@@ -248,9 +251,8 @@ def test_spark_ui_tab_through_the_proxy(page, lab):
         except Exception:  # the frame is not there yet (the tab checks the page first)
             return ""
 
-    wait_for(lambda: "Streaming Query Statistics" in shown(), 60, 0.5,
-             text=lambda: f"the Spark UI tab shows {_spark_ui_tab(page).inner_text()!r}")
-    assert f"RunId: {run_id}" in shown()
+    wait_for(lambda: "Streaming Query Statistics" in shown() and f"RunId: {run_id}" in shown(), 60, 0.5,
+             text=lambda: f"the Spark UI tab shows {shown()!r}")
     title = page.evaluate("() => window.jupyterapp.shell.currentWidget.title.label")
     assert title == "letters: Spark UI"
     src = page.locator(".jp-workbench-SparkUI-frame iframe").get_attribute("src")
@@ -265,6 +267,29 @@ def test_spark_ui_tab_through_the_proxy(page, lab):
     except urllib.error.HTTPError as error:
         status, location = error.code, error.headers.get("Location", "")
     assert status == 403 or (status in (301, 302) and "/login" in location), (status, location)
+    page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+
+
+def test_spark_ui_button_widget(page, lab):
+    _open(page, lab, "panel.ipynb")
+    # Outputs were cleared above: run the button's cell again.
+    assert page.evaluate(JS_ACTIVATE_CELL, "SparkUIButton(") >= 0
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    button = page.locator(".jp-Notebook .jp-workbench-SparkUIButton button")
+    wait_for(lambda: button.count() == 1, 30, 0.25, text="the SparkUIButton widget did not render")
+    assert button.inner_text() == "Spark UI" and button.is_enabled()
+    button.click()
+    frame = page.frame_locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI-frame iframe")
+
+    def shown() -> str:
+        try:
+            return frame.locator("body").inner_text(timeout=1000)
+        except Exception:  # the frame is not there yet
+            return ""
+
+    wait_for(lambda: "Streaming Query" in shown() and "letters" in shown(), 60, 0.5,
+             text=lambda: f"the button's tab shows {_spark_ui_tab(page).inner_text()!r}")
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.title.label") == "all queries"
     page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
 
 
