@@ -122,7 +122,7 @@ def test_deduplication_state_with_and_without_watermark(env, spark):
     last = with_watermark.progress.last_batch_id
     rows = inputs(4, last + 1)
     mark = watermarks(with_watermark)[last]
-    state = with_watermark.state()
+    state = with_watermark.state(batch_id=last)  # the batch whose watermark is `mark`
     assert list(state.columns) == ["value", "timestamp", "partition_id"]  # no placeholder value column
     # Keys are kept until the watermark reaches their event time.
     expected = rows[rows["event_time"] > mark]
@@ -140,7 +140,7 @@ def test_deduplication_state_with_and_without_watermark(env, spark):
     rows["k"] = rows["value"] // 2
     first_seen = rows.groupby("k")["event_time"].min()
     mark = watermarks(within)[last]
-    state = within.state()
+    state = within.state(batch_id=last)
     assert list(state.columns) == ["k", "expires_at", "partition_id"]
     # Each key expires one delay after its first event time, and leaves state when the watermark gets there.
     assert {r.k: r.expires_at for r in state.itertuples()} == {
