@@ -120,9 +120,11 @@ def test_join_input_watermarks_match_spark(env, spark):
     joined = left.join(right, F.expr("click_id = view_id AND click_time BETWEEN view_time - interval 1 minute "
                                      "AND view_time + interval 1 minute"), "leftOuter")
     handle = env.start(joined, "joined", trigger="200 ms", input_watermarks=True)
+    monitor = handle.monitor(window=60)
     wait_for(lambda: handle.progress.total >= 7 or handle.status != "active", 120, message="7 batches")
     handle.stop()
     assert handle.error is None
+    wait_for(lambda: not monitor.running, 30, message="the monitor to finish")
     assert list(handle.result().columns) == ["click_id", "click_time", "view_id", "view_time"]
     frame = handle.input_watermarks()
     assert list(frame.columns)[:5] == ["batch_id", "input", "max_event_time", "delay", "watermark"]
@@ -143,6 +145,18 @@ def test_join_input_watermarks_match_spark(env, spark):
     latest = [r for r in input_watermarks(handle.progress.records(), handle.inputs, handle.watermark_policy)
               if r.batch_id == last]
     assert held_back_by(latest).startswith(f"Input `views` has had no rows for {last - 1} batches")
+    # The monitor draws a lane per input: at batch b, the watermark the input proposed after
+    # batch b - 1 (what batch b ran with), next to the global one.
+    lanes = {t.name: dict(zip(t.x, t.y)) for t in monitor.figures["watermark"].data}
+    proposed = {(row.batch_id, row.input): row.watermark for row in frame.itertuples()}
+    for name in ("clicks", "views"):
+        drawn = lanes[f"watermark: {name}"]
+        assert sorted(drawn) == sorted(records)
+        for batch_id, value in drawn.items():
+            before = proposed.get((batch_id - 1, name))
+            expected = None if before is None or before <= EPOCH else before.strftime("%Y-%m-%d %H:%M:%S.%f")
+            assert value == expected, (name, batch_id, value, expected)
+    monitor.close()
 
     # An ordinary query is not observed at all.
     plain = env.start(rate(spark, 2, 60).withWatermark("timestamp", "1 minute"), "plain", trigger="200 ms")

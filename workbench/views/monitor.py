@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import ipywidgets as widgets
 
 from ..progress.diagnosis import EPOCH, OutputSummary, format_time, why_no_output
+from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
 from ..progress.records import DURATION_PARTS, BatchProgress
 from .charts import ChartGrid
 from .protocol import MonitoredStream
@@ -166,6 +167,18 @@ def operator_traces(names: Sequence[str], start: int = 0) -> list[dict[str, Any]
     return traces
 
 
+def input_traces(names: Sequence[str]) -> list[dict[str, Any]]:
+    """Watermark-chart traces for each observed input: the watermark that input proposes.
+
+    Examples
+    --------
+    >>> [t["name"] for t in input_traces(["clicks", "views"])]
+    ['watermark: clicks', 'watermark: views']
+    """
+    return [_line(f"watermark: {name}", f"{name} watermark {_TIME_HOVER}", mode="lines",
+                  line={"shape": "hv", "width": 1.5, "dash": "dash"}) for name in names]
+
+
 def chart_points(records: Sequence[BatchProgress], operators: int) -> dict[str, tuple[list[Any], list[list[Any]]]]:
     """The points the monitor draws for ``records``: ``{chart: (batch ids, [values per trace])}``.
 
@@ -298,6 +311,14 @@ class StreamMonitor(widgets.VBox):
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._operators: list[str] = []
+        # Queries started with input_watermarks=True: one watermark lane per input, folded
+        # batch by batch as records arrive (each record once, in order).
+        inputs = tuple(getattr(handle, "inputs", ()) or ())
+        self._tracker = (InputWatermarkTracker(inputs, getattr(handle, "watermark_policy", "min"))
+                         if inputs else None)
+        self._input_names = [spec.name for spec in inputs]
+        self._input_lanes: dict[int, list[str | None]] = {}  # batch id -> each input's watermark it ran with
+        self._input_rows: list[InputWatermark] = []  # each input after the newest batch
         #: Wall-clock times (``time.time()``) at which batch ids were sent to the page; only
         #: filled after ``_track_drawn = True`` (the benchmark's freshness probe).
         self.drawn_at: dict[int, float] = {}
@@ -309,7 +330,9 @@ class StreamMonitor(widgets.VBox):
                                           tooltip="Stop this stream")
         self.pause_button = widgets.ToggleButton(value=False, description="Pause updates", icon="pause",
                                                  tooltip="Stop redrawing the charts (batches are still recorded)")
-        self.charts = ChartGrid(chart_specs(), window=self.window)
+        specs = chart_specs()
+        specs[0]["traces"] += input_traces(self._input_names)
+        self.charts = ChartGrid(specs, window=self.window)
         self.preview = widgets.HTML()
         self._has_preview = getattr(handle, "sink", None) == "memory"
         name = str(getattr(handle, "name", "stream"))
@@ -333,6 +356,7 @@ class StreamMonitor(widgets.VBox):
         self._unsubscribe: Callable[[], None] | None = handle.progress.subscribe(self._take)
         with self._lock:
             existing = handle.progress.records()
+            self._fold_inputs(existing)
             self._summary = OutputSummary().add(existing)
             self._last = existing[-1] if existing else None
             self._reset_due = bool(existing)
@@ -359,6 +383,7 @@ class StreamMonitor(widgets.VBox):
             if not fresh:
                 return
             self._last = fresh[-1]
+            self._fold_inputs(fresh)
             self._summary = self._summary.add(fresh)
             if self._paused:
                 self._reset_due = True  # resume redraws the newest window from the model
@@ -367,6 +392,22 @@ class StreamMonitor(widgets.VBox):
             if self._has_preview and any((r.num_output_rows or 0) > 0 for r in fresh):
                 self._preview_due = True
         self._wake.set()
+
+    def _fold_inputs(self, records: list[BatchProgress]) -> None:
+        """Per-input watermarks of new batches (called under the lock, each batch once)."""
+        if self._tracker is None or not records:
+            return
+        previous = {row.input: row.watermark for row in self._input_rows}
+        rows = self._tracker.add(records)
+        for record in records:
+            # Drawn at batch b: the watermark each input proposed after the batch before
+            # (what batch b ran with), like the global watermark lane.
+            self._input_lanes[record.batch_id] = [_utc_text(_watermark(previous.get(name)))
+                                                  for name in self._input_names]
+            previous.update((row.input, row.watermark) for row in rows if row.batch_id == record.batch_id)
+        self._input_rows = [row for row in rows if row.batch_id == records[-1].batch_id]
+        while len(self._input_lanes) > self.window:
+            del self._input_lanes[min(self._input_lanes)]
 
     def _on_finished(self, _handle: Any) -> None:
         with self._lock:
@@ -436,6 +477,11 @@ class StreamMonitor(widgets.VBox):
             if records and not self._operators:
                 self.charts.set_empty_message("state", NO_STATE)
             points = chart_points(records, len(self._operators))
+            if self._input_names:
+                x, lanes = points["watermark"]
+                with self._lock:
+                    values = [self._input_lanes.get(batch, [None] * len(self._input_names)) for batch in x]
+                lanes += [list(column) for column in zip(*values)] if values else [[] for _ in self._input_names]
             if reset:
                 self.charts.reset(points)
             else:
@@ -472,10 +518,13 @@ class StreamMonitor(widgets.VBox):
         if not finished or status == "stopped":
             started = getattr(handle, "started_at", None)
             elapsed = datetime.now(timezone.utc) - started if started is not None else None
+            with self._lock:
+                inputs = list(self._input_rows)
             message = why_no_output(
                 summary, output_mode=getattr(handle, "output_mode", None),
                 plan=getattr(handle, "plan", None), elapsed=elapsed,
                 min_batches=self.min_batches, quiet_time=self.quiet_time,
+                inputs=inputs or None, policy=getattr(handle, "watermark_policy", "min"),
             )
         self.diagnosis.value = (
             f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
