@@ -117,10 +117,16 @@ def test_starting_an_active_name_replaces_the_stream(env, spark, rate_stream):
     second.stop()
 
 
-def test_a_query_started_outside_the_workbench_is_replaced_too(env, spark, rate_stream):
+def test_a_query_started_outside_the_workbench_is_left_alone(env, spark, rate_stream):
     raw = rate_stream().writeStream.format("memory").queryName("raw").start()
+    with pytest.raises(ValueError, match=r"named 'raw' that the workbench did not start is running; it is left "
+                                         r"alone: stop it first \(workbench.stream\('raw'\).stop\(\)"):
+        env.start(rate_stream(), "raw")
+    assert raw.isActive and [q.name for q in spark.streams.active] == ["raw"]
+    workbench.stream("raw").stop()  # asked for: now it stops, and the name is free
+    assert not raw.isActive
     handle = env.start(rate_stream(), "raw")
-    assert not raw.isActive and handle.status == "active"
+    assert handle.status == "active" and handle.started_by == "workbench"
     handle.stop()
 
 

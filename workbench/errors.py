@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["summarize_error", "WorkbenchError", "StreamStartError"]
+__all__ = [
+    "summarize_error", "WorkbenchError", "StreamStartError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
+]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
 _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
@@ -87,3 +89,94 @@ class WorkbenchError(Exception):
 
 class StreamStartError(WorkbenchError, ValueError):
     """Spark refused to start a query (analysis error, unsupported output mode, ...)."""
+
+
+
+#: Spark's most common streaming refusals (a fragment of its message, lower case) and what to do.
+REFUSAL_HINTS: tuple[tuple[str, str], ...] = (
+    ("not supported for streaming aggregations without watermark",
+     "add .withWatermark(\"<event time column>\", \"10 minutes\") before the aggregation and group by a "
+     "window of that column, or use --mode update / complete"),
+    ("not supported for no streaming aggregations",
+     "complete mode needs an aggregation (it re-outputs the whole result table): use append or update"),
+    ("sorting is not supported on streaming",
+     "sort only after an aggregation in complete mode, or sort each batch inside foreachBatch"),
+    ("multiple streaming aggregations are not supported",
+     "one aggregation per query in append mode: chain two queries, or aggregate each batch in foreachBatch"),
+    ("distinct aggregations are not supported",
+     "use approx_count_distinct, or dropDuplicates before counting"),
+    ("must be executed with writestream.start()",
+     "a streaming DataFrame cannot be shown or collected: start it (%%stream NAME) and read its result"),
+    ("limit is not supported",
+     "limit works only in complete mode after an aggregation; look at a few rows of the result instead"),
+    ("join between two streaming dataframe/datasets is not supported without a watermark",
+     "outer stream-stream joins need a watermark on both inputs and a time-range condition in the join"),
+    ("non-time-based windows are not supported",
+     "on streams, windows must be over an event-time column: window(\"timestamp\", \"10 minutes\")"),
+    ("cannot start query with name",
+     "a query with that name is already running: stop it first, or choose another name"),
+)
+
+# `EventTimeWatermark <id>, timestamp#12: timestamp, 10 minutes` in a logical plan.
+_WATERMARK = re.compile(r"EventTimeWatermark [^,]+, (\w+)#(\d+): [^,]+, ([^\n]+)")
+# A window over an already resolved column (`'window(timestamp#12, ...)`): one taken from
+# a DataFrame before withWatermark; a named column stays unresolved (`'window('timestamp, ...)`).
+_RESOLVED_WINDOW = re.compile(r"'?(window|session_window)\((\w+)#(\d+)\b")
+
+
+def refusal_hint(details: str, plan: str | None = None) -> str | None:
+    """What to do about Spark's refusal of a streaming query, or None when nothing is known.
+
+    When Spark says "without watermark" although the plan has one, the grouping refers to
+    the event-time column as it was *before* ``withWatermark`` (``words.timestamp``), which
+    carries no watermark; the hint names both references and the fix.
+
+    Parameters
+    ----------
+    details : str
+        Spark's message.
+    plan : str, optional
+        The query's parsed and analysed logical plans (``workbench.spark.plan.plan_text``).
+
+    Examples
+    --------
+    >>> refusal_hint("Invalid streaming output mode: complete. This output mode is not supported "
+    ...              "for no streaming aggregations")
+    'complete mode needs an aggregation (it re-outputs the whole result table): use append or update'
+    >>> plan = ("'Aggregate ['window(timestamp#0, 10 minutes, 5 minutes, 0 second), word#2]\\n"
+    ...         "+- ~EventTimeWatermark b1ef, timestamp#0: timestamp, 10 minutes")
+    >>> print(refusal_hint("... not supported for streaming aggregations without watermark ...", plan))
+    the query has a watermark on `timestamp` (withWatermark, 10 minutes), but window(timestamp#0) groups by the column from before withWatermark (e.g. `words.timestamp`), which has none: name the column instead, window("timestamp", ...)
+    """
+    text = str(details or "").lower()
+    if "without watermark" in text and plan:
+        marked = _WATERMARK.search(plan)
+        if marked is not None:
+            column, delay = marked.group(1), marked.group(3).strip()
+            for match in _RESOLVED_WINDOW.finditer(plan):
+                function, name, number = match.groups()
+                if name == column:
+                    return (
+                        f"the query has a watermark on `{column}` (withWatermark, {delay}), but "
+                        f"{function}({name}#{number}) groups by the column from before withWatermark "
+                        f"(e.g. `words.{column}`), which has none: name the column instead, "
+                        f"{function}(\"{column}\", ...)"
+                    )
+    for fragment, hint in REFUSAL_HINTS:
+        if fragment in text:
+            return hint
+    return None
+
+
+def refusal_line(details: str, plan: str | None = None) -> str:
+    """Spark's refusal as one line, with the hint from :func:`refusal_hint` when there is one.
+
+    Examples
+    --------
+    >>> refusal_line("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: "
+    ...              "complete. This output mode is not supported for no streaming aggregations SQLSTATE: 42KDE")
+    'Invalid streaming output mode: complete. This output mode is not supported for no streaming aggregations (hint: complete mode needs an aggregation (it re-outputs the whole result table): use append or update)'
+    """
+    line = summarize_error(details)
+    hint = refusal_hint(details, plan)
+    return f"{line} (hint: {hint})" if hint else line

@@ -19,9 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ..errors import StreamStartError, summarize_error
+from ..errors import StreamStartError, refusal_line, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
+from .plan import plan_text
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -129,6 +130,13 @@ class StreamHandle:
         self.plan: Any = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
         self.replaced_by: StreamHandle | None = None
+        #: Who started the query: ``"workbench"`` (``start``/``%%stream``), ``"cell"`` (the code of a
+        #: ``%%stream`` cell) or ``"user"`` (any other code; the handle only watches it).
+        self.started_by = "workbench"
+        #: Spark's description of the sink (e.g. ``FileSink[/data/out]``), when known.
+        self.sink_description: str | None = None
+        #: Which batches the history lacks (a query watched after it started), or None.
+        self.history_note: str | None = None
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -356,6 +364,7 @@ class StreamHandle:
             "input_rows_per_second": last.input_rows_per_second if last else None,
             "processed_rows_per_second": last.processed_rows_per_second if last else None,
             "error": self.error,
+            "started_by": self.started_by,
         }
 
     def __repr__(self) -> str:
@@ -409,7 +418,7 @@ def run_query(
     except Exception as exc:  # Spark's analysis errors arrive as py4j-captured exceptions
         details = str(exc)
         raise StreamStartError(
-            f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
+            f"Spark cannot start stream {spec.name!r}: {refusal_line(details, plan_text(df))}", details
         ) from None
     handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
     handle.poller.start()
