@@ -32,6 +32,14 @@ def load_ipython_extension(ipython: Any) -> None:
 
     magics = StreamMagics(shell=ipython)
     ipython.register_magics(magics)
+    # A session the user built before loading gets the workbench's listener now, so that
+    # every query started from here on is recorded from its first batch.
+    try:
+        from ..spark import current_env
+
+        current_env().adopt_active()
+    except Exception:
+        log.debug("adopting the active session failed", exc_info=True)
     # A kernel shutdown or restart ends the interpreter: stop the streams (and their
     # pollers and monitors) on the way out, before Spark's own shutdown hooks run.
     atexit.unregister(_stop_at_exit)

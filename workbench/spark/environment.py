@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -216,11 +217,13 @@ class Workbench:
             )
 
     def watch(
-        self, query: Any, *, poll_interval: float | None = None, started_by: str = "user"
+        self, query: Any, *, poll_interval: float | None = None, started_by: str = "user",
+        name: str | None = None,
     ) -> StreamHandle:
         """The handle of any query of the session: see :func:`workbench.watch`.
 
-        ``started_by`` marks who started it (``"cell"`` for a ``%%stream`` body's own query).
+        ``started_by`` marks who started it (``"cell"`` for a ``%%stream`` body's own query);
+        ``name`` names a query that has no ``queryName``.
         """
         spark = self.session()
         target = find_query(spark, query)
@@ -232,7 +235,7 @@ class Workbench:
                     return handle
             handle = watched_handle(
                 spark, target, self._watcher, poll_interval=interval, history_cap=self.history_cap,
-                on_event=self._finished, started_by=started_by,
+                on_event=self._finished, started_by=started_by, name=name,
             )
             previous = self._handles.get(handle.name)
             if previous is not None:
@@ -245,8 +248,8 @@ class Workbench:
 
         Lists only: a session that is not running yet is not started for it.
         """
-        spark = self._spark
-        if spark is None or _is_stopped(spark):
+        spark = self.adopt_active()
+        if spark is None:
             return []
         handles = []
         for query in list(spark.streams.active):
@@ -255,6 +258,30 @@ class Workbench:
             except Exception:  # it ended meanwhile
                 log.debug("watching %s failed", query, exc_info=True)
         return handles
+
+    def adopt_active(self) -> Any:
+        """The workbench's session, or one the user built before loading it; never starts Spark.
+
+        An adopted session keeps its settings; it gets the session-wide listener, so its
+        later queries are recorded from their first batch. None when no session runs.
+        """
+        with self._lock:
+            if self._spark is not None and not _is_stopped(self._spark):
+                return self._spark
+            if "pyspark.sql" not in sys.modules:
+                return None
+            try:
+                from pyspark.sql import SparkSession
+
+                active = SparkSession.getActiveSession()
+            except Exception:
+                log.debug("no active session to adopt", exc_info=True)
+                return None
+            if active is None:
+                return None
+            self._spark = active
+            self._listen(active)
+            return active
 
     def _finished(self, handle: StreamHandle) -> None:
         for callback in list(self.on_stream_finished):
@@ -271,7 +298,7 @@ class Workbench:
         with self._lock:
             if name in self._handles:
                 return self._handles[name]
-            if self._spark is not None and not _is_stopped(self._spark):
+            if self.adopt_active() is not None:
                 try:
                     return self.watch(name)
                 except ValueError:

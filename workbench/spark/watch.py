@@ -20,7 +20,7 @@ from ..progress import ProgressHistory
 from ..progress.recorder import QueryRecorder, RunRecord
 from .streams import StreamHandle, StreamSpec, progress_json
 
-__all__ = ["SessionWatcher", "find_query", "watched_handle", "sink_kind", "describe_query"]
+__all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,8 @@ def _make_listener(recorder: QueryRecorder) -> Any:
     return _Listener()
 
 
-def _is_query(value: Any) -> bool:
+def is_streaming_query(value: Any) -> bool:
+    """Whether ``value`` is a pyspark ``StreamingQuery`` (classic or Spark Connect)."""
     # Classic and Spark Connect queries are different classes with the same surface.
     return all(hasattr(value, attr) for attr in ("runId", "lastProgress", "recentProgress", "stop", "isActive"))
 
@@ -169,7 +170,7 @@ def find_query(spark: Any, target: Any) -> Any:
     ValueError
         When no active query has that name, id or run id; the message lists the active ones.
     """
-    if _is_query(target):
+    if is_streaming_query(target):
         return target
     if not isinstance(target, str):
         raise TypeError(
@@ -239,6 +240,7 @@ def watched_handle(
     history_cap: int,
     on_event: Callable[[StreamHandle], None] | None = None,
     started_by: str = "user",
+    name: str | None = None,
 ) -> StreamHandle:
     """A running :class:`StreamHandle` for a query the workbench did not start.
 
@@ -251,7 +253,8 @@ def watched_handle(
     if description is None:
         last = query.lastProgress
         description = (progress_json(last).get("sink") or {}).get("description") if last else None
-    name = query.name or str(query.id)
+    # A query without a queryName is known by ``name`` (a cell's stream name) or its id.
+    name = query.name or name or str(query.id)
     spec = StreamSpec(
         name=name, sink=sink_kind(description), output_mode=facts.get("output_mode"),
         trigger=_trigger(facts.get("trigger")), checkpoint=facts.get("checkpoint", ""),
