@@ -112,18 +112,30 @@ def widget_model_ids(messages: list[dict]) -> list[str]:
             if "application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})]
 
 
-def output_updates(messages: list[dict], model_id: str) -> list[tuple[int, str]]:
-    """(arrival index, text of the widget's outputs) for every outputs update of ``model_id``."""
+def output_updates(messages: list[dict], model_id: str) -> list[tuple[int, str, int]]:
+    """(arrival index, text shown, message size) for every children update of the console box ``model_id``.
+
+    Each batch arrives as its own ``Output`` widget (opened with just that batch's text); the box's
+    update lists the batches shown, so the text shown is theirs in that order.
+    """
+    texts: dict[str, str] = {}
     updates = []
     for index, m in enumerate(messages):
         content = m["content"]
-        if m["msg_type"] != "comm_msg" or content.get("comm_id") != model_id:
-            continue
-        data = content.get("data", {})
-        if data.get("method") == "update" and "outputs" in data.get("state", {}):
-            text = "".join(o.get("text", "") for o in data["state"]["outputs"])
-            updates.append((index, text))
+        state = content.get("data", {}).get("state", {})
+        if m["msg_type"] == "comm_open" and state.get("_model_name") == "OutputModel":
+            texts[content["comm_id"]] = "".join(o.get("text", "") for o in state.get("outputs", []))
+        elif m["msg_type"] == "comm_msg" and content.get("comm_id") == model_id and "children" in state:
+            text = "".join(texts.get(child.removeprefix("IPY_MODEL_"), "") for child in state["children"])
+            updates.append((index, text, len(json.dumps(content))))
     return updates
+
+
+def batch_widget_texts(messages: list[dict]) -> list[str]:
+    """The text each new per-batch Output widget was opened with."""
+    return ["".join(o.get("text", "") for o in m["content"]["data"]["state"].get("outputs", []))
+            for m in messages
+            if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "OutputModel"]
 
 
 def alive(pid: int) -> bool:
@@ -168,10 +180,10 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
         timeout=60,
     )
     models = widget_model_ids(kernel.outputs_of(start))
-    assert len(models) == 1, "the starting cell displays one Output widget"
+    assert len(models) == 1, "the starting cell displays one console widget"
     console = models[0]
     opened = [m for m in kernel.messages if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == console]
-    assert opened and opened[0]["content"]["data"]["state"]["_model_name"] == "OutputModel"
+    assert opened and opened[0]["content"]["data"]["state"]["_model_name"] == "VBoxModel"
     status = kernel.stdout_of(start)
     assert "stream 'ticks' active: console sink" in status
 
@@ -200,12 +212,16 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     final = updates[-1][1]
     ids = batch_ids(final)
     assert ids == list(range(len(ids))) and len(ids) >= 5, ids
-    for _, text in updates:  # each update extends the previous text: batches arrive in order
+    for _, text, _ in updates:  # each update extends the previous text: batches arrive in order
         assert final.startswith(text)
+    # Only the new batch travels: each batch widget holds one table, and the box's updates stay
+    # small instead of re-sending every earlier table (they grew from 279 to 7,938 bytes before).
+    assert all(len(batch_ids(text)) == 1 for text in batch_widget_texts(kernel.messages))
+    assert all(size < 500 + 60 * len(batch_ids(text)) for _, text, size in updates), [u[2] for u in updates]
     batch_1 = final.split("Batch: 1\n", 1)[1].split("Batch: 2\n", 1)[0]
     assert re.search(r"\|\s+3\|", batch_1) and re.search(r"\|\s+5\|", batch_1)
     # Batches kept arriving in cell 1's widget while cell 2 ran.
-    during_sleep = [text for index, text in updates if index > before_sleep and
+    during_sleep = [text for index, text, _ in updates if index > before_sleep and
                     index < next(i for i, m in enumerate(kernel.messages)
                                  if m["parent_header"].get("msg_id") == stop)]
     assert during_sleep and len(batch_ids(during_sleep[-1])) - len(batch_ids(updates[0][1])) >= 3

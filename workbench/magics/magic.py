@@ -222,13 +222,7 @@ class StreamMagics(Magics):
         except Exception as exc:
             log.debug("starting %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
-        if command.monitor:
-            view: Any = handle.monitor(rows=rows, window=self.monitor_window)
-            display(view)
-        else:
-            view = _status_line(handle)
-            print(view)
-        self.views[command.name] = view
+        self._show_under_cell(handle, command.monitor, rows, command.name)
         if isinstance(console, CellConsole):
             display(console.widget)
 
@@ -307,13 +301,17 @@ class StreamMagics(Magics):
             f"the workbench watches it (%stream stop {handle.name} stops it; --sink, --mode and --trigger "
             "apply only to DataFrames the workbench starts)"
         )
-        if command.monitor:
+        self._show_under_cell(handle, command.monitor, rows, handle.name)
+
+    def _show_under_cell(self, handle: Any, monitor: bool, rows: int, key: str) -> None:
+        """The live monitor under the cell, or (``--no-monitor``) a one-line status."""
+        if monitor:
             view: Any = handle.monitor(rows=rows, window=self.monitor_window)
             display(view)
         else:
             view = _status_line(handle)
             print(view)
-        self.views[handle.name] = view
+        self.views[key] = view
 
     # -- --replay -------------------------------------------------------------------------------------
 

@@ -109,6 +109,7 @@ class QueryRecorder:
         self.history_cap = history_cap
         self.max_ended = max_ended
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self._released: set[str] = set()
         self._lock = threading.Lock()
 
     # -- listener events (Spark's listener thread) ---------------------------------------------
@@ -116,6 +117,8 @@ class QueryRecorder:
     def started(self, query_id: str, run_id: str, name: str | None, timestamp: str | None = None) -> None:
         """A run started: from now on its history is complete."""
         with self._lock:
+            if run_id in self._released:
+                return
             record = self._runs.get(run_id)
             if record is None:
                 record = self._new(query_id, run_id, name)
@@ -126,6 +129,8 @@ class QueryRecorder:
         """A batch's progress (Spark's JSON as a dict)."""
         record_json = BatchProgress.from_json(raw)
         with self._lock:
+            if record_json.run_id in self._released:
+                return
             record = self._runs.get(record_json.run_id)
             if record is None:  # started before the recorder was listening
                 record = self._new(record_json.query_id, record_json.run_id, record_json.name)
@@ -144,6 +149,21 @@ class QueryRecorder:
             record.ended = True
             record.exception = exception
             self._forget_old()
+
+    def release(self, run_id: str) -> None:
+        """Stop recording run ``run_id``: its owner (a stream the workbench started) keeps its own history.
+
+        Examples
+        --------
+        >>> recorder = QueryRecorder()
+        >>> recorder.release("r")
+        >>> recorder.started("q", "r", None)
+        >>> recorder.get("r") is None
+        True
+        """
+        with self._lock:
+            self._released.add(run_id)
+            self._runs.pop(run_id, None)
 
     # -- readers --------------------------------------------------------------------------------------
 

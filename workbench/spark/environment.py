@@ -195,7 +195,9 @@ class Workbench:
                 raise
             handle.plan = facts
             if self._watcher is not None:
-                self._watcher.recorder.attach(handle.id, handle.run_id, name, handle.progress)
+                # Its poller keeps its history complete (and fills in what the listener cannot
+                # know, such as the console sink's row counts): no second copy.
+                self._watcher.recorder.release(handle.run_id)
             previous = self._handles.get(name)
             if previous is not None:
                 previous.replaced_by = handle
