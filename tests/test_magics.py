@@ -79,6 +79,8 @@ def test_line_parses_into_a_command(line, expected):
         ("q --mode sometimes", "df", "unknown output mode 'sometimes'"),
         ("q --trigger soon", "df", "unknown trigger 'soon'"),
         ("q --trigger 0 seconds", "df", "trigger interval must be positive"),
+        ('q --trigger "continuous 1 second"', "df", "trigger 'continuous 1 second' is refused: Spark's continuous "
+                                                   "mode keeps one task per source partition running"),
         ("q --rows 0", "df", "rows must be a positive whole number, got '0'"),
         ("q --rows many", "df", "rows must be a positive whole number, got 'many'"),
         ("q --rows", "df", "--rows: expected one argument"),

@@ -231,6 +231,31 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     assert not kernel.outputs_of(sleeper) and not kernel.outputs_of(waiter)
     assert not any("Batch:" in m["content"].get("text", "") for m in kernel.messages if m["msg_type"] == "stream")
 
+    # Stopping a console stream mid-batch makes the JVM print a ~1,000-line StackOverflowError to
+    # the kernel's stderr; none of it reaches the notebook, while real stderr lines still do.
+    walls = kernel.run(
+        "import sys, time\n"
+        "noise = sys.stderr._workbench_noise\n"
+        "for attempt in range(4):\n"
+        "    fast = workbench.start(spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 50).load(),\n"
+        "                           'fast', sink='console', console=lambda text: None)\n"
+        "    deadline = time.monotonic() + 60\n"
+        "    while fast.progress.total < 2 and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    fast.stop(grace=0)\n"
+        "    time.sleep(1)\n"
+        "    if noise.dropped:\n"
+        "        break\n"
+        "print('a real error line', file=sys.stderr)\n"
+        "print(json.dumps({'dropped': noise.dropped}))",
+        timeout=300,
+    )
+    assert json.loads(kernel.stdout_of(walls).strip().splitlines()[-1])["dropped"] >= 1
+    stderr_texts = [m["content"]["text"] for m in kernel.messages
+                    if m["msg_type"] == "stream" and m["content"].get("name") == "stderr"]
+    assert "a real error line" in "".join(stderr_texts)
+    assert not any("StackOverflowError" in text or "java.util.regex" in text for text in stderr_texts)
+
     # A stream still running at shutdown: the kernel exits by itself and takes Spark along.
     kernel.run(
         "%%stream again --trigger 0.3 seconds --no-monitor\n"

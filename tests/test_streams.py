@@ -200,6 +200,7 @@ def test_state_columns_sum_over_operators(env, rate_stream):
         ({"sink": "kafka"}, ValueError, "'kafka'"),
         ({"output_mode": "upsert"}, ValueError, "'upsert'"),
         ({"trigger": "soon"}, ValueError, "'soon'"),
+        ({"trigger": "continuous 1 second"}, ValueError, "Spark's continuous mode keeps one task per source partition"),
         ({"rows": 0}, ValueError, "rows"),
         ({"poll_interval": 0}, ValueError, "poll_interval"),
         ({"checkpoint": " "}, ValueError, "checkpoint"),

@@ -11,6 +11,7 @@ import re
 
 __all__ = [
     "summarize_error", "WorkbenchError", "StreamStartError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
+    "InterruptionNoiseFilter",
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
@@ -180,3 +181,66 @@ def refusal_line(details: str, plan: str | None = None) -> str:
     line = summarize_error(details)
     hint = refusal_hint(details, plan)
     return f"{line} (hint: {hint})" if hint else line
+
+
+# The JVM's report of an uncaught error in a query's thread: `Exception in thread "stream
+# execution thread for <name> [id = ..., runId = ...]" java.lang.StackOverflowError`, then
+# up to 1,024 `\tat java.util.regex...` frames. It appears when a foreachBatch query is
+# stopped while its Python function runs (the stop interrupts the py4j call); the query is
+# stopped as asked and the batch replays on restart, so the wall carries nothing to act on.
+_NOISE_HEADER = re.compile(
+    r'^Exception in thread "stream execution thread for [^"]*" java\.lang\.StackOverflowError\s*$'
+)
+_HEADER_START = 'Exception in thread "stream execution thread for '
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+class InterruptionNoiseFilter:
+    """Drops the JVM's StackOverflowError wall printed when a foreachBatch stream is stopped mid-batch.
+
+    Feed it text as it arrives (any chunking); it returns the text to pass on. Only that one
+    report (its header line and the stack frames under it) is dropped: every other line,
+    including other JVM errors, passes unchanged. A line is held back only while it may
+    still become that header.
+
+    Examples
+    --------
+    >>> noise = InterruptionNoiseFilter()
+    >>> text = ('Exception in thread "stream execution thread for q [id = 1, runId = 2]" '
+    ...         'java.lang.StackOverflowError\\n'
+    ...         '\\tat java.base/java.util.regex.Pattern$Loop.match(Pattern.java:4898)\\n' * 1)
+    >>> noise.feed(text[:30]) + noise.feed(text[30:] + "\\tat x.y(Z.java:1)\\nreal error\\n")
+    'real error\\n'
+    >>> noise.dropped
+    1
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._inside = False
+        #: How many walls were dropped.
+        self.dropped = 0
+
+    def feed(self, text: str) -> str:
+        """The part of ``text`` (after anything held back) to pass on now."""
+        text = self._pending + text
+        self._pending = ""
+        out: list[str] = []
+        for line in text.splitlines(keepends=True):
+            complete = line.endswith("\n")
+            if not complete:
+                could_be_header = _HEADER_START.startswith(line) or line.startswith(_HEADER_START)
+                if self._inside or could_be_header:
+                    self._pending = line  # decide once the line is whole
+                    continue
+                out.append(line)
+                continue
+            if self._inside and _FRAME.match(line):
+                continue
+            self._inside = False
+            if _NOISE_HEADER.match(line.rstrip("\n")):
+                self._inside = True
+                self.dropped += 1
+                continue
+            out.append(line)
+        return "".join(out)

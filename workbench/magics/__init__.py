@@ -32,6 +32,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
     magics = StreamMagics(shell=ipython)
     ipython.register_magics(magics)
+    from ..views.console import filter_kernel_stderr
+
+    filter_kernel_stderr()
     # A session the user built before loading gets the workbench's listener now, so that
     # every query started from here on is recorded from its first batch.
     try:
@@ -83,6 +86,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     _stop_at_exit(magics)
+    from ..views.console import unfilter_kernel_stderr
+
+    unfilter_kernel_stderr()
     kernel = getattr(ipython, "kernel", None)
     original = getattr(getattr(kernel, "do_shutdown", None), "_workbench_original", None)
     if original is not None:

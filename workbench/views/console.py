@@ -12,7 +12,9 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-__all__ = ["cell_console", "in_kernel", "CellConsole"]
+from ..errors import InterruptionNoiseFilter
+
+__all__ = ["cell_console", "in_kernel", "CellConsole", "filter_kernel_stderr", "unfilter_kernel_stderr"]
 
 
 def in_kernel() -> bool:
@@ -47,6 +49,7 @@ def cell_console(display_now: bool = True) -> Callable[[str], None]:
 
     from IPython.display import display
 
+    filter_kernel_stderr()
     console = CellConsole()
     if display_now:
         display(console.widget)
@@ -115,3 +118,47 @@ class CellConsole:
         """The text of each batch shown, oldest first."""
         with self._lock:
             return ["".join(o.get("text", "") for o in batch.outputs) for batch in self._batches]
+
+
+def filter_kernel_stderr() -> InterruptionNoiseFilter | None:
+    """In a Jupyter kernel, keep the JVM's stop-mid-batch StackOverflowError wall out of the notebook.
+
+    The kernel forwards everything the Spark JVM writes to its stderr to the notebook, under
+    whichever cell runs. Stopping a console-sink stream (a ``foreachBatch`` query) while a
+    batch runs makes the JVM print a ~1,000-line StackOverflowError there; this drops that
+    one report (see :class:`~workbench.errors.InterruptionNoiseFilter`) and passes every
+    other line. Idempotent; returns the filter (its ``dropped`` counts the walls), or None
+    outside a kernel.
+
+    Examples
+    --------
+    >>> filter_kernel_stderr() is None   # plain Python: nothing to do
+    True
+    """
+    stream = sys.stderr
+    if not in_kernel() or not hasattr(stream, "_watch_pipe_fd"):
+        return None
+    noise = getattr(stream, "_workbench_noise", None)
+    if noise is not None:
+        return noise
+    noise = InterruptionNoiseFilter()
+    original = stream.write
+
+    # ipykernel's fd watcher thread calls ``self.write``: an instance attribute wins over the method.
+    def write(text: str) -> int:
+        passed = noise.feed(text)
+        if passed:
+            original(passed)
+        return len(text)
+
+    stream.write = write  # type: ignore[method-assign]
+    stream._workbench_noise = noise  # type: ignore[attr-defined]
+    return noise
+
+
+def unfilter_kernel_stderr() -> None:
+    """Undo :func:`filter_kernel_stderr` (``%unload_ext workbench``)."""
+    stream = sys.stderr
+    if getattr(stream, "_workbench_noise", None) is not None:
+        del stream.write
+        del stream._workbench_noise
