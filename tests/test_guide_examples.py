@@ -19,20 +19,11 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from tests.helpers import wait_for
+from tests.test_magics import shell  # noqa: F401  (the module's IPython shell with the workbench loaded)
 
 pytestmark = pytest.mark.spark
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(scope="module")
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "workbench")
-    yield ip
-    ip.run_line_magic("unload_ext", "workbench")
 
 
 @pytest.fixture

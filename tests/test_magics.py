@@ -243,6 +243,8 @@ def test_python_cell_with_console_sink_prints_every_batch_in_order(shell, magics
     batch_1 = text.split("Batch: 1\n", 1)[1].split("Batch: 2", 1)[0]
     assert "|    4|" in batch_1 and "|    6|" in batch_1
     assert (checkpoint / "offsets").is_dir()  # --checkpoint was used
+    # Each table was shown whole, so the history counts its rows (Spark says -1 for this sink).
+    assert (handle.history()["num_output_rows"].iloc[:3] == 2).all()
     with pytest.raises(UsageError, match="console sink, which keeps no table"):
         shell.run_line_magic("stream", "result evens")
 

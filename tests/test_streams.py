@@ -96,9 +96,9 @@ def test_console_sink_renders_each_batch_like_spark(env, rate_stream):
         assert f"only showing top 3 rows" in text
         values = [int(line.split("|")[2]) for line in lines[6:9]]
         assert values == [4 * batch_id + k for k in range(3)]
-    # Each batch output its 4 rows (Spark itself reports -1 for this foreachBatch sink).
+    # Tables cut at 3 of 4 rows: the count is unknown, never Spark's -1 for this foreachBatch sink.
     history = handle.history()
-    assert len(history) >= 3 and (history["num_output_rows"] == 4).all(), history["num_output_rows"].tolist()
+    assert len(history) >= 3 and history["num_output_rows"].isna().all(), history["num_output_rows"].tolist()
     with pytest.raises(ValueError, match="console sink"):
         handle.result()
 

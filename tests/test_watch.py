@@ -150,3 +150,51 @@ def test_unknown_or_wrong_watch_targets_are_one_line(env, spark, rate_stream, tm
             workbench.watch(42)
     finally:
         query.stop()
+
+
+CONNECT_SCRIPT = """
+import json, sys, time
+import workbench
+spark = workbench.session()
+out, ckpt = sys.argv[1], sys.argv[2]
+query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()
+         .writeStream.format("parquet").queryName("files").option("path", out)
+         .option("checkpointLocation", ckpt).trigger(processingTime="0.5 seconds").start())
+deadline = time.time() + 90
+while (not query.lastProgress or query.lastProgress["batchId"] < 2) and time.time() < deadline:
+    time.sleep(0.2)
+handle = workbench.watch("files")
+seen = handle.progress.total
+while handle.progress.total < seen + 2 and time.time() < deadline:
+    time.sleep(0.2)
+listed = workbench.streams().set_index("name").loc["files"]
+handle.stop()
+history = handle.history()
+print(json.dumps({
+    "kind": type(spark).__module__, "sink": handle.sink, "started_by": str(listed["started_by"]),
+    "batches": history["batch_id"].tolist(), "rows": history["num_input_rows"].tolist(),
+    "note": handle.history_note, "status": handle.status, "active": len(spark.streams.active),
+}))
+"""
+
+
+@pytest.mark.spark
+def test_watching_a_plain_parquet_query_on_spark_connect(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    environment = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    environment.update(SPARK_REMOTE="local[2]", PYTHONPATH=str(repo))
+    done = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT, str(tmp_path / "out"), str(tmp_path / "ckpt")],
+                          capture_output=True, text=True, timeout=300, env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["kind"].startswith("pyspark.sql.connect")
+    assert (report["sink"], report["started_by"], report["status"], report["active"]) == ("file", "user", "stopped", 0)
+    # Back-filled from Spark's recent reports: complete from batch 0, nothing said missing.
+    assert report["batches"][:4] == [0, 1, 2, 3] and report["note"] is None
+    assert set(report["rows"]) == {3}
