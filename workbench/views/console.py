@@ -136,22 +136,22 @@ def filter_kernel_stderr() -> InterruptionNoiseFilter | None:
     True
     """
     stream = sys.stderr
-    if not in_kernel() or not hasattr(stream, "_watch_pipe_fd"):
+    if not in_kernel() or not hasattr(stream, "_flush_buffers"):
         return None
     noise = getattr(stream, "_workbench_noise", None)
     if noise is not None:
         return noise
     noise = InterruptionNoiseFilter()
-    original = stream.write
+    original = stream._flush_buffers
 
-    # ipykernel's fd watcher thread calls ``self.write``: an instance attribute wins over the method.
-    def write(text: str) -> int:
-        passed = noise.feed(text)
-        if passed:
-            original(passed)
-        return len(text)
+    # Filtered where ipykernel's stream turns buffered text into messages: IPython swaps
+    # ``write`` around every cell (to keep outputs in its history) and restores the one it
+    # found, so a filter on ``write`` would be gone after the cell that installed it.
+    def flush_buffers() -> Any:
+        for parent, data in original():
+            yield parent, noise.feed(data)
 
-    stream.write = write  # type: ignore[method-assign]
+    stream._flush_buffers = flush_buffers  # type: ignore[attr-defined]
     stream._workbench_noise = noise  # type: ignore[attr-defined]
     return noise
 
@@ -160,5 +160,5 @@ def unfilter_kernel_stderr() -> None:
     """Undo :func:`filter_kernel_stderr` (``%unload_ext workbench``)."""
     stream = sys.stderr
     if getattr(stream, "_workbench_noise", None) is not None:
-        del stream.write
+        del stream._flush_buffers
         del stream._workbench_noise
