@@ -97,9 +97,9 @@ class StreamStartError(WorkbenchError, ValueError):
 REFUSAL_HINTS: tuple[tuple[str, str], ...] = (
     ("not supported for streaming aggregations without watermark",
      "add .withWatermark(\"<event time column>\", \"10 minutes\") before the aggregation and group by a "
-     "window of that column, or use --mode update / complete"),
+     "window of that column, or use update or complete mode"),
     ("not supported for no streaming aggregations",
-     "complete mode needs an aggregation (it re-outputs the whole result table): use append or update"),
+     "complete mode re-outputs the whole result table, so it needs an aggregation: use append or update"),
     ("sorting is not supported on streaming",
      "sort only after an aggregation in complete mode, or sort each batch inside foreachBatch"),
     ("multiple streaming aggregations are not supported",
@@ -143,7 +143,7 @@ def refusal_hint(details: str, plan: str | None = None) -> str | None:
     --------
     >>> refusal_hint("Invalid streaming output mode: complete. This output mode is not supported "
     ...              "for no streaming aggregations")
-    'complete mode needs an aggregation (it re-outputs the whole result table): use append or update'
+    'complete mode re-outputs the whole result table, so it needs an aggregation: use append or update'
     >>> plan = ("'Aggregate ['window(timestamp#0, 10 minutes, 5 minutes, 0 second), word#2]\\n"
     ...         "+- ~EventTimeWatermark b1ef, timestamp#0: timestamp, 10 minutes")
     >>> print(refusal_hint("... not supported for streaming aggregations without watermark ...", plan))
@@ -176,7 +176,7 @@ def refusal_line(details: str, plan: str | None = None) -> str:
     --------
     >>> refusal_line("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: "
     ...              "complete. This output mode is not supported for no streaming aggregations SQLSTATE: 42KDE")
-    'Invalid streaming output mode: complete. This output mode is not supported for no streaming aggregations (hint: complete mode needs an aggregation (it re-outputs the whole result table): use append or update)'
+    'Invalid streaming output mode: complete. This output mode is not supported for no streaming aggregations (hint: complete mode re-outputs the whole result table, so it needs an aggregation: use append or update)'
     """
     line = summarize_error(details)
     hint = refusal_hint(details, plan)
