@@ -3,7 +3,7 @@
 The magic is parsed, then executed: :func:`parse` turns the magic's line (and cell body)
 into one frozen command object (:class:`StartCommand`, :class:`ListCommand`,
 :class:`StopCommand`, :class:`ShowCommand`, :class:`HistoryCommand`,
-:class:`ResultCommand`), or raises IPython's ``UsageError`` with one line naming the bad
+:class:`ResultCommand`, :class:`WatchCommand`), or raises IPython's ``UsageError`` with one line naming the bad
 value. Option values are checked with :mod:`workbench.options`, so the magic and the
 Python API reject the same values with the same words.
 
@@ -134,7 +134,9 @@ otherwise it is Python run in the notebook's namespace, whose last line must be 
 streaming DataFrame. --sql / --python decide explicitly. SQL reads temp views,
 including streaming ones (df.createOrReplaceTempView("events")).
 
-Re-running a cell replaces its stream.
+Re-running a cell replaces its stream; the new body is checked before the old stream stops.
+A Python body may also end with the StreamingQuery its own code started
+(df.writeStream...start()): the workbench watches that query and shows its monitor.
 
 Examples
 --------

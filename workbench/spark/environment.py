@@ -117,7 +117,8 @@ class Workbench:
         """Install the session-wide listener once per session, so every later query is recorded."""
         if is_connect():
             # Measured on pyspark 4.3: after addListener on a Spark Connect session, the next
-            # query start hung; watched Connect queries are polled and back-filled instead.
+            # query start did not return within 60 s; watched Connect queries are polled and
+            # back-filled instead.
             return
         if self._watcher is None or self._watcher.spark is not spark:
             if self._watcher is not None:
