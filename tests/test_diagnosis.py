@@ -103,6 +103,9 @@ def test_watermark_not_yet_set_is_said_in_words():
     records = [batch(i, event=T0, watermark=EPOCH_TEXT) for i in range(3)]
     message = why_no_output(OutputSummary().add(records), output_mode="append", plan=HOUR_WINDOW)
     assert "watermark (not set yet (epoch 0))" in message and "1970" not in message
+    # Never a decades-long shortfall measured from epoch 0 ("20780 d 16 h short").
+    assert " d " not in message and "short" not in message
+    assert "the watermark starts once a batch with event times has run" in message
 
 
 def test_summary_folds_incrementally_like_all_at_once():

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from workbench.magics.parser import (
-    HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, detect_language,
+    HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand, detect_language,
     help_text, parse,
 )
 from workbench.options import parse_trigger
@@ -56,6 +56,9 @@ def test_cell_parses_into_a_start_command(line, body, expected):
         ("history counts", HistoryCommand("counts")),
         ("history counts --operators", HistoryCommand("counts", operators=True)),
         ("result counts", ResultCommand("counts")),
+        ("watch files", WatchCommand("files")),
+        ("watch 0f3c-11aa", WatchCommand("0f3c-11aa")),
+        ("watch --all", WatchCommand(None, all=True)),
     ],
 )
 def test_line_parses_into_a_command(line, expected):
@@ -76,6 +79,8 @@ def test_line_parses_into_a_command(line, expected):
         ("q --mode sometimes", "df", "unknown output mode 'sometimes'"),
         ("q --trigger soon", "df", "unknown trigger 'soon'"),
         ("q --trigger 0 seconds", "df", "trigger interval must be positive"),
+        ('q --trigger "continuous 1 second"', "df", "trigger 'continuous 1 second' is refused: Spark's continuous "
+                                                   "mode keeps one task per source partition running"),
         ("q --rows 0", "df", "rows must be a positive whole number, got '0'"),
         ("q --rows many", "df", "rows must be a positive whole number, got 'many'"),
         ("q --rows", "df", "--rows: expected one argument"),
@@ -97,7 +102,9 @@ def test_bad_cell_input_is_one_usage_line(line, body, fragment):
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
-        ("", "needs a subcommand: list, stop, show, history or result"),
+        ("", "needs a subcommand: list, stop, show, history, result or watch"),
+        ("watch", "needs the name or id of an active streaming query, or --all"),
+        ("watch q --all", "not both"),
         ("pause q", "unknown subcommand 'pause'"),
         ("stop", "needs a stream name, or --all"),
         ("stop q --all", "not both"),
@@ -236,6 +243,8 @@ def test_python_cell_with_console_sink_prints_every_batch_in_order(shell, magics
     batch_1 = text.split("Batch: 1\n", 1)[1].split("Batch: 2", 1)[0]
     assert "|    4|" in batch_1 and "|    6|" in batch_1
     assert (checkpoint / "offsets").is_dir()  # --checkpoint was used
+    # Each table was shown whole, so the history counts its rows (Spark says -1 for this sink).
+    assert (handle.history()["num_output_rows"].iloc[:3] == 2).all()
     with pytest.raises(UsageError, match="console sink, which keeps no table"):
         shell.run_line_magic("stream", "result evens")
 
@@ -357,14 +366,6 @@ def test_bad_input_is_one_line_and_leaves_nothing_running(shell, magics, spark, 
 
 
 @pytest.mark.spark
-def test_a_failed_rerun_leaves_nothing_running(shell, magics, spark, env):
-    shell.run_cell_magic("stream", "q --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
-    with pytest.raises(UsageError, match="Invalid streaming output mode: complete"):
-        shell.run_cell_magic("stream", "q --mode complete", "SELECT * FROM events")
-    assert not spark.streams.active
-
-
-@pytest.mark.spark
 def test_line_magics_on_unknown_streams(shell, magics, env):
     with pytest.raises(UsageError, match=r"%stream history: no stream named 'nope' \(streams: none started yet\)"):
         shell.run_line_magic("stream", "history nope")
@@ -421,3 +422,121 @@ def test_replay_with_sql_and_python_bodies_over_source(shell, magics, env):
         final = panel.results().query("batch_id == 1")
         assert dict(zip(final["word"], final[column])) == {"a": 2, "b": 1}
         assert shell.run_line_magic("stream", f"result {name}").equals(panel.results())
+
+
+# -- queries the workbench did not start; atomic re-runs; refusals explained -----------------------------
+
+
+def printed(captured) -> str:
+    return captured.stdout
+
+
+PARQUET_BODY = (
+    "query = (spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 3).load()\n"
+    "         .writeStream.format('parquet').queryName('{name}')\n"
+    "         .option('path', r'{out}').option('checkpointLocation', r'{ckpt}')\n"
+    "         .trigger(processingTime='0.3 seconds').start())\n"
+)
+
+
+@pytest.mark.spark
+def test_a_cell_whose_code_starts_its_own_query_is_watched_not_hidden(shell, magics, spark, env, tmp_path):
+    body = PARQUET_BODY.format(name="own", out=tmp_path / "out", ckpt=tmp_path / "ckpt") + "query"
+    with capture_output() as captured:
+        shell.run_cell_magic("stream", "own", body)
+    assert "stream 'own': the cell's code started this query itself (file sink); the workbench watches it" \
+        in printed(captured)
+    monitor = magics.views["own"]
+    assert widget_views(captured) == [monitor.model_id]
+    handle = env.get("own")
+    assert handle.started_by == "cell" and handle.query.id == shell.user_ns["query"].id
+    row = shell.run_line_magic("stream", "list").set_index("name").loc["own"]
+    assert (row["status"], row["sink"], row["started_by"]) == ("active", "file", "cell")
+    wait_for(lambda: handle.progress.total >= 2, 60, message="two batches of the cell's own query")
+    assert list(handle.history()["batch_id"])[:2] == [0, 1]
+    # A re-run stops the query the cell's code started before, says so, and watches the new one.
+    with capture_output() as again:
+        shell.run_cell_magic("stream", "own --no-monitor", body)
+    assert "stopped query 'own', which this cell's code started on its previous run" in printed(again)
+    assert handle.status == "stopped"
+    assert [q.name for q in spark.streams.active] == ["own"] and env.get("own") is not handle
+    shell.run_line_magic("stream", "stop own")
+    assert not spark.streams.active
+
+
+@pytest.mark.spark
+def test_watch_magic_monitors_a_users_query_and_never_stops_it_unasked(shell, magics, spark, env, tmp_path):
+    shell.run_cell(PARQUET_BODY.format(name="files", out=tmp_path / "out", ckpt=tmp_path / "ckpt"))
+    query = shell.user_ns["query"]
+    with capture_output() as captured:
+        shell.run_line_magic("stream", "watch files")
+    assert printed(captured).startswith("watching 'files' (started outside the workbench; file sink, active); "
+                                        "%stream stop files stops it")
+    monitor = magics.views["files"]
+    assert widget_views(captured) == [monitor.model_id] and monitor.handle.query.id == query.id
+    with capture_output() as everything:
+        shell.run_line_magic("stream", "watch --all")
+    assert len(widget_views(everything)) == 1
+    # %%stream with the same name leaves the user's query alone, and says how to proceed.
+    with pytest.raises(UsageError, match=r"a streaming query named 'files' that the workbench did not start is "
+                                         r"running; it is left alone: stop it first"):
+        shell.run_cell_magic("stream", "files", "SELECT * FROM events")
+    assert query.isActive
+    wait_for(lambda: monitor.handle.progress.total >= 2, 60, message="batches while watched")
+    shell.run_line_magic("stream", "stop files")  # asked for
+    assert not query.isActive
+    with pytest.raises(UsageError, match=r"%stream watch: no active streaming query named or with id 'nope'"):
+        shell.run_line_magic("stream", "watch nope")
+    with capture_output() as none:
+        shell.run_line_magic("stream", "watch --all")
+    assert printed(none) == "no active streaming query in this session\n"
+
+
+@pytest.mark.spark
+def test_a_rerun_is_checked_before_the_old_stream_stops(shell, magics, spark, env, tmp_path):
+    shell.run_cell_magic("stream", "q --trigger 0.5 seconds --no-monitor", "SELECT * FROM events")
+    old = env.get("q")
+    for line, body, fragment in [
+        ("q --mode complete", "SELECT * FROM events", "Invalid streaming output mode: complete"),
+        ("q", "SELECT * FORM events", "SQL error"),
+        ("q", "undefined_name", "NameError"),
+    ]:
+        with pytest.raises(UsageError, match=fragment):
+            shell.run_cell_magic("stream", line, body)
+        assert old.status == "active" and env.get("q") is old
+    # Spark refuses this one only at start (the checkpoint is a file): then the message says so.
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("stream", f"q --checkpoint {not_a_folder}", "SELECT * FROM events")
+    assert str(info.value).endswith("(the previous stream 'q' was stopped)")
+    assert old.status == "stopped" and not spark.streams.active
+
+
+GUIDE_WINDOWED_COUNT = """\
+from pyspark.sql.functions import window, explode, split, col
+lines = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()
+words = lines.select(col("timestamp"), explode(split(col("value").cast("string"), "")).alias("word"))
+windowedCounts = words \\
+    .withWatermark("timestamp", "10 minutes") \\
+    .groupBy(
+        window(words.timestamp, "10 minutes", "5 minutes"),
+        words.word) \\
+    .count()
+windowedCounts
+"""
+
+
+@pytest.mark.spark
+def test_without_watermark_refusal_names_the_column_from_before_with_watermark(shell, magics, spark, env):
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("stream", "windowed", GUIDE_WINDOWED_COUNT)
+    message = str(info.value)
+    assert "without watermark" in message and "\n" not in message
+    assert "hint: the query has a watermark on `timestamp` (withWatermark, 10 minutes), but window(timestamp#" in message
+    assert 'name the column instead, window("timestamp", ...)' in message
+    # Doing what the hint says works.
+    shell.run_cell_magic("stream", "windowed --no-monitor",
+                         GUIDE_WINDOWED_COUNT.replace("window(words.timestamp,", 'window("timestamp",'))
+    assert env.get("windowed").status == "active"
+    shell.run_line_magic("stream", "stop windowed")

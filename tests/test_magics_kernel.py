@@ -87,8 +87,10 @@ def kernel(tmp_path):
 
     home = tmp_path / "jupyter"
     home.mkdir()
+    # Without pytest's marker the kernel forwards its processes' stderr (the Spark JVM's) to the
+    # notebook as a kernel launched by Jupyter does; ipykernel skips that under pytest.
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_DATA_DIR": str(home / "data"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
@@ -112,18 +114,30 @@ def widget_model_ids(messages: list[dict]) -> list[str]:
             if "application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})]
 
 
-def output_updates(messages: list[dict], model_id: str) -> list[tuple[int, str]]:
-    """(arrival index, text of the widget's outputs) for every outputs update of ``model_id``."""
+def output_updates(messages: list[dict], model_id: str) -> list[tuple[int, str, int]]:
+    """(arrival index, text shown, message size) for every children update of the console box ``model_id``.
+
+    Each batch arrives as its own ``Output`` widget (opened with just that batch's text); the box's
+    update lists the batches shown, so the text shown is theirs in that order.
+    """
+    texts: dict[str, str] = {}
     updates = []
     for index, m in enumerate(messages):
         content = m["content"]
-        if m["msg_type"] != "comm_msg" or content.get("comm_id") != model_id:
-            continue
-        data = content.get("data", {})
-        if data.get("method") == "update" and "outputs" in data.get("state", {}):
-            text = "".join(o.get("text", "") for o in data["state"]["outputs"])
-            updates.append((index, text))
+        state = content.get("data", {}).get("state", {})
+        if m["msg_type"] == "comm_open" and state.get("_model_name") == "OutputModel":
+            texts[content["comm_id"]] = "".join(o.get("text", "") for o in state.get("outputs", []))
+        elif m["msg_type"] == "comm_msg" and content.get("comm_id") == model_id and "children" in state:
+            text = "".join(texts.get(child.removeprefix("IPY_MODEL_"), "") for child in state["children"])
+            updates.append((index, text, len(json.dumps(content))))
     return updates
+
+
+def batch_widget_texts(messages: list[dict]) -> list[str]:
+    """The text each new per-batch Output widget was opened with."""
+    return ["".join(o.get("text", "") for o in m["content"]["data"]["state"].get("outputs", []))
+            for m in messages
+            if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "OutputModel"]
 
 
 def alive(pid: int) -> bool:
@@ -168,10 +182,10 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
         timeout=60,
     )
     models = widget_model_ids(kernel.outputs_of(start))
-    assert len(models) == 1, "the starting cell displays one Output widget"
+    assert len(models) == 1, "the starting cell displays one console widget"
     console = models[0]
     opened = [m for m in kernel.messages if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == console]
-    assert opened and opened[0]["content"]["data"]["state"]["_model_name"] == "OutputModel"
+    assert opened and opened[0]["content"]["data"]["state"]["_model_name"] == "VBoxModel"
     status = kernel.stdout_of(start)
     assert "stream 'ticks' active: console sink" in status
 
@@ -184,7 +198,14 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
         timeout=70,
     )
     before_sleep = len(kernel.messages)
-    sleeper = kernel.run("import time\ntime.sleep(4)\n", timeout=30)
+    # A busy cell while more batches arrive (waiting on batches, not a fixed time: a loaded
+    # machine runs fewer batches per second).
+    sleeper = kernel.run(
+        "deadline = time.monotonic() + 90\n"
+        "while workbench.stream('ticks').progress.total < 6 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.1)\n",
+        timeout=100,
+    )
     stop = kernel.run(
         "%stream stop --all\n"
         "print(json.dumps({'statuses': sorted(set(workbench.streams()['status'])), "
@@ -200,12 +221,16 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     final = updates[-1][1]
     ids = batch_ids(final)
     assert ids == list(range(len(ids))) and len(ids) >= 5, ids
-    for _, text in updates:  # each update extends the previous text: batches arrive in order
+    for _, text, _ in updates:  # each update extends the previous text: batches arrive in order
         assert final.startswith(text)
+    # Only the new batch travels: each batch widget holds one table, and the box's updates stay
+    # small instead of re-sending every earlier table (they grew from 279 to 7,938 bytes before).
+    assert all(len(batch_ids(text)) == 1 for text in batch_widget_texts(kernel.messages))
+    assert all(size < 500 + 60 * len(batch_ids(text)) for _, text, size in updates), [u[2] for u in updates]
     batch_1 = final.split("Batch: 1\n", 1)[1].split("Batch: 2\n", 1)[0]
     assert re.search(r"\|\s+3\|", batch_1) and re.search(r"\|\s+5\|", batch_1)
     # Batches kept arriving in cell 1's widget while cell 2 ran.
-    during_sleep = [text for index, text in updates if index > before_sleep and
+    during_sleep = [text for index, text, _ in updates if index > before_sleep and
                     index < next(i for i, m in enumerate(kernel.messages)
                                  if m["parent_header"].get("msg_id") == stop)]
     assert during_sleep and len(batch_ids(during_sleep[-1])) - len(batch_ids(updates[0][1])) >= 3
@@ -214,6 +239,33 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     assert "Batch:" not in kernel.text_of(sleeper) and "Batch:" not in kernel.text_of(waiter)
     assert not kernel.outputs_of(sleeper) and not kernel.outputs_of(waiter)
     assert not any("Batch:" in m["content"].get("text", "") for m in kernel.messages if m["msg_type"] == "stream")
+
+    # Stopping a console stream mid-batch makes the JVM print a ~1,000-line StackOverflowError to
+    # the kernel's stderr; none of it reaches the notebook, while real stderr lines still do.
+    walls = kernel.run(
+        "import sys, time\n"
+        "noise = sys.stderr._workbench_noise\n"
+        "for attempt in range(4):\n"
+        "    fast = workbench.start(spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 50).load(),\n"
+        "                           'fast', sink='console', console=lambda text: None)\n"
+        "    deadline = time.monotonic() + 60\n"
+        "    while fast.progress.total < 2 and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    fast.stop(grace=0)\n"
+        "    time.sleep(1)\n"
+        "    if noise.dropped:\n"
+        "        break\n"
+        "print('a real error line', file=sys.stderr)\n"
+        "print(json.dumps({'dropped': noise.dropped, 'watching': sys.stderr._fid is not None,\n"
+        "                  'pytest': 'PYTEST_CURRENT_TEST' in os.environ}))",
+        timeout=300,
+    )
+    report = json.loads(kernel.stdout_of(walls).strip().splitlines()[-1])
+    assert report["dropped"] >= 1, report
+    stderr_texts = [m["content"]["text"] for m in kernel.messages
+                    if m["msg_type"] == "stream" and m["content"].get("name") == "stderr"]
+    assert "a real error line" in "".join(stderr_texts)
+    assert not any("StackOverflowError" in text or "java.util.regex" in text for text in stderr_texts)
 
     # A stream still running at shutdown: the kernel exits by itself and takes Spark along.
     kernel.run(

@@ -207,3 +207,17 @@ def test_bad_monitor_options_are_refused(env, rate_stream):
             handle.monitor(**options)
     assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
     handle.stop()
+
+
+def test_console_view_keeps_the_newest_batches_each_in_its_own_widget():
+    from workbench.views.console import CellConsole
+
+    console = CellConsole(max_batches=3)
+    for i in range(5):
+        console(f"Batch: {i}\n")
+    assert console.texts() == ["Batch: 2\n", "Batch: 3\n", "Batch: 4\n"]
+    note, *batches = console.widget.children
+    assert "2 earlier batches not shown (the newest 3 are kept)" in note.value
+    assert [b.outputs[0]["text"] for b in batches] == console.texts()
+    with pytest.raises(ValueError, match="max_batches must be a positive whole number, got 0"):
+        CellConsole(max_batches=0)

@@ -258,3 +258,9 @@ class TestPollerThread:
         assert poller.running and poller._thread.daemon
         poller.stop()
         assert not poller.running
+
+
+def test_a_sink_that_cannot_count_reports_unknown_rows_not_minus_one():
+    record = BatchProgress.from_json({"batchId": 0, "numInputRows": 3, "durationMs": {"addBatch": 1},
+                                      "sink": {"description": "FileSink[/tmp/out]", "numOutputRows": -1}})
+    assert record.num_output_rows is None

@@ -96,6 +96,9 @@ def test_console_sink_renders_each_batch_like_spark(env, rate_stream):
         assert f"only showing top 3 rows" in text
         values = [int(line.split("|")[2]) for line in lines[6:9]]
         assert values == [4 * batch_id + k for k in range(3)]
+    # Tables cut at 3 of 4 rows: the count is unknown, never Spark's -1 for this foreachBatch sink.
+    history = handle.history()
+    assert len(history) >= 3 and history["num_output_rows"].isna().all(), history["num_output_rows"].tolist()
     with pytest.raises(ValueError, match="console sink"):
         handle.result()
 
@@ -117,10 +120,16 @@ def test_starting_an_active_name_replaces_the_stream(env, spark, rate_stream):
     second.stop()
 
 
-def test_a_query_started_outside_the_workbench_is_replaced_too(env, spark, rate_stream):
+def test_a_query_started_outside_the_workbench_is_left_alone(env, spark, rate_stream):
     raw = rate_stream().writeStream.format("memory").queryName("raw").start()
+    with pytest.raises(ValueError, match=r"named 'raw' that the workbench did not start is running; it is left "
+                                         r"alone: stop it first \(workbench.stream\('raw'\).stop\(\)"):
+        env.start(rate_stream(), "raw")
+    assert raw.isActive and [q.name for q in spark.streams.active] == ["raw"]
+    workbench.stream("raw").stop()  # asked for: now it stops, and the name is free
+    assert not raw.isActive
     handle = env.start(rate_stream(), "raw")
-    assert not raw.isActive and handle.status == "active"
+    assert handle.status == "active" and handle.started_by == "workbench"
     handle.stop()
 
 
@@ -191,6 +200,7 @@ def test_state_columns_sum_over_operators(env, rate_stream):
         ({"sink": "kafka"}, ValueError, "'kafka'"),
         ({"output_mode": "upsert"}, ValueError, "'upsert'"),
         ({"trigger": "soon"}, ValueError, "'soon'"),
+        ({"trigger": "continuous 1 second"}, ValueError, "Spark's continuous mode keeps one task per source partition"),
         ({"rows": 0}, ValueError, "rows"),
         ({"poll_interval": 0}, ValueError, "poll_interval"),
         ({"checkpoint": " "}, ValueError, "checkpoint"),

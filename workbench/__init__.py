@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 __version__ = "0.1.0"
 
 __all__ = [
-    "session", "start", "stream", "streams", "stop_all", "load_ipython_extension",
+    "session", "start", "stream", "streams", "stop_all", "watch", "load_ipython_extension",
     "unload_ipython_extension", "StreamHandle",
     "Replay", "Script", "ReplayPanel", "replay_panel", "compare", "scenarios",
 ]
@@ -178,12 +178,54 @@ def stream(name: str) -> StreamHandle:
     return _env().get(name)
 
 
-def streams() -> pd.DataFrame:
-    """A table of every stream started in this process, one row each.
+def watch(query: Any) -> StreamHandle:
+    """Watch a streaming query the workbench did not start, e.g. a plain ``df.writeStream...start()``.
 
+    Returns a :class:`StreamHandle` with the same history, status, error and monitor as a
+    started stream. Watching never stops or restarts the query; ``handle.stop()`` stops it
+    when called. Once the workbench's session is up (``workbench.session()``, or any
+    start), a listener records every query's batches from its first one; a query that was
+    already running is back-filled from Spark's recent progress reports, and
+    ``handle.history_note`` says which batches are missing. The sink is in ``handle.sink``
+    (``"file"``, ``"kafka"``, ``"memory"``, ...); only a memory sink has a result preview.
+
+    Parameters
+    ----------
+    query : StreamingQuery or str
+        A pyspark ``StreamingQuery`` (classic or Spark Connect), or the name, id or run id
+        of an active query of the session.
+
+    Returns
+    -------
+    StreamHandle
+        The same handle each time for the same run (a started stream's own handle).
+
+    Raises
+    ------
+    TypeError
+        For anything but a query or a string.
+    ValueError
+        When no active query has that name or id; the message lists the active ones.
+
+    Examples
+    --------
+    >>> query = df.writeStream.format("parquet").option("path", "/tmp/out") \\
+    ...     .option("checkpointLocation", "/tmp/ckpt").start()   # doctest: +SKIP
+    >>> handle = workbench.watch(query)                           # doctest: +SKIP
+    >>> handle.monitor()                                          # doctest: +SKIP
+    >>> handle.history()[["batch_id", "num_input_rows"]]          # doctest: +SKIP
+    """
+    return _env().watch(query)
+
+
+def streams() -> pd.DataFrame:
+    """A table of every stream of this process, one row each: started, watched, or active.
+
+    Every active query of the session is listed (and watched), whoever started it.
     Columns: name, id, run_id, status (active / stopped / failed), sink, output_mode,
     trigger, batches, last_batch_id, watermark, input_rows_per_second,
-    processed_rows_per_second, error.
+    processed_rows_per_second, error, started_by (``workbench``; ``cell`` for a query a
+    ``%%stream`` cell's code started itself; ``user`` for any other).
 
     Examples
     --------

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["summarize_error", "WorkbenchError", "StreamStartError"]
+__all__ = [
+    "summarize_error", "WorkbenchError", "StreamStartError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
+    "InterruptionNoiseFilter",
+]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
 _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
@@ -87,3 +90,157 @@ class WorkbenchError(Exception):
 
 class StreamStartError(WorkbenchError, ValueError):
     """Spark refused to start a query (analysis error, unsupported output mode, ...)."""
+
+
+
+#: Spark's most common streaming refusals (a fragment of its message, lower case) and what to do.
+REFUSAL_HINTS: tuple[tuple[str, str], ...] = (
+    ("not supported for streaming aggregations without watermark",
+     "add .withWatermark(\"<event time column>\", \"10 minutes\") before the aggregation and group by a "
+     "window of that column, or use update or complete mode"),
+    ("not supported for no streaming aggregations",
+     "complete mode re-outputs the whole result table, so it needs an aggregation: use append or update"),
+    ("sorting is not supported on streaming",
+     "sort only after an aggregation in complete mode, or sort each batch inside foreachBatch"),
+    ("multiple streaming aggregations are not supported",
+     "one aggregation per query in append mode: chain two queries, or aggregate each batch in foreachBatch"),
+    ("distinct aggregations are not supported",
+     "use approx_count_distinct, or dropDuplicates before counting"),
+    ("must be executed with writestream.start()",
+     "a streaming DataFrame cannot be shown or collected: start it (%%stream NAME) and read its result"),
+    ("limit is not supported",
+     "limit works only in complete mode after an aggregation; look at a few rows of the result instead"),
+    ("join between two streaming dataframe/datasets is not supported without a watermark",
+     "outer stream-stream joins need a watermark on both inputs and a time-range condition in the join"),
+    ("non-time-based windows are not supported",
+     "on streams, windows must be over an event-time column: window(\"timestamp\", \"10 minutes\")"),
+    ("cannot start query with name",
+     "a query with that name is already running: stop it first, or choose another name"),
+)
+
+# `EventTimeWatermark <id>, timestamp#12: timestamp, 10 minutes` in a logical plan.
+_WATERMARK = re.compile(r"EventTimeWatermark [^,]+, (\w+)#(\d+): [^,]+, ([^\n]+)")
+# A window over an already resolved column (`'window(timestamp#12, ...)`): one taken from
+# a DataFrame before withWatermark; a named column stays unresolved (`'window('timestamp, ...)`).
+_RESOLVED_WINDOW = re.compile(r"'?(window|session_window)\((\w+)#(\d+)\b")
+
+
+def refusal_hint(details: str, plan: str | None = None) -> str | None:
+    """What to do about Spark's refusal of a streaming query, or None when nothing is known.
+
+    When Spark says "without watermark" although the plan has one, the grouping refers to
+    the event-time column as it was *before* ``withWatermark`` (``words.timestamp``), which
+    carries no watermark; the hint names both references and the fix.
+
+    Parameters
+    ----------
+    details : str
+        Spark's message.
+    plan : str, optional
+        The query's parsed and analysed logical plans (``workbench.spark.plan.plan_text``).
+
+    Examples
+    --------
+    >>> refusal_hint("Invalid streaming output mode: complete. This output mode is not supported "
+    ...              "for no streaming aggregations")
+    'complete mode re-outputs the whole result table, so it needs an aggregation: use append or update'
+    >>> plan = ("'Aggregate ['window(timestamp#0, 10 minutes, 5 minutes, 0 second), word#2]\\n"
+    ...         "+- ~EventTimeWatermark b1ef, timestamp#0: timestamp, 10 minutes")
+    >>> print(refusal_hint("... not supported for streaming aggregations without watermark ...", plan))
+    the query has a watermark on `timestamp` (withWatermark, 10 minutes), but window(timestamp#0) groups by the column from before withWatermark (e.g. `words.timestamp`), which has none: name the column instead, window("timestamp", ...)
+    """
+    text = str(details or "").lower()
+    if "without watermark" in text and plan:
+        marked = _WATERMARK.search(plan)
+        if marked is not None:
+            column, delay = marked.group(1), marked.group(3).strip()
+            for match in _RESOLVED_WINDOW.finditer(plan):
+                function, name, number = match.groups()
+                if name == column:
+                    return (
+                        f"the query has a watermark on `{column}` (withWatermark, {delay}), but "
+                        f"{function}({name}#{number}) groups by the column from before withWatermark "
+                        f"(e.g. `words.{column}`), which has none: name the column instead, "
+                        f"{function}(\"{column}\", ...)"
+                    )
+    for fragment, hint in REFUSAL_HINTS:
+        if fragment in text:
+            return hint
+    return None
+
+
+def refusal_line(details: str, plan: str | None = None) -> str:
+    """Spark's refusal as one line, with the hint from :func:`refusal_hint` when there is one.
+
+    Examples
+    --------
+    >>> refusal_line("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: "
+    ...              "complete. This output mode is not supported for no streaming aggregations SQLSTATE: 42KDE")
+    'Invalid streaming output mode: complete. This output mode is not supported for no streaming aggregations (hint: complete mode re-outputs the whole result table, so it needs an aggregation: use append or update)'
+    """
+    line = summarize_error(details)
+    hint = refusal_hint(details, plan)
+    return f"{line} (hint: {hint})" if hint else line
+
+
+# The JVM's report of an uncaught error in a query's thread: `Exception in thread "stream
+# execution thread for <name> [id = ..., runId = ...]" java.lang.StackOverflowError`, then
+# up to 1,024 `\tat java.util.regex...` frames. It appears when a foreachBatch query is
+# stopped while its Python function runs (the stop interrupts the py4j call); the query is
+# stopped as asked and the batch replays on restart, so the wall carries nothing to act on.
+_NOISE_HEADER = re.compile(
+    r'^Exception in thread "stream execution thread for [^"]*" java\.lang\.StackOverflowError\s*$'
+)
+_HEADER_START = 'Exception in thread "stream execution thread for '
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+class InterruptionNoiseFilter:
+    """Drops the JVM's StackOverflowError wall printed when a foreachBatch stream is stopped mid-batch.
+
+    Feed it text as it arrives (any chunking); it returns the text to pass on. Only that one
+    report (its header line and the stack frames under it) is dropped: every other line,
+    including other JVM errors, passes unchanged. A line is held back only while it may
+    still become that header.
+
+    Examples
+    --------
+    >>> noise = InterruptionNoiseFilter()
+    >>> text = ('Exception in thread "stream execution thread for q [id = 1, runId = 2]" '
+    ...         'java.lang.StackOverflowError\\n'
+    ...         '\\tat java.base/java.util.regex.Pattern$Loop.match(Pattern.java:4898)\\n' * 1)
+    >>> noise.feed(text[:30]) + noise.feed(text[30:] + "\\tat x.y(Z.java:1)\\nreal error\\n")
+    'real error\\n'
+    >>> noise.dropped
+    1
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._inside = False
+        #: How many walls were dropped.
+        self.dropped = 0
+
+    def feed(self, text: str) -> str:
+        """The part of ``text`` (after anything held back) to pass on now."""
+        text = self._pending + text
+        self._pending = ""
+        out: list[str] = []
+        for line in text.splitlines(keepends=True):
+            complete = line.endswith("\n")
+            if not complete:
+                could_be_header = _HEADER_START.startswith(line) or line.startswith(_HEADER_START)
+                if self._inside or could_be_header:
+                    self._pending = line  # decide once the line is whole
+                    continue
+                out.append(line)
+                continue
+            if self._inside and _FRAME.match(line):
+                continue
+            self._inside = False
+            if _NOISE_HEADER.match(line.rstrip("\n")):
+                self._inside = True
+                self.dropped += 1
+                continue
+            out.append(line)
+        return "".join(out)

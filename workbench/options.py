@@ -87,6 +87,10 @@ def parse_trigger(value: str | Trigger | None) -> Trigger:
     {'processingTime': '1 seconds'}
     >>> parse_trigger("available-now").kind
     'available_now'
+    >>> parse_trigger("continuous 1 second")
+    Traceback (most recent call last):
+    ...
+    ValueError: trigger 'continuous 1 second' is refused: Spark's continuous mode keeps one task per source partition running for the whole query, which on a small local Spark starves every other job (reading results hangs) and it reports no micro-batch progress to monitor; use an interval such as '1 second' (micro-batches, ~100 ms latency)
     >>> parse_trigger("soon")
     Traceback (most recent call last):
     ...
@@ -105,6 +109,15 @@ def parse_trigger(value: str | Trigger | None) -> Trigger:
         return Trigger("once", text="once")
     if text.replace("_", "-") in ("available-now", "availablenow"):
         return Trigger("available_now", text="available-now")
+    if text.startswith("continuous"):
+        # Measured on local[2]: a continuous query holds one core per source partition for
+        # its whole life, so reading its memory table (or any other job) waited forever.
+        raise ValueError(
+            f"trigger {value!r} is refused: Spark's continuous mode keeps one task per source partition "
+            "running for the whole query, which on a small local Spark starves every other job (reading "
+            "results hangs) and it reports no micro-batch progress to monitor; use an interval such as "
+            "'1 second' (micro-batches, ~100 ms latency)"
+        )
     match = _INTERVAL.match(text)
     if match and match.group(2) in _UNITS:
         amount, unit = match.group(1), _UNITS[match.group(2)]

@@ -34,6 +34,17 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = StreamMagics(shell=ipython)
     ipython.register_magics(magics)
     _open_streams_panel(ipython, magics)
+    from ..views.console import filter_kernel_stderr
+
+    filter_kernel_stderr()
+    # A session the user built before loading gets the workbench's listener now, so that
+    # every query started from here on is recorded from its first batch.
+    try:
+        from ..spark import current_env
+
+        current_env().adopt_active()
+    except Exception:
+        log.debug("adopting the active session failed", exc_info=True)
     # A kernel shutdown or restart ends the interpreter: stop the streams (and their
     # pollers and monitors) on the way out, before Spark's own shutdown hooks run.
     atexit.unregister(_stop_at_exit)
@@ -97,6 +108,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     _close_streams_panel(magics)
     _stop_at_exit(magics)
+    from ..views.console import unfilter_kernel_stderr
+
+    unfilter_kernel_stderr()
     kernel = getattr(ipython, "kernel", None)
     original = getattr(getattr(kernel, "do_shutdown", None), "_workbench_original", None)
     if original is not None:

@@ -28,10 +28,11 @@ from ..replay.scenarios import Scenario
 from ..replay.spec import Replay, Script
 from ..spark import current_env
 from ..spark.environment import check_streaming_frame
+from ..spark.watch import is_streaming_query
 from ..views.console import CellConsole, cell_console
 from .parser import (
-    Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, help_text,
-    parse,
+    Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand,
+    help_text, parse,
 )
 
 __all__ = ["StreamMagics"]
@@ -91,6 +92,8 @@ class StreamMagics(Magics):
         self.views: dict[str, Any] = {}
         #: Replay panels by stream name (a re-run closes the previous one).
         self.panels: dict[str, Any] = {}
+        #: The query each cell's own code started (by the cell's stream name), stopped on a re-run.
+        self.cell_queries: dict[str, Any] = {}
 
     @validate("poll_interval")
     def _check_interval(self, proposal: Any) -> float:
@@ -122,6 +125,7 @@ class StreamMagics(Magics):
             ShowCommand: self._show,
             HistoryCommand: lambda c: self._handle(c.name, "history").history(operators=c.operators),
             ResultCommand: self._result,
+            WatchCommand: self._watch,
         }
         return actions[type(command)](command)
 
@@ -163,6 +167,24 @@ class StreamMagics(Magics):
         except Exception as exc:
             raise UsageError(f"%stream result {command.name}: {_one_line(exc)}") from None
 
+    def _watch(self, command: WatchCommand) -> None:
+        env = current_env()
+        if command.all:
+            handles = env.watch_all()
+            if not handles:
+                print("no active streaming query in this session")
+                return
+        else:
+            try:
+                handles = [env.watch(command.name)]
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"%stream watch: {exc}") from None
+        for handle in handles:
+            print(_watch_line(handle))
+            view = handle.monitor(rows=self.default_rows, window=self.monitor_window)
+            self.views[handle.name] = view
+            display(view)
+
     def stop_everything(self) -> None:
         """Stop every stream and close every replay panel (``%stream stop --all``, shutdown)."""
         for name, panel in list(self.panels.items()):
@@ -180,7 +202,11 @@ class StreamMagics(Magics):
             return
         env = current_env()
         rows = command.rows or self.default_rows
+        self._stop_cell_query(command.name)
         df = self._frame(command, env)
+        if is_streaming_query(df):
+            self._watch_cell_query(command, df, rows)
+            return
         # Created before the start (shown after it succeeds) so that every batch lands in
         # an output area owned by this cell, whichever thread Spark renders it on.
         console = cell_console(display_now=False) if command.sink == "console" else None
@@ -196,18 +222,7 @@ class StreamMagics(Magics):
         except Exception as exc:
             log.debug("starting %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
-        # The previous stream of this name is replaced: close its monitor, so that its widgets
-        # (and their models in the page) do not pile up with every re-run.
-        previous = self.views.pop(command.name, None)
-        if hasattr(previous, "close"):
-            previous.close()
-        if command.monitor:
-            view: Any = handle.monitor(rows=rows, window=self.monitor_window)
-            display(view)
-        else:
-            view = _status_line(handle)
-            print(view)
-        self.views[command.name] = view
+        self._show_under_cell(handle, command.monitor, rows, command.name)
         if isinstance(console, CellConsole):
             display(console.widget)
 
@@ -217,6 +232,8 @@ class StreamMagics(Magics):
             df = self._sql(command.body, env.session(), command.name)
         else:
             df = self._python(command.body, command.name)
+            if is_streaming_query(df):
+                return df  # the cell's code started its own query: watched, see _watch_cell_query
         try:
             check_streaming_frame(df)
         except (TypeError, ValueError) as exc:
@@ -241,7 +258,7 @@ class StreamMagics(Magics):
         if not tree.body or not isinstance(tree.body[-1], ast.Expr):
             raise UsageError(
                 f"%%stream {name}: the cell's last line must be an expression giving a streaming DataFrame "
-                "(e.g. a line with just `df`), not a statement"
+                "(e.g. a line with just `df`), or the StreamingQuery the cell started, not a statement"
             )
         *head, last = tree.body
         namespace = self.shell.user_ns if self.shell is not None else {}
@@ -263,6 +280,43 @@ class StreamMagics(Magics):
                     namespace[key] = saved[key]
                 else:
                     namespace.pop(key, None)
+
+    def _stop_cell_query(self, name: str) -> None:
+        """On a re-run, stop the query this cell's own code started last time (it would clash)."""
+        handle = self.cell_queries.pop(name, None)
+        if handle is not None and handle.status == "active":
+            handle.stop()
+            print(f"stopped query {handle.name!r}, which this cell's code started on its previous run")
+
+    def _watch_cell_query(self, command: StartCommand, query: Any, rows: int) -> None:
+        """The cell's code started a query itself (its last value): watch it, never leave it hidden."""
+        try:
+            handle = current_env().watch(query, poll_interval=self.poll_interval, started_by="cell",
+                                         name=command.name)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"%%stream {command.name}: {exc}") from None
+        self.cell_queries[command.name] = handle
+        print(
+            f"stream {handle.name!r}: the cell's code started this query itself ({handle.sink} sink); "
+            f"the workbench watches it (%stream stop {handle.name} stops it; --sink, --mode and --trigger "
+            "apply only to DataFrames the workbench starts)"
+        )
+        self._show_under_cell(handle, command.monitor, rows, handle.name)
+
+    def _show_under_cell(self, handle: Any, monitor: bool, rows: int, key: str) -> None:
+        """The live monitor under the cell, or (``--no-monitor``) a one-line status."""
+        # The previous view of this name belongs to a replaced stream: close it, so that its
+        # widgets (and their models in the page) do not pile up with every re-run.
+        previous = self.views.pop(key, None)
+        if hasattr(previous, "close"):
+            previous.close()
+        if monitor:
+            view: Any = handle.monitor(rows=rows, window=self.monitor_window)
+            display(view)
+        else:
+            view = _status_line(handle)
+            print(view)
+        self.views[key] = view
 
     # -- --replay -------------------------------------------------------------------------------------
 
@@ -331,6 +385,16 @@ class StreamMagics(Magics):
             if self.views.get(name) is panel:
                 del self.views[name]
             panel.close()
+
+
+def _watch_line(handle: Any) -> str:
+    who = {"workbench": "started by the workbench", "cell": "started by a %%stream cell's code"}.get(
+        handle.started_by, "started outside the workbench"
+    )
+    line = f"watching {handle.name!r} ({who}; {handle.sink} sink, {handle.status}"
+    if handle.history_note:
+        line += f"; {handle.history_note}"
+    return line + f"); %stream stop {handle.name} stops it"
 
 
 def _status_line(handle: Any) -> str:

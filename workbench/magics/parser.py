@@ -3,7 +3,7 @@
 The magic is parsed, then executed: :func:`parse` turns the magic's line (and cell body)
 into one frozen command object (:class:`StartCommand`, :class:`ListCommand`,
 :class:`StopCommand`, :class:`ShowCommand`, :class:`HistoryCommand`,
-:class:`ResultCommand`), or raises IPython's ``UsageError`` with one line naming the bad
+:class:`ResultCommand`, :class:`WatchCommand`), or raises IPython's ``UsageError`` with one line naming the bad
 value. Option values are checked with :mod:`workbench.options`, so the magic and the
 Python API reject the same values with the same words.
 
@@ -25,7 +25,7 @@ from IPython.core.error import UsageError
 from ..options import SINKS, OUTPUT_MODES, Trigger, check_name, check_output_mode, check_rows, check_sink, parse_trigger
 
 __all__ = [
-    "StartCommand", "ListCommand", "StopCommand", "ShowCommand", "HistoryCommand", "ResultCommand",
+    "StartCommand", "ListCommand", "StopCommand", "ShowCommand", "HistoryCommand", "ResultCommand", "WatchCommand",
     "Command", "parse", "parse_cell", "parse_line", "detect_language", "help_text", "SQL_KEYWORDS",
     "SUBCOMMANDS",
 ]
@@ -33,7 +33,7 @@ __all__ = [
 #: First words that make a cell body SQL (see :func:`detect_language`).
 SQL_KEYWORDS: tuple[str, ...] = ("select", "with", "from", "values", "table")
 #: The ``%stream`` line-magic subcommands.
-SUBCOMMANDS: tuple[str, ...] = ("list", "stop", "show", "history", "result")
+SUBCOMMANDS: tuple[str, ...] = ("list", "stop", "show", "history", "result", "watch")
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,18 @@ class ResultCommand:
     name: str
 
 
-Command = Union[StartCommand, ListCommand, StopCommand, ShowCommand, HistoryCommand, ResultCommand]
+@dataclass(frozen=True)
+class WatchCommand:
+    """``%stream watch NAME`` or ``%stream watch --all``: monitor queries the workbench did not start.
+
+    ``name`` is an active query's name or id (None with ``all``).
+    """
+
+    name: str | None
+    all: bool = False
+
+
+Command = Union[StartCommand, ListCommand, StopCommand, ShowCommand, HistoryCommand, ResultCommand, WatchCommand]
 
 _EXAMPLES = """\
 The cell body is SQL when its first word (after blank lines and -- comments) is
@@ -126,7 +137,9 @@ otherwise it is Python run in the notebook's namespace, whose last line must be 
 streaming DataFrame. --sql / --python decide explicitly. SQL reads temp views,
 including streaming ones (df.createOrReplaceTempView("events")).
 
-Re-running a cell replaces its stream.
+Re-running a cell replaces its stream; the new body is checked before the old stream stops.
+A Python body may also end with the StreamingQuery its own code started
+(df.writeStream...start()): the workbench watches that query and shows its monitor.
 
 Examples
 --------
@@ -149,6 +162,8 @@ Line magics
 %stream show NAME             display the stream's live monitor again
 %stream history NAME          per-batch progress (a pandas DataFrame): h = %stream history counts
 %stream result NAME           the memory sink's table (a pandas DataFrame)
+%stream watch NAME            the live monitor of a query started elsewhere (name or id)
+%stream watch --all           the live monitor of every active query of the session
 
 Settings: %config StreamMagics (e.g. %config StreamMagics.default_rows = 5)
 """
@@ -216,6 +231,9 @@ def _line_parser() -> _Parser:
     history.add_argument("name", metavar="NAME")
     history.add_argument("--operators", action="store_true")
     commands.add_parser("result", magic="%stream result").add_argument("name", metavar="NAME")
+    watch = commands.add_parser("watch", magic="%stream watch")
+    watch.add_argument("name", nargs="?", default=None, metavar="NAME")
+    watch.add_argument("--all", action="store_true")
     return parser
 
 
@@ -383,7 +401,7 @@ def parse_line(line: str) -> Command:
     >>> parse_line("pause counts")
     Traceback (most recent call last):
     ...
-    IPython.core.error.UsageError: %stream: unknown subcommand 'pause': use list, stop, show, history or result (to start a stream, use %%stream NAME with the query in the cell)
+    IPython.core.error.UsageError: %stream: unknown subcommand 'pause': use list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)
     """
     magic = "%stream"
     tokens = _split(line, magic)
@@ -398,6 +416,12 @@ def parse_line(line: str) -> Command:
     sub = f"{magic} {args.command}"
     if args.command == "list":
         return ListCommand()
+    if args.command == "watch":
+        if args.all and args.name is not None:
+            raise UsageError(f"{sub}: give a query name or id, or --all, not both")
+        if not args.all and not (args.name or "").strip():
+            raise UsageError(f"{sub} needs the name or id of an active streaming query, or --all for every one")
+        return WatchCommand(None, all=True) if args.all else WatchCommand(args.name.strip())
     if args.command == "stop":
         if args.all and args.name is not None:
             raise UsageError(f"{sub}: give a stream name or --all, not both")

@@ -382,9 +382,12 @@ def why_no_output(
         if watermark >= end:
             return None  # it has passed: the window or session is output with the next batch
         earliest = "earliest open window" if what == "window" else "earliest session"
-        return (f"The watermark ({shown_watermark}) has not yet passed the end of the {earliest} {when}; "
-                f"it is {short}{format_duration(end - watermark)} short. In append mode a {what} is output "
-                f"only once the watermark passes its end.{trail}" + (f" {held}" if held else ""))
+        # Against an unset (epoch 0) watermark a shortfall is decades long and says nothing.
+        gap = (f"; it is {short}{format_duration(end - watermark)} short" if watermark > EPOCH
+               else "; the watermark starts once a batch with event times has run")
+        return (f"The watermark ({shown_watermark}) has not yet passed the end of the {earliest} {when}"
+                f"{gap}. In append mode a {what} is output only once the watermark passes its end.{trail}"
+                + (f" {held}" if held else ""))
     return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
             f"append mode an aggregate is output only once the watermark passes it.{trail}"
             + (f" {held}" if held else ""))

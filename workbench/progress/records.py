@@ -58,6 +58,10 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _count(value: Any) -> int | None:
+    return None if value is None or int(value) < 0 else int(value)
+
+
 def _source_sum(sources: Any, key: str) -> float | None:
     values = [source[key] for source in sources if source.get(key) is not None]
     return sum(values) if values else None
@@ -184,7 +188,8 @@ class BatchProgress:
             event_time_avg=parse_spark_time(event_time.get("avg")),
             watermark=parse_spark_time(event_time.get("watermark")),
             operators=tuple(OperatorProgress.from_json(op) for op in data.get("stateOperators") or ()),
-            num_output_rows=_int(sink.get("numOutputRows")),
+            # Spark writes -1 when a sink cannot count (foreachBatch, files): unknown, not negative.
+            num_output_rows=_count(sink.get("numOutputRows")),
             sink_description=sink.get("description"),
             observed_metrics={str(k): dict(v or {}) for k, v in (data.get("observedMetrics") or {}).items()},
             **parts,

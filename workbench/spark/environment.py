@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -22,9 +23,11 @@ import pandas as pd
 
 from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
-from .plan import plan_facts
-from .session import build_session
+from ..errors import StreamStartError, refusal_line
+from .plan import output_mode_problem, plan_facts, plan_text
+from .session import build_session, is_connect
 from .streams import StreamHandle, StreamSpec, run_query
+from .watch import SessionWatcher, find_query, watched_handle
 
 __all__ = ["Workbench", "current_env", "new_env", "STREAM_COLUMNS"]
 
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 STREAM_COLUMNS = (
     "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
     "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
+    "started_by",
 )
 
 
@@ -77,6 +81,8 @@ class Workbench:
         self._handles: dict[str, StreamHandle] = {}
         self._lock = threading.RLock()
         self._counter = itertools.count(1)
+        #: The session-wide listener recording every query's progress (see ``watch``).
+        self._watcher: SessionWatcher | None = None
         #: Called with a handle whenever one of its queries ends (views subscribe here).
         self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
         #: Called with each new handle, on the starting thread, right after its query starts.
@@ -106,6 +112,7 @@ class Workbench:
                         self._spark.conf.set(key, str(value))
                     except Exception:
                         log.warning("%s cannot change on a running session; restart the kernel to set it", key)
+            self._listen(self._spark)
             return self._spark
 
     def ui_web_url(self) -> str | None:
@@ -118,6 +125,18 @@ class Workbench:
             return None if spark is None or _is_stopped(spark) else spark.sparkContext.uiWebUrl
         except Exception:  # Spark Connect sessions have no sparkContext
             return None
+
+    def _listen(self, spark: Any) -> None:
+        """Install the session-wide listener once per session, so every later query is recorded."""
+        if is_connect():
+            # Measured on pyspark 4.3: after addListener on a Spark Connect session, the next
+            # query start did not return within 60 s; watched Connect queries are polled and
+            # back-filled instead.
+            return
+        if self._watcher is None or self._watcher.spark is not spark:
+            if self._watcher is not None:
+                self._watcher.remove()
+            self._watcher = SessionWatcher.install(spark, history_cap=self.history_cap)
 
     def new_checkpoint(self, name: str) -> str:
         """A fresh checkpoint folder for one start of stream ``name``."""
@@ -170,8 +189,15 @@ class Workbench:
 
             df, inputs = observe_inputs(df)  # only when asked: ordinary queries stay as written
         with self._lock:
+            self._refuse_foreign(df.sparkSession, name)
+            # Spark's own start-time check, run while the previous stream still runs, so that
+            # a re-run Spark would refuse leaves the old stream as it was (classic sessions).
+            problem = output_mode_problem(df, mode)
+            if problem is not None:
+                raise StreamStartError(f"Spark cannot start stream {name!r}: {refusal_line(problem, plan_text(df))}",
+                                       problem)
+            replacing = name in self._handles and self._handles[name].status == "active"
             self.stop(name, missing_ok=True)
-            self._stop_foreign(df, name)
             spec = StreamSpec(
                 name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
                 checkpoint=str(checkpoint) if checkpoint is not None else self.new_checkpoint(name),
@@ -179,15 +205,24 @@ class Workbench:
                 history_cap=self.history_cap,
             )
             facts = plan_facts(df)  # read before the start; None when the plan is unreadable
-            handle = run_query(
-                df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
-                foreach_batch=foreach_batch,
-            )
+            try:
+                handle = run_query(
+                    df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
+                    foreach_batch=foreach_batch,
+                )
+            except StreamStartError as exc:
+                if replacing:
+                    raise StreamStartError(f"{exc} (the previous stream {name!r} was stopped)", exc.details) from None
+                raise
             handle.plan = facts
             if inputs:
                 from .inputs import watermark_policy
 
                 handle.inputs, handle.watermark_policy = inputs, watermark_policy(df.sparkSession)
+            if self._watcher is not None:
+                # Its poller keeps its history complete (and fills in what the listener cannot
+                # know, such as the console sink's row counts): no second copy.
+                self._watcher.recorder.release(handle.run_id)
             previous = self._handles.get(name)
             if previous is not None:
                 previous.replaced_by = handle
@@ -199,12 +234,86 @@ class Workbench:
                 log.exception("stream-started callback failed")
         return handle
 
-    def _stop_foreign(self, df: Any, name: str) -> None:
-        """Stop a query of this name started outside the workbench (it would block the start)."""
-        for query in df.sparkSession.streams.active:
-            if query.name == name:
-                log.info("stopping active query %r to replace it", name)
-                query.stop()
+    def _refuse_foreign(self, spark: Any, name: str) -> None:
+        """Refuse a name held by an active query the workbench did not start: it is the user's."""
+        handle = self._handles.get(name)
+        for query in spark.streams.active:
+            if query.name != name:
+                continue
+            if handle is not None and handle.started_by != "user" and handle.run_id == str(query.runId):
+                continue  # an earlier start of this stream (or of its cell): replaced as usual
+            raise ValueError(
+                f"a streaming query named {name!r} that the workbench did not start is running; it is left "
+                f"alone: stop it first (workbench.stream({name!r}).stop() or %stream stop {name}) or choose "
+                "another name"
+            )
+
+    def watch(
+        self, query: Any, *, poll_interval: float | None = None, started_by: str = "user",
+        name: str | None = None,
+    ) -> StreamHandle:
+        """The handle of any query of the session: see :func:`workbench.watch`.
+
+        ``started_by`` marks who started it (``"cell"`` for a ``%%stream`` body's own query);
+        ``name`` names a query that has no ``queryName``.
+        """
+        spark = self.session()
+        target = find_query(spark, query)
+        run_id = str(target.runId)
+        interval = self.poll_interval if poll_interval is None else float(poll_interval)
+        with self._lock:
+            for handle in self._handles.values():
+                if handle.run_id == run_id:
+                    return handle
+            handle = watched_handle(
+                spark, target, self._watcher, poll_interval=interval, history_cap=self.history_cap,
+                on_event=self._finished, started_by=started_by, name=name,
+            )
+            previous = self._handles.get(handle.name)
+            if previous is not None:
+                previous.replaced_by = handle
+            self._handles[handle.name] = handle
+            return handle
+
+    def watch_all(self) -> list[StreamHandle]:
+        """Handles of every active query of the session (watching those not yet watched).
+
+        Lists only: a session that is not running yet is not started for it.
+        """
+        spark = self.adopt_active()
+        if spark is None:
+            return []
+        handles = []
+        for query in list(spark.streams.active):
+            try:
+                handles.append(self.watch(query))
+            except Exception:  # it ended meanwhile
+                log.debug("watching %s failed", query, exc_info=True)
+        return handles
+
+    def adopt_active(self) -> Any:
+        """The workbench's session, or one the user built before loading it; never starts Spark.
+
+        An adopted session keeps its settings; it gets the session-wide listener, so its
+        later queries are recorded from their first batch. None when no session runs.
+        """
+        with self._lock:
+            if self._spark is not None and not _is_stopped(self._spark):
+                return self._spark
+            if "pyspark.sql" not in sys.modules:
+                return None
+            try:
+                from pyspark.sql import SparkSession
+
+                active = SparkSession.getActiveSession()
+            except Exception:
+                log.debug("no active session to adopt", exc_info=True)
+                return None
+            if active is None:
+                return None
+            self._spark = active
+            self._listen(active)
+            return active
 
     def _finished(self, handle: StreamHandle) -> None:
         for callback in list(self.on_stream_finished):
@@ -214,10 +323,18 @@ class Workbench:
                 log.exception("stream-finished callback failed")
 
     def get(self, name: str) -> StreamHandle:
-        """The handle of stream ``name``; ValueError listing the known names if there is none."""
+        """The handle of stream ``name``, watching an active query of that name or id if needed.
+
+        ValueError listing the known names if there is none.
+        """
         with self._lock:
             if name in self._handles:
                 return self._handles[name]
+            if self.adopt_active() is not None:
+                try:
+                    return self.watch(name)
+                except ValueError:
+                    pass
             known = ", ".join(self._handles) or "none started yet"
         raise ValueError(f"no stream named {name!r} (streams: {known})")
 
@@ -228,6 +345,7 @@ class Workbench:
 
     def streams(self) -> pd.DataFrame:
         """One row per stream: see :func:`workbench.streams`."""
+        self.watch_all()
         return pd.DataFrame([h.summary() for h in self.handles()], columns=list(STREAM_COLUMNS))
 
     def stop(self, name: str, *, missing_ok: bool = False) -> None:
@@ -308,6 +426,7 @@ def new_env(**kwargs: Any) -> Workbench:
         _holder.env = Workbench(**kwargs)
         if old is not None:
             _holder.env._spark = old._spark
+            _holder.env._watcher = old._watcher
     if old is not None:
         old.close()
     return _holder.env

@@ -20,11 +20,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ..errors import StreamStartError, summarize_error
+from ..errors import StreamStartError, refusal_line, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
 from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_watermarks
 from .frames import flat_select, to_flat_pandas
+from .plan import plan_text
+from .session import is_connect
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -68,20 +70,31 @@ class StreamSpec:
 
 
 class QueryProgressSource:
-    """Adapts a pyspark ``StreamingQuery`` (classic or Spark Connect) to the poller's source."""
+    """Adapts a pyspark ``StreamingQuery`` (classic or Spark Connect) to the poller's source.
 
-    def __init__(self, query: Any) -> None:
+    ``output_rows`` maps batch ids to the rows a Python-side sink wrote (the console
+    sink counts them); Spark reports ``numOutputRows = -1`` for ``foreachBatch`` sinks.
+    """
+
+    def __init__(self, query: Any, output_rows: Mapping[int, int] | None = None) -> None:
         self._query = query
+        self._output_rows = output_rows
 
     def is_active(self) -> bool:
         return bool(self._query.isActive)
 
     def last_progress(self) -> Mapping[str, Any] | None:
         progress = self._query.lastProgress
-        return progress_json(progress) if progress else None
+        return self._with_rows(progress_json(progress)) if progress else None
 
     def recent_progress(self) -> Sequence[Mapping[str, Any]]:
-        return [progress_json(p) for p in self._query.recentProgress]
+        return [self._with_rows(progress_json(p)) for p in self._query.recentProgress]
+
+    def _with_rows(self, raw: dict[str, Any]) -> dict[str, Any]:
+        count = self._output_rows.get(raw.get("batchId", -1)) if self._output_rows is not None else None
+        if count is not None:
+            raw["sink"] = {**(raw.get("sink") or {}), "numOutputRows": count}
+        return raw
 
 
 class StreamHandle:
@@ -117,6 +130,7 @@ class StreamHandle:
         spark: Any,
         on_event: Callable[[StreamHandle], None] | None = None,
         history: ProgressHistory | None = None,
+        output_rows: Mapping[int, int] | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -138,6 +152,13 @@ class StreamHandle:
         self.inputs: tuple[InputSpec, ...] = ()
         #: Spark's ``multipleWatermarkPolicy`` when the stream started.
         self.watermark_policy = "min"
+        #: Who started the query: ``"workbench"`` (``start``/``%%stream``), ``"cell"`` (the code of a
+        #: ``%%stream`` cell) or ``"user"`` (any other code; the handle only watches it).
+        self.started_by = "workbench"
+        #: Spark's description of the sink (e.g. ``FileSink[/data/out]``), when known.
+        self.sink_description: str | None = None
+        #: Which batches the history lacks (a query watched after it started), or None.
+        self.history_note: str | None = None
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -148,7 +169,7 @@ class StreamHandle:
             self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
         self.poller = ProgressPoller(
-            QueryProgressSource(query), self.progress, interval=spec.poll_interval,
+            QueryProgressSource(query, output_rows), self.progress, interval=spec.poll_interval,
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
         )
 
@@ -472,17 +493,55 @@ class StreamHandle:
             "input_rows_per_second": last.input_rows_per_second if last else None,
             "processed_rows_per_second": last.processed_rows_per_second if last else None,
             "error": self.error,
+            "started_by": self.started_by,
         }
 
     def __repr__(self) -> str:
         return f"<StreamHandle {self.name!r} {self.status} sink={self.sink} batches={self.progress.total}>"
 
 
-def _console_writer_fn(spec: StreamSpec, write: ConsoleWriter) -> Callable[[Any, int], None]:
+def shown_rows(table: str) -> int | None:
+    """How many rows a table from ``DataFrame.show`` holds, or None when it was cut short.
+
+    Examples
+    --------
+    >>> shown_rows("+---+\\n|  a|\\n+---+\\n|  1|\\n|  2|\\n+---+\\n")
+    2
+    >>> shown_rows("+---+\\n|  a|\\n+---+\\n|  1|\\n+---+\\nonly showing top 1 row\\n") is None
+    True
+    """
+    if "only showing top" in table:
+        return None
+    return max(sum(1 for line in table.splitlines() if line.startswith("|")) - 1, 0)
+
+
+class _OutputCounts(dict):  # type: ignore[type-arg]
+    """Rows output per batch id, newest kept (the poller reads each batch within seconds)."""
+
+    def __init__(self, keep: int = 1000) -> None:
+        super().__init__()
+        self._keep = keep
+
+    def record(self, batch_id: int, rows: int) -> None:
+        # One writer (Spark's batch thread); the poller only reads with get().
+        self[batch_id] = rows
+        self.pop(batch_id - self._keep, None)
+
+
+def _console_writer_fn(
+    spec: StreamSpec, write: ConsoleWriter, counts: _OutputCounts | None = None
+) -> Callable[[Any, int], None]:
     rows, truncate = spec.rows, spec.truncate
 
     def render(batch_df: Any, batch_id: int) -> None:
         table = batch_df._show_string(rows, 20 if truncate else 0)
+        if counts is not None:
+            # Spark reports -1 rows for foreachBatch sinks. A table shown whole gives the count
+            # for free; counting a cut one would cost a second Spark job per batch (measured:
+            # addBatch 190 -> 1,030 ms on a busy 2-core machine), so it stays unknown.
+            shown = shown_rows(table)
+            if shown is not None:
+                counts.record(batch_id, shown)
         write(format_console_batch(batch_id, table))
 
     return render
@@ -508,6 +567,8 @@ def run_query(
         When Spark refuses the query (unsupported output mode, analysis error); the message
         is one line, ``.details`` holds Spark's full text.
     """
+    # On Spark Connect the console function runs on the server, where counts would stay.
+    counts = _OutputCounts() if foreach_batch is None and spec.sink == "console" and not is_connect() else None
     writer = df.writeStream.queryName(spec.name).option("checkpointLocation", spec.checkpoint)
     if spec.output_mode:
         writer = writer.outputMode(spec.output_mode)
@@ -519,15 +580,15 @@ def run_query(
     elif spec.sink == "memory":
         writer = writer.format("memory")
     else:
-        writer = writer.foreachBatch(_console_writer_fn(spec, console or _print))
+        writer = writer.foreachBatch(_console_writer_fn(spec, console or _print, counts))
     try:
         query = writer.start()
     except Exception as exc:  # Spark's analysis errors arrive as py4j-captured exceptions
         details = str(exc)
         raise StreamStartError(
-            f"Spark cannot start stream {spec.name!r}: {summarize_error(details)}", details
+            f"Spark cannot start stream {spec.name!r}: {refusal_line(details, plan_text(df))}", details
         ) from None
-    handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
+    handle = StreamHandle(spec, query, spark, on_event=on_event, history=history, output_rows=counts)
     handle.output_columns = tuple(df.columns)
     handle.poller.start()
     return handle

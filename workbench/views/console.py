@@ -1,16 +1,20 @@
 """Console-sink output under the notebook cell that started the stream.
 
 Text printed from a background thread lands under whichever cell runs at that moment;
-appending to an ``Output`` widget created by the starting cell keeps every micro-batch
-under that cell, in order.
+adding each micro-batch to a widget created by the starting cell keeps every batch under
+that cell, in order, and sends the page only the new batch.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Callable
+import threading
+from collections import deque
+from typing import Any, Callable
 
-__all__ = ["cell_console", "in_kernel"]
+from ..errors import InterruptionNoiseFilter
+
+__all__ = ["cell_console", "in_kernel", "CellConsole", "filter_kernel_stderr", "unfilter_kernel_stderr"]
 
 
 def in_kernel() -> bool:
@@ -26,8 +30,8 @@ def in_kernel() -> bool:
 def cell_console(display_now: bool = True) -> Callable[[str], None]:
     """A writer for console-sink text that stays under the current cell.
 
-    In a Jupyter kernel this displays an ``Output`` widget under the running cell and
-    returns a function appending text to it (safe from any thread). Elsewhere it returns
+    In a Jupyter kernel this displays a :class:`CellConsole` under the running cell and
+    returns it (call it with each batch's text, from any thread). Elsewhere it returns
     a function writing to standard output.
 
     Examples
@@ -43,21 +47,118 @@ def cell_console(display_now: bool = True) -> Callable[[str], None]:
 
         return write_stdout
 
-    import ipywidgets as widgets
     from IPython.display import display
 
-    out = widgets.Output(layout=widgets.Layout(max_height="32em", overflow="auto"))
-    out.add_class("workbench-console")
+    filter_kernel_stderr()
+    console = CellConsole()
     if display_now:
-        display(out)
-    return CellConsole(out)
+        display(console.widget)
+    return console
 
 
 class CellConsole:
-    """Appends console-sink text to an ``Output`` widget; ``.widget`` is that widget."""
+    """Console-sink text under a cell: one small widget per batch in a box, the newest kept.
 
-    def __init__(self, widget: object) -> None:
-        self.widget = widget
+    Each batch becomes its own ``Output`` widget holding just that batch's text, so the page
+    receives only the new batch (plus the box's short list of children), not every earlier
+    table again. Past ``max_batches`` the oldest batches are dropped and a line says how many.
+    Safe to call from any thread.
+
+    Parameters
+    ----------
+    max_batches : int, default 50
+        Batches shown at most.
+
+    Attributes
+    ----------
+    widget : ipywidgets.VBox
+        What the cell displays.
+
+    Examples
+    --------
+    >>> console = CellConsole(max_batches=2)
+    >>> for i in range(3):
+    ...     console(f"Batch: {i}\\n")
+    >>> console.texts(), console.dropped
+    (['Batch: 1\\n', 'Batch: 2\\n'], 1)
+    """
+
+    def __init__(self, max_batches: int = 50) -> None:
+        import ipywidgets as widgets
+
+        if isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 1:
+            raise ValueError(f"max_batches must be a positive whole number, got {max_batches!r}")
+        self.max_batches = max_batches
+        self.widget = widgets.VBox(layout=widgets.Layout(max_height="32em", overflow="auto"))
+        self.widget.add_class("workbench-console")
+        self._note = widgets.HTML("")
+        self._batches: deque[Any] = deque()
+        self.dropped = 0
+        self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
-        self.widget.append_stdout(text)  # type: ignore[attr-defined]
+        import ipywidgets as widgets
+
+        batch = widgets.Output(outputs=({"output_type": "stream", "name": "stdout", "text": text},))
+        with self._lock:
+            self._batches.append(batch)
+            old = []
+            while len(self._batches) > self.max_batches:
+                old.append(self._batches.popleft())
+            if old:
+                self.dropped += len(old)
+                self._note.value = (
+                    f"<i>{self.dropped} earlier batches not shown (the newest {self.max_batches} are kept)</i>"
+                )
+            self.widget.children = ((self._note,) if self.dropped else ()) + tuple(self._batches)
+        for widget in old:
+            widget.close()
+
+    def texts(self) -> list[str]:
+        """The text of each batch shown, oldest first."""
+        with self._lock:
+            return ["".join(o.get("text", "") for o in batch.outputs) for batch in self._batches]
+
+
+def filter_kernel_stderr() -> InterruptionNoiseFilter | None:
+    """In a Jupyter kernel, keep the JVM's stop-mid-batch StackOverflowError wall out of the notebook.
+
+    The kernel forwards everything the Spark JVM writes to its stderr to the notebook, under
+    whichever cell runs. Stopping a console-sink stream (a ``foreachBatch`` query) while a
+    batch runs makes the JVM print a ~1,000-line StackOverflowError there; this drops that
+    one report (see :class:`~workbench.errors.InterruptionNoiseFilter`) and passes every
+    other line. Idempotent; returns the filter (its ``dropped`` counts the walls), or None
+    outside a kernel.
+
+    Examples
+    --------
+    >>> filter_kernel_stderr() is None   # plain Python: nothing to do
+    True
+    """
+    stream = sys.stderr
+    if not in_kernel() or not hasattr(stream, "_flush_buffers"):
+        return None
+    noise = getattr(stream, "_workbench_noise", None)
+    if noise is not None:
+        return noise
+    noise = InterruptionNoiseFilter()
+    original = stream._flush_buffers
+
+    # Filtered where ipykernel's stream turns buffered text into messages: IPython swaps
+    # ``write`` around every cell (to keep outputs in its history) and restores the one it
+    # found, so a filter on ``write`` would be gone after the cell that installed it.
+    def flush_buffers() -> Any:
+        for parent, data in original():
+            yield parent, noise.feed(data)
+
+    stream._flush_buffers = flush_buffers  # type: ignore[attr-defined]
+    stream._workbench_noise = noise  # type: ignore[attr-defined]
+    return noise
+
+
+def unfilter_kernel_stderr() -> None:
+    """Undo :func:`filter_kernel_stderr` (``%unload_ext workbench``)."""
+    stream = sys.stderr
+    if getattr(stream, "_workbench_noise", None) is not None:
+        del stream._flush_buffers
+        del stream._workbench_noise

@@ -1,0 +1,200 @@
+"""Watching queries the workbench did not start: the session-wide listener, back-fill, handles, listing.
+
+The recorder's bookkeeping is pure and tested with scripted events; everything else runs on
+the real local session with plain ``df.writeStream...start()`` queries, as a user writes them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import workbench
+from workbench.progress import ProgressHistory
+from workbench.progress.recorder import QueryRecorder
+from workbench.spark.watch import sink_kind
+from tests.helpers import wait_for
+
+
+def batch(i: int, run: str = "r", rows: int = 1) -> dict:
+    return {"id": "q", "runId": run, "name": "n", "batchId": i, "numInputRows": rows, "durationMs": {"addBatch": 1}}
+
+
+# -- pure -------------------------------------------------------------------------------------------------
+
+
+def test_recorder_keeps_every_batch_of_a_run_it_saw_start():
+    recorder = QueryRecorder()
+    recorder.started("q", "r", "n", "2024-01-01T00:00:00.000Z")
+    for i in range(3):
+        recorder.progress(batch(i))
+    recorder.progress({"id": "q", "runId": "r", "batchId": 3, "numInputRows": 0, "durationMs": {}})  # idle
+    record = recorder.get("r")
+    assert [r.batch_id for r in record.history.records()] == [0, 1, 2]
+    assert record.complete and record.missing_note is None
+    recorder.terminated("r", "boom")
+    assert record.ended and record.exception == "boom"
+
+
+def test_attaching_a_history_merges_recent_and_listened_batches_and_says_what_is_missing():
+    recorder = QueryRecorder()
+    recorder.progress(batch(150))  # heard after the workbench loaded; the run started long before
+    recorder.progress(batch(151))
+    history = ProgressHistory()
+    record = recorder.attach("q", "r", "n", history, recent=[batch(i) for i in range(52, 151)], recent_limit=99)
+    assert [r.batch_id for r in history.records()] == list(range(52, 152))
+    assert not record.complete
+    assert record.missing_note.startswith("batches before 52 are missing")
+    recorder.progress(batch(152))  # later batches land in the attached history
+    assert history.last_batch_id == 152
+
+
+def test_a_short_recent_list_is_the_whole_run():
+    record = QueryRecorder().attach("q", "r", None, ProgressHistory(), recent=[batch(0), batch(1)], recent_limit=99)
+    assert record.complete and record.missing_note is None
+
+
+def test_ended_runs_are_forgotten_beyond_the_limit():
+    recorder = QueryRecorder(max_ended=2)
+    for run in ("a", "b", "c"):
+        recorder.started("q", run, None)
+        recorder.terminated(run)
+    recorder.started("q", "live", None)
+    assert [r.run_id for r in recorder.runs()] == ["b", "c", "live"]
+
+
+@pytest.mark.parametrize(
+    ("description", "kind"),
+    [("FileSink[file:/tmp/out]", "file"), ("MemorySink", "memory"),
+     ("org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink@1", "foreach_batch"),
+     ("org.apache.spark.sql.execution.streaming.ConsoleTable$@2", "console"),
+     ("DeltaSink[s3://b/t]", "delta"), ("SomethingElse", "SomethingElse"), (None, "unknown")],
+)
+def test_sink_kind(description, kind):
+    assert sink_kind(description) == kind
+
+
+# -- real Spark ------------------------------------------------------------------------------------------
+
+
+def parquet_query(spark, rate_stream, tmp_path, name="files", rows=3):
+    return (
+        rate_stream(rows_per_batch=rows).writeStream.format("parquet").queryName(name)
+        .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="0.3 seconds").start()
+    )
+
+
+@pytest.mark.spark
+def test_a_parquet_query_started_after_loading_is_watched_from_batch_0(env, spark, rate_stream, tmp_path):
+    query = parquet_query(spark, rate_stream, tmp_path)
+    wait_for(lambda: query.lastProgress and query.lastProgress["batchId"] >= 3, 60, message="four batches")
+    handle = workbench.watch("files")
+    assert handle.query.id == query.id and handle.started_by == "user"
+    assert (handle.sink, handle.output_mode, handle.trigger) == ("file", "append", "0.3 seconds")
+    assert handle.sink_description.startswith("FileSink[") and handle.history_note is None
+    history = handle.history()
+    assert list(history["batch_id"]) == list(range(len(history)))  # complete from batch 0
+    assert (history["num_input_rows"] == 3).all()
+    # The same handle whichever way it is asked for; listed with who started it.
+    assert workbench.watch(query) is handle and workbench.watch(str(query.id)) is handle
+    assert workbench.stream("files") is handle
+    row = workbench.streams().set_index("name").loc["files"]
+    assert (row["started_by"], row["status"], row["sink"]) == ("user", "active", "file")
+    with pytest.raises(ValueError, match="writes to the file sink, which keeps no table"):
+        handle.preview(3)
+    # The monitor works on it; watching never stopped the query.
+    monitor = handle.monitor()
+    try:
+        wait_for(lambda: handle.progress.total >= len(history) + 2, 60, message="more batches while watched")
+    finally:
+        monitor.close()
+    assert query.isActive
+    handle.stop()  # asked for: now it stops
+    assert not query.isActive and handle.status == "stopped" and handle.wait_finished(10)
+
+
+@pytest.mark.spark
+def test_a_query_started_before_the_listener_is_back_filled_and_says_so(env, spark, rate_stream, tmp_path):
+    # Spark keeps only its last N progress reports; with N = 4 the early batches are gone.
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "4")
+    env._watcher.remove()  # as if the workbench had not loaded yet
+    env._watcher = None
+    try:
+        query = parquet_query(spark, rate_stream, tmp_path, name="early")
+        wait_for(lambda: query.lastProgress and query.lastProgress["batchId"] >= 6, 90, message="seven batches")
+    finally:
+        workbench.session()  # loading the workbench: the listener is installed again
+    assert env._watcher is not None and env._watcher.listening
+    try:
+        handle = env.watch("early")
+        first = int(handle.history()["batch_id"].iloc[0])
+        assert first > 0
+        assert handle.history_note.startswith(f"batches before {first} are missing")
+        batches = list(handle.history()["batch_id"])
+        assert batches == list(range(first, first + len(batches)))  # no gap after the back-fill
+        wait_for(lambda: handle.progress.total > len(batches), 60, message="later batches")
+    finally:
+        spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
+        query.stop()
+
+
+@pytest.mark.spark
+def test_unknown_or_wrong_watch_targets_are_one_line(env, spark, rate_stream, tmp_path):
+    query = parquet_query(spark, rate_stream, tmp_path, name="present")
+    try:
+        with pytest.raises(ValueError, match=r"no active streaming query named or with id 'absent' "
+                                             r"\(active queries: 'present' \(id "):
+            workbench.watch("absent")
+        with pytest.raises(TypeError, match="watch\\(\\) takes a StreamingQuery, or the name or id of an active "
+                                            "streaming query, got int"):
+            workbench.watch(42)
+    finally:
+        query.stop()
+
+
+CONNECT_SCRIPT = """
+import json, sys, time
+import workbench
+spark = workbench.session()
+out, ckpt = sys.argv[1], sys.argv[2]
+query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()
+         .writeStream.format("parquet").queryName("files").option("path", out)
+         .option("checkpointLocation", ckpt).trigger(processingTime="0.5 seconds").start())
+deadline = time.time() + 90
+while (not query.lastProgress or query.lastProgress["batchId"] < 2) and time.time() < deadline:
+    time.sleep(0.2)
+handle = workbench.watch("files")
+seen = handle.progress.total
+while handle.progress.total < seen + 2 and time.time() < deadline:
+    time.sleep(0.2)
+listed = workbench.streams().set_index("name").loc["files"]
+handle.stop()
+history = handle.history()
+print(json.dumps({
+    "kind": type(spark).__module__, "sink": handle.sink, "started_by": str(listed["started_by"]),
+    "batches": history["batch_id"].tolist(), "rows": history["num_input_rows"].tolist(),
+    "note": handle.history_note, "status": handle.status, "active": len(spark.streams.active),
+}))
+"""
+
+
+@pytest.mark.spark
+def test_watching_a_plain_parquet_query_on_spark_connect(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    environment = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    environment.update(SPARK_REMOTE="local[2]", PYTHONPATH=str(repo))
+    done = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT, str(tmp_path / "out"), str(tmp_path / "ckpt")],
+                          capture_output=True, text=True, timeout=300, env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["kind"].startswith("pyspark.sql.connect")
+    assert (report["sink"], report["started_by"], report["status"], report["active"]) == ("file", "user", "stopped", 0)
+    # Back-filled from Spark's recent reports: complete from batch 0, nothing said missing.
+    assert report["batches"][:4] == [0, 1, 2, 3] and report["note"] is None
+    assert set(report["rows"]) == {3}

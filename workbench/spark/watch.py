@@ -1,0 +1,290 @@
+"""Watching any streaming query of the session, whoever started it.
+
+:class:`SessionWatcher` installs one ``StreamingQueryListener`` on the workbench's session
+(when the workbench builds or adopts it) that records every run of every query into a
+:class:`~workbench.progress.recorder.QueryRecorder`, so a query started afterwards has a
+complete history from its first batch. :func:`watched_handle` turns a pyspark
+``StreamingQuery`` the workbench did not start into a :class:`StreamHandle`: the same
+history, status, error and monitor as a started one. Watching never stops or restarts the
+query; the handle's ``stop()`` stops it only when called.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Callable
+
+from ..options import Trigger
+from ..progress import ProgressHistory
+from ..progress.recorder import QueryRecorder, RunRecord
+from .streams import StreamHandle, StreamSpec, progress_json
+
+__all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
+
+log = logging.getLogger(__name__)
+
+#: Sink kinds recognised in the progress report's ``sink.description``, first match wins.
+_SINK_KINDS: tuple[tuple[str, str], ...] = (
+    ("MemorySink", "memory"),
+    ("ForeachBatchSink", "foreach_batch"),
+    ("ForeachWriter", "foreach"),
+    ("FileSink", "file"),
+    ("ConsoleTable", "console"),
+    ("console", "console"),
+    ("kafka", "kafka"),
+    ("delta", "delta"),
+    ("noop", "noop"),
+)
+
+
+def sink_kind(description: str | None) -> str:
+    """A short sink name from Spark's ``sink.description`` (``"file"``, ``"kafka"``, ...).
+
+    Parameters
+    ----------
+    description : str or None
+        E.g. ``"FileSink[file:/data/out]"``; None before the first batch.
+
+    Returns
+    -------
+    str
+        ``memory``, ``foreach_batch``, ``foreach``, ``file``, ``console``, ``kafka``,
+        ``delta``, ``noop``, the description itself for other sinks, or ``unknown``.
+
+    Examples
+    --------
+    >>> sink_kind("FileSink[file:/tmp/out]")
+    'file'
+    >>> sink_kind("org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@1f")
+    'kafka'
+    >>> sink_kind(None)
+    'unknown'
+    """
+    if not description:
+        return "unknown"
+    lowered = description.lower()
+    for marker, kind in _SINK_KINDS:
+        if marker.lower() in lowered:
+            return kind
+    return description
+
+
+class SessionWatcher:
+    """The session-wide listener and the recorder it fills.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session to listen to (classic or Spark Connect).
+    history_cap : int
+        Most batches each run's history keeps.
+
+    Examples
+    --------
+    >>> watcher = SessionWatcher.install(spark)                    # doctest: +SKIP
+    >>> watcher.recorder.runs()                                    # doctest: +SKIP
+    """
+
+    def __init__(self, spark: Any, recorder: QueryRecorder) -> None:
+        self.spark = spark
+        self.recorder = recorder
+        self._listener: Any = None
+
+    @classmethod
+    def install(cls, spark: Any, *, history_cap: int = 100_000) -> SessionWatcher:
+        """Add the listener to ``spark``; a failure is logged and leaves watching to polling."""
+        watcher = cls(spark, QueryRecorder(history_cap=history_cap))
+        try:
+            listener = _make_listener(watcher.recorder)
+            spark.streams.addListener(listener)
+            watcher._listener = listener
+        except Exception:
+            log.warning("cannot listen to the session's streaming queries; watched queries are polled only",
+                        exc_info=True)
+        return watcher
+
+    @property
+    def listening(self) -> bool:
+        """Whether the listener was added."""
+        return self._listener is not None
+
+    def remove(self) -> None:
+        """Remove the listener from the session (when the session is replaced)."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                self.spark.streams.removeListener(listener)
+            except Exception:
+                log.debug("removing the listener failed", exc_info=True)
+
+
+def _make_listener(recorder: QueryRecorder) -> Any:
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class _Listener(StreamingQueryListener):
+        """Forwards events to the recorder. Runs on Spark's listener thread: never blocks, never raises."""
+
+        def onQueryStarted(self, event: Any) -> None:
+            try:
+                recorder.started(str(event.id), str(event.runId), event.name, event.timestamp)
+            except Exception:
+                log.debug("recording a query start failed", exc_info=True)
+
+        def onQueryProgress(self, event: Any) -> None:
+            try:
+                recorder.progress(json.loads(event.progress.json))
+            except Exception:
+                log.debug("recording a query's progress failed", exc_info=True)
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass  # idle re-reports are not batches
+
+        def onQueryTerminated(self, event: Any) -> None:
+            try:
+                recorder.terminated(str(event.runId), event.exception)
+            except Exception:
+                log.debug("recording a query end failed", exc_info=True)
+
+    return _Listener()
+
+
+def is_streaming_query(value: Any) -> bool:
+    """Whether ``value`` is a pyspark ``StreamingQuery`` (classic or Spark Connect)."""
+    # Classic and Spark Connect queries are different classes with the same surface.
+    return all(hasattr(value, attr) for attr in ("runId", "lastProgress", "recentProgress", "stop", "isActive"))
+
+
+def describe_query(query: Any) -> str:
+    """``'name' (id ...)`` or ``id ...`` for messages."""
+    return f"{query.name!r} (id {query.id})" if query.name else f"id {query.id}"
+
+
+def find_query(spark: Any, target: Any) -> Any:
+    """The ``StreamingQuery`` that ``target`` names: a query, or an active query's name or id.
+
+    Raises
+    ------
+    TypeError
+        For anything but a query or a string.
+    ValueError
+        When no active query has that name, id or run id; the message lists the active ones.
+    """
+    if is_streaming_query(target):
+        return target
+    if not isinstance(target, str):
+        raise TypeError(
+            "watch() takes a StreamingQuery, or the name or id of an active streaming query, "
+            f"got {type(target).__name__}"
+        )
+    wanted = target.strip()
+    active = list(spark.streams.active)
+    for query in active:
+        if query.name == wanted:
+            return query
+    for query in active:
+        if wanted in (str(query.id), str(query.runId)):
+            return query
+    names = ", ".join(describe_query(q) for q in active) or "none"
+    raise ValueError(f"no active streaming query named or with id {target!r} (active queries: {names})")
+
+
+def _conf_int(spark: Any, key: str, default: int) -> int:
+    try:
+        return int(spark.conf.get(key, str(default)))
+    except Exception:
+        return default
+
+
+def _jvm_facts(query: Any) -> dict[str, str]:
+    """Output mode, trigger and checkpoint of a classic query (Spark Connect does not say)."""
+    jsq = getattr(query, "_jsq", None)
+    if jsq is None:
+        return {}
+    facts: dict[str, str] = {}
+    try:
+        execution = jsq.streamingQuery()
+        facts["checkpoint"] = str(execution.resolvedCheckpointRoot())
+        facts["sink"] = str(execution.sink().toString())
+        facts["trigger"] = str(execution.trigger().toString())
+        facts["output_mode"] = str(execution.outputMode().toString()).lower()
+    except Exception:
+        log.debug("could not read the query's settings", exc_info=True)
+    return facts
+
+
+def _trigger(text: str | None) -> Trigger:
+    """Spark's trigger description (``ProcessingTimeTrigger(300)``) in the workbench's words."""
+    if not text:
+        return Trigger("unknown", text="unknown")
+    if text.startswith("ProcessingTimeTrigger("):
+        millis = int(text[len("ProcessingTimeTrigger("):-1] or 0)
+        if millis == 0:
+            return Trigger("default")
+        return Trigger("processing_time", interval=f"{millis} milliseconds", text=f"{millis / 1000:g} seconds")
+    if "AvailableNow" in text:
+        return Trigger("available_now", text="available-now")
+    if "OneTime" in text:
+        return Trigger("once", text="once")
+    if text.startswith("ContinuousTrigger("):
+        return Trigger("continuous", text=f"continuous {int(text[len('ContinuousTrigger('):-1] or 0) / 1000:g} seconds")
+    return Trigger("unknown", text=text)
+
+
+def watched_handle(
+    spark: Any,
+    query: Any,
+    watcher: SessionWatcher | None,
+    *,
+    poll_interval: float,
+    history_cap: int,
+    on_event: Callable[[StreamHandle], None] | None = None,
+    started_by: str = "user",
+    name: str | None = None,
+) -> StreamHandle:
+    """A running :class:`StreamHandle` for a query the workbench did not start.
+
+    Its history is the listener's record of the run (complete from batch 0 when the
+    listener saw the start), back-filled from ``recentProgress`` otherwise;
+    ``handle.history_note`` says which batches are missing. Nothing is done to the query.
+    """
+    facts = _jvm_facts(query)
+    description = facts.get("sink")
+    if description is None:
+        last = query.lastProgress
+        description = (progress_json(last).get("sink") or {}).get("description") if last else None
+    # A query without a queryName is known by ``name`` (a cell's stream name) or its id.
+    name = query.name or name or str(query.id)
+    spec = StreamSpec(
+        name=name, sink=sink_kind(description), output_mode=facts.get("output_mode"),
+        trigger=_trigger(facts.get("trigger")), checkpoint=facts.get("checkpoint", ""),
+        poll_interval=poll_interval, history_cap=history_cap,
+    )
+    history = ProgressHistory(cap=history_cap)
+    record: RunRecord | None = None
+    if watcher is not None:
+        run_id = str(query.runId)
+        known = watcher.recorder.get(run_id)
+        recent: list[Any] = []
+        if known is None or not known.complete:
+            recent = [progress_json(p) for p in query.recentProgress]
+        # Spark keeps this many reports less one (measured); a shorter list holds the whole run.
+        limit = _conf_int(spark, "spark.sql.streaming.numRecentProgressUpdates", 100) - 1
+        record = watcher.recorder.attach(str(query.id), run_id, query.name, history, recent=recent,
+                                         recent_limit=limit)
+    handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
+    handle.started_by = started_by
+    handle.sink_description = description
+    if record is not None:
+        handle.history_note = record.missing_note
+        if record.started_at is not None:
+            handle.started_at = record.started_at
+    else:
+        handle.poller.fill()
+        first = handle.progress.records()[:1]
+        handle.history_note = (
+            f"batches before {first[0].batch_id} may be missing: Spark keeps only its recent progress reports"
+            if first and first[0].batch_id > 0 else None
+        )
+    handle.poller.start()
+    return handle
