@@ -44,6 +44,8 @@ _FIGURE_HEIGHT = 320
 #: Charts are drawn at this fixed width in a grid that wraps to one column when two do not
 #: fit (the extension's view uses the same width).
 _FIGURE_WIDTH = 560
+#: How the header names a query the workbench did not start itself (``handle.started_by``).
+_STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
 #: What the state chart says once batches have run without a stateful operator.
 NO_STATE = "No state: this query has no stateful operator"
 _AXIS = {"gridcolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "linecolor": "#c8d4e3", "automargin": True}
@@ -499,6 +501,13 @@ class StreamMonitor(widgets.VBox):
         name = html.escape(str(getattr(handle, "name", "stream")))
         colour = {"active": "#2ca02c", "stopped": "#7f7f7f", "failed": "#d62728"}.get(status, "black")
         parts = [f"<b>{name}</b>", f"<span style='color:{colour}'><b>{status}</b></span>"]
+        sink = getattr(handle, "sink", None)
+        if sink:
+            tooltip = html.escape(str(getattr(handle, "sink_description", None) or sink), quote=True)
+            parts.append(f"<span title='{tooltip}'>{html.escape(str(sink))} sink</span>")
+        started_by = getattr(handle, "started_by", "workbench")
+        if started_by in _STARTED_BY:
+            parts.append(_STARTED_BY[started_by])
         if last is not None:
             parts.append(f"batch {last.batch_id}")
             parts.append(f"input {_rate(last.input_rows_per_second)} rows/s")
@@ -509,6 +518,9 @@ class StreamMonitor(widgets.VBox):
         else:
             parts.append("no batch yet")
         text = " · ".join(parts)
+        note = getattr(handle, "history_note", None)
+        if note:
+            text += f"<br><small>{html.escape(str(note))}</small>"
         if error:
             text += f"<br><span style='color:#d62728'>{html.escape(error)}</span>"
         self.header.value = text
