@@ -78,8 +78,7 @@ def one_run(seconds: float, warmup: float) -> dict[str, object]:
 
 def run_arm(arm: str, spark_env: dict[str, str], seconds: float, warmup: float) -> dict[str, object]:
     command = [sys.executable, __file__, "--one-run", "--seconds", str(seconds), "--warmup", str(warmup)]
-    done = subprocess.run(command, env={**spark_env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                          timeout=900, cwd=ROOT)
+    done = subprocess.run(command, env=spark_env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"the {arm} run failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -96,7 +95,7 @@ def main() -> None:
         print(json.dumps(one_run(args.seconds, args.warmup)))
         return
 
-    from tests.cluster_support import SparkProcesses
+    from tests.cluster_support import SparkProcesses, user_env
 
     with SparkProcesses() as processes:
         started = time.monotonic()
@@ -106,9 +105,9 @@ def main() -> None:
         remote = processes.start_connect()
         connect_up = time.monotonic() - started
         envs = {
-            "local[2]": processes.env,
-            "cluster": {**processes.env, "WORKBENCH_MASTER": master},
-            "connect": {**processes.env, "SPARK_REMOTE": remote},
+            "local[2]": user_env(),
+            "cluster": user_env(WORKBENCH_MASTER=master),
+            "connect": user_env(SPARK_REMOTE=remote),
         }
         runs: dict[str, list[dict[str, object]]] = {arm: [] for arm in ARMS}
         for round_index in range(args.rounds):

@@ -11,6 +11,7 @@ workers included) and removes the folder, whatever state the tests left them in.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -29,6 +30,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Most seconds a process may take to start listening (cold JVMs on a busy 2-core machine).
 START_TIMEOUT = 120.0
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """This process's environment as a user's shell would have it, plus ``extra``.
+
+    Nothing the daemons need (``SPARK_HOME``, ``SPARK_LOCAL_IP``) leaks into the workbench's
+    own processes: they must find their way with ``WORKBENCH_MASTER`` or ``SPARK_REMOTE`` alone.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER", "SPARK_LOCAL_IP")}
+    return {**env, **extra, "PYTHONPATH": str(REPO)}
 
 
 class SparkStartError(RuntimeError):
@@ -115,7 +126,7 @@ class SparkProcesses:
             # workers), can be ended together with one signal.
             popen = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env=self.env, cwd=self.root, start_new_session=True,
+                env=self.env, cwd=self.root, start_new_session=True, preexec_fn=_end_with_parent,
             )
         process = _Process(name, popen, log)
         self.processes.append(process)
@@ -200,6 +211,13 @@ class SparkProcesses:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _end_with_parent() -> None:
+    # A safety net for a killed test run, which never reaches close(): Linux sends the
+    # daemon SIGTERM when this process ends, and a worker ends its executors on SIGTERM.
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _end_group(popen: subprocess.Popen, grace: float = 20.0) -> None:

@@ -22,7 +22,7 @@ import warnings
 import pytest
 
 from tests.cluster_session import RECENT_PROGRESS_LIMIT, REPLAY_BATCHES, replay_digest, replay_spec
-from tests.cluster_support import REPO, SparkProcesses, free_port, listening
+from tests.cluster_support import REPO, SparkProcesses, free_port, listening, user_env
 from workbench._spark_target import SparkURLError, parse_master, parse_remote, spark_target, unreachable
 
 # -- the Spark processes and one session report per Spark ---------------------------------------
@@ -40,11 +40,15 @@ def spark_processes():
     assert not processes.root.exists(), f"{processes.root} was not removed"
 
 
-def run_session(extra_env: dict[str, str], base_env: dict[str, str]) -> dict:
+def on_spark_processes(test):
+    """Mark a test that needs the cluster and Connect server (``-m "not cluster"`` skips them)."""
+    return pytest.mark.cluster(pytest.mark.spark(test))
+
+
+def run_session(extra_env: dict[str, str]) -> dict:
     """Run ``tests/cluster_session.py`` with ``extra_env`` and return its JSON report."""
-    env = {**base_env, **extra_env, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "tests.cluster_session"], capture_output=True, text=True,
-                          timeout=900, env=env, cwd=REPO)
+                          timeout=900, env=user_env(**extra_env), cwd=REPO)
     assert done.returncode == 0, f"the session subprocess failed:\n{done.stderr[-4000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -60,7 +64,7 @@ def where(request, spark_processes, tmp_path_factory):
     else:
         url = spark_processes.start_connect()
         extra = {"SPARK_REMOTE": url, "WORKBENCH_CHECKPOINT_ROOT": str(root)}
-    return request.param, url, run_session(extra, spark_processes.env), root
+    return request.param, url, run_session(extra), root
 
 
 def part(report: dict, name: str) -> dict:
@@ -70,8 +74,7 @@ def part(report: dict, name: str) -> dict:
     return found
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_the_session_runs_where_the_url_says(where):
     kind, url, report, _root = where
     session = part(report, "session")
@@ -82,8 +85,7 @@ def test_the_session_runs_where_the_url_says(where):
         assert session["kind"] == "pyspark.sql.connect.session" and session["master"] == "local[2]"
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_memory_sink_monitor_and_a_history_past_sparks_limit(where):
     _kind, _url, report, _root = where
     memory = part(report, "memory")
@@ -98,8 +100,7 @@ def test_memory_sink_monitor_and_a_history_past_sparks_limit(where):
     assert "<b>stopped</b>" in memory["monitor_header"] and f"batch {batches[-1]}" in memory["monitor_header"]
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_console_sink(where):
     kind, url, report, _root = where
     console = part(report, "console")
@@ -119,8 +120,7 @@ def test_console_sink(where):
     assert console["status"] == "stopped"
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_a_failing_query_reads_as_its_own_error(where):
     _kind, _url, report, _root = where
     failing = part(report, "failing")
@@ -130,8 +130,7 @@ def test_a_failing_query_reads_as_its_own_error(where):
     assert "<b>failed</b>" in failing["monitor_header"] and failing["error"] in failing["monitor_header"]
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_stop_all_stops_every_query(where):
     _kind, _url, report, _root = where
     stopped = part(report, "stop_all")
@@ -157,8 +156,7 @@ def local_replay(spark):
         env.close()
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_replay_step_play_reset_match_local(where, local_replay):
     _kind, _url, report, root = where
     replay = part(report, "replay")
@@ -175,8 +173,7 @@ def test_replay_step_play_reset_match_local(where, local_replay):
     assert replay["after_reset"]["results"] == {"0": local_replay["results"]["0"]}
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 def test_checkpoints_warning_and_root(where):
     kind, url, report, root = where
     if kind == "cluster":
@@ -198,8 +195,7 @@ def test_checkpoints_warning_and_root(where):
     assert any(root.iterdir())
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
+@on_spark_processes
 @pytest.mark.parametrize("kind", ["cluster", "connect"])
 def test_doctor_reaches_the_cluster_and_the_connect_server(spark_processes, kind):
     if kind == "cluster":
@@ -216,9 +212,8 @@ def test_doctor_reaches_the_cluster_and_the_connect_server(spark_processes, kind
 
 
 def doctor(extra: dict[str, str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
     return subprocess.run([sys.executable, "-m", "workbench", "doctor"], capture_output=True, text=True,
-                          timeout=120, cwd=REPO, env={**env, **extra})
+                          timeout=120, cwd=REPO, env=user_env(**extra))
 
 
 def test_doctor_says_what_it_cannot_reach_and_what_is_malformed():
@@ -252,9 +247,8 @@ NOTEBOOK = textwrap.dedent(
 
 def notebook_with(extra: dict[str, str]) -> tuple[list[str], float]:
     """Run a notebook's first cells with ``extra`` set; every line it printed, and the seconds taken."""
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
     done = subprocess.run([sys.executable, "-c", NOTEBOOK], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**env, **extra, "PYTHONPATH": str(REPO)})
+                          cwd=REPO, env=user_env(**extra))
     assert done.returncode == 0, done.stderr
     lines = (done.stdout + done.stderr).splitlines()
     took = re.fullmatch(r"took ([\d.]+) s; JVM started: False", lines[-1])
