@@ -56,23 +56,27 @@ def one_run(seconds: float, warmup: float) -> dict[str, object]:
     deadline = time.monotonic() + 180
     while handle.progress.total < 1 and time.monotonic() < deadline:
         time.sleep(0.1)  # batch 0 of a fresh query takes seconds
-    time.sleep(warmup + seconds)
+    time.sleep(warmup)
+    start = pd.Timestamp.now(tz="UTC")
+    time.sleep(seconds)
+    end = pd.Timestamp.now(tz="UTC")
     handle.stop()
     unsubscribe()
     history = handle.history()
-    start = history["timestamp"].iloc[0] + pd.Timedelta(seconds=warmup)
-    inside = history[(history["timestamp"] >= start) & (history["timestamp"] < start + pd.Timedelta(seconds=seconds))]
+    # Batches that started inside the measured seconds (progress timestamps are batch starts).
+    inside = history[(history["timestamp"] >= start) & (history["timestamp"] < end)]
     delays = [
         arrived[row.batch_id] - (row.timestamp.timestamp() + row.batch_duration_ms / 1000)
         for row in inside.itertuples()
         if row.batch_id in arrived and not pd.isna(row.batch_duration_ms)
     ]
     env.close()
+    batch_ms = inside["trigger_execution_ms"].dropna()
     return {
         "batches_per_second": len(inside) / seconds,
         "rows_per_second": float(inside["num_input_rows"].sum()) / seconds,
         "delays": delays,
-        "median_batch_ms": float(inside["trigger_execution_ms"].median()),
+        "median_batch_ms": float(batch_ms.median()) if len(batch_ms) else float("nan"),
     }
 
 
@@ -113,8 +117,10 @@ def main() -> None:
         for round_index in range(args.rounds):
             order = ARMS[round_index % len(ARMS):] + ARMS[:round_index % len(ARMS)]
             for arm in order:
-                runs[arm].append(run_arm(arm, envs[arm], args.seconds, args.warmup))
-                print(f"round {round_index + 1}: {arm} done", file=sys.stderr, flush=True)
+                run = run_arm(arm, envs[arm], args.seconds, args.warmup)
+                runs[arm].append(run)
+                print(f"round {round_index + 1}: {arm}: {run['batches_per_second']:.2f} batches/s",
+                      file=sys.stderr, flush=True)
 
     print(f"stateful window query, rowsPerBatch=100, 2 partitions, append mode, {args.rounds} rounds of "
           f"{args.seconds:g} s runs after {args.warmup:g} s warm-up, poll interval 0.5 s")
