@@ -188,7 +188,7 @@ def test_doctor_prints_one_line_each():
     done = run_workbench("doctor")
     assert "Traceback" not in done.stderr
     names = [line.split()[0] for line in done.stdout.splitlines()]
-    assert names == ["python", "java", "pyspark", "jupyterlab", "chromium"]
+    assert names == ["python", "java", "pyspark", "jupyterlab", "spark", "chromium"]
     java_line = done.stdout.splitlines()[1]
     info = find_java()
     if info is not None and info.version:

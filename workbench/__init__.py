@@ -58,7 +58,7 @@ def _env() -> Any:
     return current_env()
 
 
-def session(**conf: Any) -> Any:
+def session(checkpoint_root: str | os.PathLike[str] | None = None, **conf: Any) -> Any:
     """Return the workbench's SparkSession, starting an embedded local Spark on first call.
 
     The session is tuned for interactive streaming on one machine: 2 shuffle partitions,
@@ -67,10 +67,16 @@ def session(**conf: Any) -> Any:
     again returns the same session.
 
     Set ``WORKBENCH_MASTER`` (e.g. ``spark://host:7077``) to use a cluster, or
-    ``SPARK_REMOTE`` (e.g. ``sc://host:15002``) to use a Spark Connect server.
+    ``SPARK_REMOTE`` (e.g. ``sc://host:15002``) to use a Spark Connect server. A malformed
+    URL, or one where nothing answers, raises a one-line error within seconds.
 
     Parameters
     ----------
+    checkpoint_root : str or path, optional
+        Where streams started without a checkpoint keep theirs (a folder or a URI such as
+        ``hdfs://nn/ckpt``, reachable by every executor; kept at exit). Also read from
+        ``WORKBENCH_CHECKPOINT_ROOT``. Without it they go to the private temporary folder,
+        and on a cluster the first such start warns that only this machine can reach it.
     **conf
         Spark settings, e.g. ``**{"spark.sql.shuffle.partitions": "4"}``; they win over the
         workbench's defaults. On a running session only runtime settings can change.
@@ -84,8 +90,9 @@ def session(**conf: Any) -> Any:
     >>> spark = workbench.session()                          # doctest: +SKIP
     >>> spark.conf.get("spark.sql.shuffle.partitions")       # doctest: +SKIP
     '2'
+    >>> spark = workbench.session(checkpoint_root="hdfs://namenode/checkpoints")  # doctest: +SKIP
     """
-    return _env().session(**conf)
+    return _env().session(checkpoint_root, **conf)
 
 
 def start(

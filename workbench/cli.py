@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ._java import find_java, require_java
+from ._spark_target import SparkURLError, spark_target, unreachable
 
 __all__ = ["CliError", "main", "lab_command", "pytest_command", "find_chromium", "ensure_chromium"]
 
@@ -255,6 +256,10 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
         ok = ok and version is not None
         lines.append(f"{package:<11} {version or 'not installed'}")
 
+    spark_line, spark_ok = _spark_line(environ)
+    ok = ok and spark_ok
+    lines.append(f"{'spark':<11} {spark_line}")
+
     chromium = find_chromium(environ)
     if chromium:
         lines.append(f"{'chromium':<11} {chromium}")
@@ -265,8 +270,23 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
     return lines, ok
 
 
+def _spark_line(environ: Mapping[str, str]) -> tuple[str, bool]:
+    """Which Spark a session would use and whether it answers (a TCP check, no JVM)."""
+    try:
+        target = spark_target(environ)
+    except SparkURLError as error:
+        return f"{error}", False
+    if not target.endpoints:
+        note = "" if target.kind == "embedded" else ": not checked (the URL names no address to try)"
+        return target.describe() + note, True
+    reason = unreachable(target, timeout=3.0)
+    if reason is None:
+        return f"{target.describe()}: reachable", True
+    return f"{target.describe()}: cannot reach {target.url}: {reason}", False
+
+
 def cmd_doctor(extra: Sequence[str]) -> int:
-    """``workbench doctor``: one line each for Python, Java, pyspark, JupyterLab, Chromium."""
+    """``workbench doctor``: one line each for Python, Java, pyspark, JupyterLab, Spark, Chromium."""
     lines, ok = doctor_lines()
     print("\n".join(lines))
     return 0 if ok else 1
@@ -309,10 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     test.set_defaults(handler=cmd_test)
     doctor = commands.add_parser(
         "doctor",
-        help="print the Python, Java, pyspark, JupyterLab and Chromium in use",
+        help="print the Python, Java, pyspark, JupyterLab, Spark and Chromium in use",
         description=(
-            "Print one line each for Python, Java, pyspark, JupyterLab and Chromium. Exits with 1 "
-            "when workbench lab could not start (no suitable Java, or a package missing)."
+            "Print one line each for Python, Java, pyspark, JupyterLab, the Spark sessions would use "
+            "(embedded, the cluster of WORKBENCH_MASTER or the Spark Connect server of SPARK_REMOTE, "
+            "with a quick check that it answers) and Chromium. Exits with 1 when workbench lab could "
+            "not start (no suitable Java, or a package missing) or that Spark is malformed or unreachable."
         ),
         allow_abbrev=False,
     )

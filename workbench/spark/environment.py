@@ -4,6 +4,11 @@
 warehouse) and the handle of every stream started in this process. ``current_env()``
 returns the one in use; ``new_env()`` replaces it (tests use it for a clean slate). At
 interpreter exit every stream is stopped and the temporary folder removed.
+
+Checkpoints go to that temporary folder unless a checkpoint root is set
+(``workbench.session(checkpoint_root=...)`` or ``WORKBENCH_CHECKPOINT_ROOT``): on a cluster
+a folder on this machine only works while every executor shares its disk, so starting a
+stream there without either says so once.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import shutil
 import sys
 import tempfile
 import threading
+import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,11 +32,11 @@ from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from ..errors import StreamStartError, refusal_line
 from .plan import output_mode_problem, plan_facts, plan_text
-from .session import build_session, is_connect
+from .session import build_session, is_connect_session, session_target
 from .streams import StreamHandle, StreamSpec, run_query
 from .watch import SessionWatcher, find_query, watched_handle
 
-__all__ = ["Workbench", "current_env", "new_env", "STREAM_COLUMNS"]
+__all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env", "STREAM_COLUMNS"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,10 @@ STREAM_COLUMNS = (
     "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
     "started_by",
 )
+
+
+class CheckpointWarning(UserWarning):
+    """Checkpoints are kept on this machine while Spark runs elsewhere."""
 
 
 def check_streaming_frame(df: Any) -> None:
@@ -83,6 +94,10 @@ class Workbench:
         self._counter = itertools.count(1)
         #: The session-wide listener recording every query's progress (see ``watch``).
         self._watcher: SessionWatcher | None = None
+        self._checkpoint_root: str | None = os.environ.get("WORKBENCH_CHECKPOINT_ROOT") or None
+        # Several kernels may share one checkpoint root: each keeps to its own sub-folder.
+        self._run_token = uuid.uuid4().hex[:8]
+        self._warned_local_checkpoints = False
         #: Called with a handle whenever one of its queries ends (views subscribe here).
         self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
         #: Called with each new handle, on the starting thread, right after its query starts.
@@ -98,11 +113,14 @@ class Workbench:
                 self._temp_dir = Path(tempfile.mkdtemp(prefix="workbench-"))
             return self._temp_dir
 
-    def session(self, **conf: Any) -> Any:
+    def session(self, checkpoint_root: str | os.PathLike[str] | None = None, **conf: Any) -> Any:
         """Return the workbench's SparkSession, building it on first call.
 
-        See :func:`workbench.session`.
+        See :func:`workbench.session`. ``checkpoint_root`` (also on a running session) is
+        where streams started without a checkpoint keep theirs from now on.
         """
+        if checkpoint_root is not None:
+            self.checkpoint_root = checkpoint_root
         with self._lock:
             if self._spark is None or _is_stopped(self._spark):
                 self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
@@ -128,7 +146,7 @@ class Workbench:
 
     def _listen(self, spark: Any) -> None:
         """Install the session-wide listener once per session, so every later query is recorded."""
-        if is_connect():
+        if is_connect_session(spark):
             # Measured on pyspark 4.3: after addListener on a Spark Connect session, the next
             # query start did not return within 60 s; watched Connect queries are polled and
             # back-filled instead.
@@ -138,11 +156,62 @@ class Workbench:
                 self._watcher.remove()
             self._watcher = SessionWatcher.install(spark, history_cap=self.history_cap)
 
-    def new_checkpoint(self, name: str) -> str:
-        """A fresh checkpoint folder for one start of stream ``name``."""
+    @property
+    def checkpoint_root(self) -> str | None:
+        """Where streams without a checkpoint of their own keep it; None for the temp folder.
+
+        Set by ``workbench.session(checkpoint_root=...)`` or ``WORKBENCH_CHECKPOINT_ROOT``. A
+        path or a URI Spark can write (``hdfs://``, ``s3a://``); folders there are kept at
+        exit, so a query can restart from them.
+        """
+        return self._checkpoint_root
+
+    @checkpoint_root.setter
+    def checkpoint_root(self, root: str | os.PathLike[str] | None) -> None:
+        text = None if root is None else os.fspath(root).strip()
+        if text == "":
+            raise ValueError("checkpoint_root is empty: give a folder every executor can reach, or None")
+        self._checkpoint_root = text
+
+    def new_temp_folder(self, name: str) -> str:
+        """A fresh folder under this process's private temporary folder."""
         folder = self.temp_dir / "checkpoints" / f"{name}-{next(self._counter)}"
         folder.parent.mkdir(parents=True, exist_ok=True)
         return str(folder)
+
+    def new_checkpoint(self, name: str) -> str:
+        """A fresh checkpoint folder for one start of stream ``name``.
+
+        Under the checkpoint root when one is set, else in the private temporary folder
+        (with a one-time :class:`CheckpointWarning` when Spark does not run on this machine).
+        """
+        root = self._checkpoint_root
+        if root is None:
+            self._warn_local_checkpoints()
+            return self.new_temp_folder(name)
+        leaf = f"workbench-{self._run_token}/{name}-{next(self._counter)}"
+        if "://" in root:  # hdfs://, s3a://, ...: Spark creates it
+            return f"{root.rstrip('/')}/{leaf}"
+        folder = Path(root).expanduser() / leaf
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
+    def _warn_local_checkpoints(self) -> None:
+        spark = self._spark
+        if self._warned_local_checkpoints or spark is None or _is_stopped(spark):
+            return
+        target = session_target(spark)
+        if target.on_this_machine:
+            return
+        self._warned_local_checkpoints = True
+        warnings.warn(
+            f"Spark runs at {target.url}, but streams started without a checkpoint keep it in a "
+            f"temporary folder on this machine ({self.temp_dir / 'checkpoints'}), which only works "
+            "while every executor shares this machine's disk. Give each stream a checkpoint on storage "
+            "every node reaches (--checkpoint DIR in %%stream, checkpoint=DIR in Python), or set one "
+            "root for all: workbench.session(checkpoint_root=DIR) or WORKBENCH_CHECKPOINT_ROOT=DIR.",
+            CheckpointWarning, stacklevel=4,
+        )
 
     # -- streams --------------------------------------------------------------------------------
 
@@ -183,6 +252,12 @@ class Workbench:
         if checkpoint is not None and not str(checkpoint).strip():
             raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
         check_streaming_frame(df)
+        if spec_sink == "console" and is_connect_session(df.sparkSession):
+            raise ValueError(
+                f"the console sink cannot print here: under Spark Connect ({session_target(df.sparkSession).url}) "
+                "it would run on the server and print each batch into the server's log; use the memory sink "
+                f"and read the table instead (%stream result {name}, or workbench.stream({name!r}).result())"
+            )
         inputs: tuple[Any, ...] = ()
         if input_watermarks:
             from .inputs import observe_inputs

@@ -310,7 +310,8 @@ class ReplayRun:
     def _fresh_state(self) -> None:
         with self._lock:
             self.checkpoint = self.env.new_checkpoint(self.name)
-            self.results_dir = Path(self.env.new_checkpoint(f"{self.name}_results"))
+            # Read back by this process: always local, whatever the checkpoint root.
+            self.results_dir = Path(self.env.new_temp_folder(f"{self.name}_results"))
             self.results_dir.mkdir(parents=True, exist_ok=True)
             #: Spark's own numbers, batch by batch, across every restart.
             self.raw_progress = ProgressHistory()

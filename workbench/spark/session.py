@@ -4,7 +4,8 @@ Defaults measured on a 2-core machine: 200 shuffle partitions make a stateful mi
 ~25x slower than 2; adaptive execution is unsupported in streaming and only logs a
 warning; the driver and UI would bind every interface unless told otherwise.
 ``WORKBENCH_MASTER`` points the session at a cluster and ``SPARK_REMOTE`` at a Spark
-Connect server instead.
+Connect server instead; either URL is checked (well formed, and something answers there)
+before a JVM or a Connect client starts, so a wrong one is one line, not a minute of retries.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from .._java import require_java
+from .._spark_target import SparkTarget, require_reachable, spark_target
 
-__all__ = ["build_session", "default_conf", "is_local_master", "is_connect", "stop_session"]
+__all__ = [
+    "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
+    "stop_session",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,30 @@ def is_local_master(master: str) -> bool:
 def is_connect() -> bool:
     """Whether sessions go through Spark Connect (``SPARK_REMOTE`` is set)."""
     return bool(os.environ.get("SPARK_REMOTE"))
+
+
+def is_connect_session(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (its code runs on the server)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def session_target(spark: Any) -> SparkTarget:
+    """Where a running session's Spark runs (embedded, a cluster or a Connect server)."""
+    if is_connect_session(spark):
+        return spark_target(os.environ)
+    return spark_target({}, spark.sparkContext.master)
+
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _loopback_master(master: str) -> bool:
+    # A master on this machine's loopback can only have executors here: the driver can stay
+    # on loopback too instead of listening on every interface.
+    if not master.startswith("spark://"):
+        return False
+    hosts = [part.rpartition(":")[0].strip("[]") for part in master[len("spark://"):].split(",")]
+    return all(host in _LOOPBACK for host in hosts)
 
 
 def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
@@ -52,6 +81,8 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
     ('2', '127.0.0.1')
     >>> "spark.driver.host" in default_conf("spark://cluster:7077", "/tmp/w")
     False
+    >>> default_conf("spark://127.0.0.1:7077", "/tmp/w")["spark.driver.bindAddress"]
+    '127.0.0.1'
     """
     conf = {
         "spark.app.name": "workbench",
@@ -66,12 +97,10 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
         "spark.log.structuredLogging.enabled": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J}",
     }
-    if is_local_master(master):
-        conf["spark.master"] = master
+    conf["spark.master"] = master
+    if is_local_master(master) or _loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
-    else:
-        conf["spark.master"] = master
     return conf
 
 
@@ -88,12 +117,21 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     Returns
     -------
     pyspark.sql.SparkSession
+
+    Raises
+    ------
+    workbench._spark_target.SparkURLError
+        For a malformed ``SPARK_REMOTE``, ``WORKBENCH_MASTER`` or ``spark.master``.
+    workbench._spark_target.SparkUnreachableError
+        When nothing answers at the master or Connect server (checked within seconds).
     """
+    target = spark_target(os.environ, str(conf.get("spark.master") or "") or None)
+    require_reachable(target)
     from pyspark.sql import SparkSession
 
     _quiet_query_context_loggers()
-    if is_connect():
-        remote = os.environ["SPARK_REMOTE"]
+    if target.source == "SPARK_REMOTE":
+        remote = target.url
         if remote.startswith("local"):
             # pyspark starts a local Connect server JVM; keep it on loopback as well.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -111,9 +149,9 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         return builder.getOrCreate()
 
     require_java()
-    master = str(conf.get("spark.master") or os.environ.get("WORKBENCH_MASTER") or "local[2]")
+    master = target.url
     settings = {**default_conf(master, warehouse_dir), **{k: str(v) for k, v in conf.items()}}
-    if is_local_master(settings["spark.master"]):
+    if is_local_master(master) or _loopback_master(master):
         # Decides where the JVM's web UI and block manager bind; read once at JVM start.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python UDF workers must use this interpreter (and so this environment's packages).

@@ -1,0 +1,271 @@
+"""Which Spark the workbench would use, whether its URL makes sense, and whether it answers.
+
+``SPARK_REMOTE`` (a Spark Connect server) wins over ``WORKBENCH_MASTER`` (a master URL), as
+in pyspark; with neither the workbench embeds a local Spark. :func:`spark_target` reads
+that choice and refuses a malformed URL before anything starts; :func:`unreachable`
+tries one TCP connection to the master or server, so that a wrong port is one line in a
+few seconds instead of a JVM that retries for a minute and prints its stack traces. Like
+``_java``, this module is used by the command line and must stay free of pyspark.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from typing import Mapping
+from urllib.parse import urlsplit
+
+from .errors import WorkbenchError
+
+__all__ = [
+    "CONNECT_DEFAULT_PORT", "SparkTarget", "SparkURLError", "SparkUnreachableError",
+    "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable",
+]
+
+#: The port a Spark Connect server listens on unless told otherwise (and an sc:// URL's default).
+CONNECT_DEFAULT_PORT = 15002
+
+_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$|^local-cluster\[\d+,\d+,\d+\]$")
+_MASTER_HINT = "use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
+_REMOTE_HINT = "use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]"
+
+
+class _OneLine(WorkbenchError):
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: the message is all a user needs.
+        return [f"{type(self).__name__}: {self}"]
+
+
+class SparkURLError(_OneLine, ValueError):
+    """A master or Spark Connect URL that cannot be right; raised before anything starts."""
+
+
+class SparkUnreachableError(_OneLine, ConnectionError):
+    """Nothing answers at the master or Spark Connect URL."""
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    """The Spark a session would run on.
+
+    Attributes
+    ----------
+    kind : {"embedded", "cluster", "connect"}
+        A local Spark in this process (or a local Connect server pyspark starts), a
+        cluster's master, or a Spark Connect server.
+    url : str
+        ``local[2]``, ``spark://host:7077``, ``sc://host:15002``, ...
+    source : str
+        Where the URL came from: ``"default"``, ``"WORKBENCH_MASTER"``, ``"SPARK_REMOTE"``
+        or ``"spark.master"``.
+    endpoints : tuple of (str, int)
+        The addresses to check (several for a standalone master with standby masters);
+        empty when there is nothing to connect to (embedded, ``yarn``).
+
+    Examples
+    --------
+    >>> spark_target({"WORKBENCH_MASTER": "spark://10.0.0.5:7077"}).endpoints
+    (('10.0.0.5', 7077),)
+    >>> spark_target({}).kind
+    'embedded'
+    """
+
+    kind: str
+    url: str
+    source: str
+    endpoints: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether Spark runs in this process or one pyspark starts here (``local[...]``)."""
+        return self.kind == "embedded"
+
+    def describe(self) -> str:
+        """One phrase for ``workbench doctor``: what runs where.
+
+        Examples
+        --------
+        >>> spark_target({}).describe()
+        'embedded local[2] (started in the notebook kernel)'
+        """
+        if self.kind == "embedded":
+            where = "a local Spark Connect server started by pyspark" if self.source == "SPARK_REMOTE" else (
+                "started in the notebook kernel")
+            return f"embedded {self.url} ({where})"
+        what = "Spark Connect server" if self.kind == "connect" else "cluster"
+        return f"{what} {self.url} (from {self.source})"
+
+
+def _port(text: str, url: str, what: str, hint: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise SparkURLError(f"{what}={url!r} has a bad port {text!r}: {hint}")
+    return int(text)
+
+
+def _host_port(part: str, url: str, what: str, hint: str, default: int | None = None) -> tuple[str, int]:
+    host, sep, port = part.rpartition(":") if not part.endswith("]") else (part, "", "")
+    if not sep:
+        host, port = part, ""
+    host = host.strip("[]")
+    if not host or any(c in host for c in "/?#@ "):
+        raise SparkURLError(f"{what}={url!r} has no valid host: {hint}")
+    if not port:
+        if default is None:
+            raise SparkURLError(f"{what}={url!r} has no port: {hint}")
+        return host, default
+    return host, _port(port, url, what, hint)
+
+
+def parse_master(url: str, source: str = "WORKBENCH_MASTER") -> SparkTarget:
+    """Check a Spark master URL and say what it points at.
+
+    Parameters
+    ----------
+    url : str
+        ``local[N]``, ``spark://HOST:PORT[,HOST:PORT...]``, ``yarn`` or ``k8s://...``.
+    source : str
+        Named in error messages (the variable or setting it came from).
+
+    Returns
+    -------
+    SparkTarget
+
+    Raises
+    ------
+    SparkURLError
+        For anything Spark would refuse or misread (no port, a typo in the scheme).
+
+    Examples
+    --------
+    >>> parse_master("spark://127.0.0.1:7077,127.0.0.1:7078").endpoints
+    (('127.0.0.1', 7077), ('127.0.0.1', 7078))
+    >>> parse_master("spark://host")
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkURLError: WORKBENCH_MASTER='spark://host' has no port: use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT
+    """
+    url = url.strip()
+    if _LOCAL.match(url):
+        return SparkTarget("embedded", url, source)
+    if url == "yarn":
+        return SparkTarget("cluster", url, source)
+    if url.startswith("spark://"):
+        parts = url[len("spark://"):].split(",")
+        endpoints = tuple(_host_port(part, url, source, _MASTER_HINT) for part in parts)
+        return SparkTarget("cluster", url, source, endpoints)
+    if url.startswith("k8s://"):
+        api = urlsplit(url[len("k8s://"):] if "://" in url[len("k8s://"):] else "https://" + url[len("k8s://"):])
+        if not api.hostname:
+            raise SparkURLError(f"{source}={url!r} has no API server host: {_MASTER_HINT}")
+        try:
+            port = api.port or (80 if api.scheme == "http" else 443)
+        except ValueError:
+            raise SparkURLError(f"{source}={url!r} has a bad port: {_MASTER_HINT}") from None
+        return SparkTarget("cluster", url, source, ((api.hostname, port),))
+    raise SparkURLError(f"{source}={url!r} is not a Spark master URL: {_MASTER_HINT}")
+
+
+def parse_remote(url: str, source: str = "SPARK_REMOTE") -> SparkTarget:
+    """Check a Spark Connect URL (``sc://HOST[:PORT][/;param=value...]``) and say where it points.
+
+    ``local[N]`` is pyspark's own: it starts a Connect server on this machine.
+
+    Examples
+    --------
+    >>> parse_remote("sc://127.0.0.1/;user_id=me").endpoints
+    (('127.0.0.1', 15002),)
+    >>> parse_remote("127.0.0.1:15002")
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkURLError: SPARK_REMOTE='127.0.0.1:15002' is not a Spark Connect URL: use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]
+    """
+    url = url.strip()
+    if _LOCAL.match(url):
+        return SparkTarget("embedded", url, source)
+    if not url.startswith("sc://"):
+        raise SparkURLError(f"{source}={url!r} is not a Spark Connect URL: {_REMOTE_HINT}")
+    netloc = url[len("sc://"):].split("/", 1)[0]
+    endpoint = _host_port(netloc, url, source, _REMOTE_HINT, default=CONNECT_DEFAULT_PORT)
+    return SparkTarget("connect", url, source, (endpoint,))
+
+
+def spark_target(environ: Mapping[str, str], master: str | None = None) -> SparkTarget:
+    """The Spark a new session would use: ``SPARK_REMOTE``, else the master, else ``local[2]``.
+
+    Parameters
+    ----------
+    environ : mapping
+        Where to read ``SPARK_REMOTE`` and ``WORKBENCH_MASTER``.
+    master : str, optional
+        A ``spark.master`` setting given to the session; it wins over ``WORKBENCH_MASTER``.
+
+    Raises
+    ------
+    SparkURLError
+        For a malformed URL.
+
+    Examples
+    --------
+    >>> spark_target({"SPARK_REMOTE": "sc://localhost"}).url
+    'sc://localhost'
+    """
+    remote = environ.get("SPARK_REMOTE")
+    if remote:
+        return parse_remote(remote)
+    if master:
+        return parse_master(master, "spark.master")
+    if environ.get("WORKBENCH_MASTER"):
+        return parse_master(environ["WORKBENCH_MASTER"])
+    return SparkTarget("embedded", "local[2]", "default")
+
+
+def _why_not(host: str, port: int, timeout: float) -> str | None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as error:
+        return f"unknown host {host} ({error.strerror})"
+    except ConnectionRefusedError:
+        return "connection refused"
+    except (socket.timeout, TimeoutError):
+        return f"no answer within {timeout:g} s"
+    except OSError as error:
+        return (error.strerror or str(error)).lower()
+
+
+def unreachable(target: SparkTarget, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at ``target``, or None when one of its endpoints accepts a connection.
+
+    Only a TCP connection is tried: no JVM starts. A target without endpoints (embedded,
+    ``yarn``) counts as reachable.
+
+    Examples
+    --------
+    >>> unreachable(parse_master("spark://127.0.0.1:1"))
+    'connection refused'
+    """
+    reasons = [_why_not(host, port, timeout) for host, port in target.endpoints]
+    if not reasons or any(reason is None for reason in reasons):
+        return None
+    return reasons[0] if len(set(reasons)) == 1 else "; ".join(
+        f"{host}:{port} {reason}" for (host, port), reason in zip(target.endpoints, reasons))
+
+
+def require_reachable(target: SparkTarget, timeout: float = 5.0) -> None:
+    """Raise :class:`SparkUnreachableError` (one line) unless ``target`` answers.
+
+    Examples
+    --------
+    >>> require_reachable(parse_remote("sc://127.0.0.1:1"))
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkUnreachableError: cannot reach sc://127.0.0.1:1: connection refused (is the Spark Connect server running? SPARK_REMOTE names it)
+    """
+    reason = unreachable(target, timeout)
+    if reason is None:
+        return
+    server = "Spark Connect server" if target.kind == "connect" else "master"
+    raise SparkUnreachableError(
+        f"cannot reach {target.url}: {reason} (is the {server} running? {target.source} names it)"
+    )
