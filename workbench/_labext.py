@@ -159,17 +159,17 @@ def doctor_line(status: LabextensionStatus | None = None) -> str:
     Examples
     --------
     >>> doctor_line(LabextensionStatus(False, False, None, None, None))
-    'labextension not installed (reinstall the package: pip install -e .)'
+    'extension   not installed (reinstall the package: pip install -e .)'
     >>> doctor_line(LabextensionStatus(True, True, "0.1.0", Path("/x"), False))
-    'labextension 0.1.0 enabled (/x)'
+    'extension   0.1.0 enabled (/x)'
     """
     status = labextension_status() if status is None else status
     if not status.installed:
-        return f"{'labextension':<11} not installed (reinstall the package: pip install -e .)"
+        return f"{'extension':<11} not installed (reinstall the package: pip install -e .)"
     state = "enabled" if status.enabled else (
         f"disabled (jupyter labextension enable {LABEXTENSION_NAME})"
     )
-    line = f"{'labextension':<11} {status.version} {state} ({status.path})"
+    line = f"{'extension':<11} {status.version} {state} ({status.path})"
     if status.stale:
         line += f"; built from older sources: {REBUILD_HINT}"
     return line

@@ -260,6 +260,13 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
     ok = ok and spark_ok
     lines.append(f"{'spark':<11} {spark_line}")
 
+    from ._labext import doctor_line, labextension_status
+
+    # The JupyterLab extension draws the monitor's charts and holds the Streams panel.
+    extension = labextension_status()
+    ok = ok and extension.enabled
+    lines.append(doctor_line(extension))
+
     chromium = find_chromium(environ)
     if chromium:
         lines.append(f"{'chromium':<11} {chromium}")
