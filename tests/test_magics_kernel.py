@@ -137,7 +137,8 @@ def batch_widget_texts(messages: list[dict]) -> list[str]:
     """The text each new per-batch Output widget was opened with."""
     return ["".join(o.get("text", "") for o in m["content"]["data"]["state"].get("outputs", []))
             for m in messages
-            if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "OutputModel"]
+            if m["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
+            and m["content"]["data"]["state"].get("_model_name") == "OutputModel"]
 
 
 def alive(pid: int) -> bool:
