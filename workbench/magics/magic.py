@@ -211,6 +211,7 @@ class StreamMagics(Magics):
         if command.language == "sql":
             df = self._sql(command.body, env.session(), command.name)
         else:
+            _renew_dead_spark(self.shell, env)
             df = self._python(command.body, command.name)
         try:
             check_streaming_frame(df)
@@ -332,3 +333,17 @@ def _status_line(handle: Any) -> str:
         f"stream {handle.name!r} {handle.status}: {handle.sink} sink, {mode} mode, trigger {handle.trigger} "
         f"(%stream show {handle.name} for the monitor, %stream stop {handle.name} to stop)"
     )
+
+
+def _renew_dead_spark(shell: Any, env: Any) -> None:
+    """Point the notebook's ``spark`` at a new session when its JVM has died.
+
+    Otherwise a cell body such as ``spark.readStream...`` would keep failing with
+    connection errors although the workbench can build a new session.
+    """
+    from ..spark.session import spark_is_gone
+
+    namespace = getattr(shell, "user_ns", None) or {}
+    spark = namespace.get("spark")
+    if getattr(spark, "_sc", None) is not None and spark_is_gone(spark):
+        namespace["spark"] = env.session()

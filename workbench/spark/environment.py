@@ -23,7 +23,7 @@ import pandas as pd
 from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from .plan import plan_facts
-from .session import build_session
+from .session import build_session, discard_dead_session, spark_is_gone
 from .streams import StreamHandle, StreamSpec, run_query
 
 __all__ = ["Workbench", "current_env", "new_env", "STREAM_COLUMNS"]
@@ -44,6 +44,11 @@ def check_streaming_frame(df: Any) -> None:
     if not isinstance(df, DataFrame):
         raise TypeError(
             f"expected a streaming pyspark DataFrame (from spark.readStream...), got {type(df).__name__}"
+        )
+    if spark_is_gone(df.sparkSession):
+        raise ValueError(
+            "this DataFrame belongs to a Spark session that has stopped: "
+            "build it again from workbench.session()"
         )
     if not df.isStreaming:
         raise ValueError(
@@ -96,8 +101,16 @@ class Workbench:
         See :func:`workbench.session`.
         """
         with self._lock:
+            if self._spark is not None and spark_is_gone(self._spark):
+                self._forget_dead_session()
             if self._spark is None or _is_stopped(self._spark):
-                self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
+                fresh_temp = self._temp_dir is None
+                try:
+                    self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
+                except BaseException:
+                    if fresh_temp:  # a refused setting leaves no folder behind
+                        self.close()
+                    raise
             elif conf:
                 for key, value in conf.items():
                     try:
@@ -105,6 +118,15 @@ class Workbench:
                     except Exception:
                         log.warning("%s cannot change on a running session; restart the kernel to set it", key)
             return self._spark
+
+    def _forget_dead_session(self) -> None:
+        """After the JVM died: mark every stream failed and let pyspark build a new JVM."""
+        for handle in self.handles():
+            handle.stop()  # no Spark call: it only settles the status and ends the poller
+        if not _is_stopped(self._spark):
+            log.warning("the Spark JVM has ended; starting a new Spark session")
+            discard_dead_session(self._spark)
+        self._spark = None
 
     def new_checkpoint(self, name: str) -> str:
         """A fresh checkpoint folder for one start of stream ``name``."""
@@ -159,10 +181,15 @@ class Workbench:
                 history_cap=self.history_cap,
             )
             facts = plan_facts(df)  # read before the start; None when the plan is unreadable
-            handle = run_query(
-                df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
-                foreach_batch=foreach_batch,
-            )
+            try:
+                handle = run_query(
+                    df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
+                    foreach_batch=foreach_batch,
+                )
+            except BaseException:
+                if checkpoint is None:  # a refused query leaves no checkpoint folder behind
+                    shutil.rmtree(spec.checkpoint, ignore_errors=True)
+                raise
             handle.plan = facts
             previous = self._handles.get(name)
             if previous is not None:
@@ -216,7 +243,7 @@ class Workbench:
         for handle in self.handles():
             handle.stop()
         spark = self._spark
-        if spark is not None and not _is_stopped(spark):
+        if spark is not None and not spark_is_gone(spark):
             try:
                 for query in spark.streams.active:
                     query.stop()
@@ -228,7 +255,9 @@ class Workbench:
         self.close()
         with self._lock:
             spark, self._spark = self._spark, None
-        if spark is not None:
+        if spark is not None and spark_is_gone(spark) and not _is_stopped(spark):
+            discard_dead_session(spark)
+        elif spark is not None:
             from .session import stop_session
 
             stop_session(spark)

@@ -22,6 +22,7 @@ import pandas as pd
 from ..errors import StreamStartError, summarize_error
 from ..options import Trigger
 from ..progress import ProgressHistory, ProgressPoller
+from .session import spark_is_gone
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -30,6 +31,12 @@ log = logging.getLogger(__name__)
 ConsoleWriter = Callable[[str], None]
 
 _RULE = "-" * 43
+
+#: The error of every stream whose Spark session stopped or whose JVM died under it.
+SPARK_STOPPED = (
+    "Spark stopped: the session or its JVM ended while the stream ran; "
+    "workbench.session() or the next %%stream starts a new one"
+)
 
 
 def format_console_batch(batch_id: int, table: str) -> str:
@@ -67,10 +74,14 @@ class StreamSpec:
 class QueryProgressSource:
     """Adapts a pyspark ``StreamingQuery`` (classic or Spark Connect) to the poller's source."""
 
-    def __init__(self, query: Any) -> None:
+    def __init__(self, query: Any, spark: Any = None) -> None:
         self._query = query
+        self._spark = spark
 
     def is_active(self) -> bool:
+        if self._spark is not None and spark_is_gone(self._spark):
+            # Ends the poller at once, without a failing (and loudly logged) py4j call.
+            raise RuntimeError(SPARK_STOPPED)
         return bool(self._query.isActive)
 
     def last_progress(self) -> Mapping[str, Any] | None:
@@ -125,6 +136,8 @@ class StreamHandle:
         self.started_at = datetime.now(timezone.utc)
         self.progress = history if history is not None else ProgressHistory(cap=spec.history_cap)
         self._spark = spark
+        # Read once: after the JVM dies, streams() and repr must still answer without Spark.
+        self._id, self._run_id = str(query.id), str(query.runId)
         #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
         self.plan: Any = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
@@ -138,7 +151,7 @@ class StreamHandle:
             self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
         self.poller = ProgressPoller(
-            QueryProgressSource(query), self.progress, interval=spec.poll_interval,
+            QueryProgressSource(query, spark), self.progress, interval=spec.poll_interval,
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
         )
 
@@ -147,18 +160,20 @@ class StreamHandle:
     @property
     def id(self) -> str:
         """The query's id (stable across restarts from the same checkpoint)."""
-        return str(self.query.id)
+        return self._id
 
     @property
     def run_id(self) -> str:
         """The id of this run of the query."""
-        return str(self.query.runId)
+        return self._run_id
 
     @property
     def status(self) -> str:
         """``"active"``, ``"stopped"`` or ``"failed"``."""
         if self._final_status is not None:
             return self._final_status
+        if self.spark_gone:
+            return self._settle()
         try:
             if self.query.isActive:
                 return "active"
@@ -186,10 +201,18 @@ class StreamHandle:
         with self._lock:
             if self._final_status is not None:
                 return self._final_status
+            if self.spark_gone:
+                self._error = self._error_details = SPARK_STOPPED
+                self._final_status = "failed"
+                return self._final_status
             try:
                 exc = self.query.exception()
             except Exception:  # the session is gone: nothing more to learn
                 exc = None
+                if spark_is_gone(self._spark, wait=2.0):  # a JVM that was killed may still be exiting
+                    self._error = self._error_details = SPARK_STOPPED
+                    self._final_status = "failed"
+                    return self._final_status
             if exc is not None:
                 self._error_details = str(exc)
                 self._error = summarize_error(self._error_details)
@@ -197,6 +220,15 @@ class StreamHandle:
             else:
                 self._final_status = "stopped"
             return self._final_status
+
+    @property
+    def spark_gone(self) -> bool:
+        """Whether the stream's Spark session stopped or its JVM died (nothing runs any more)."""
+        return spark_is_gone(self._spark)
+
+    def _check_spark(self) -> None:
+        if self.spark_gone:
+            raise RuntimeError(f"stream {self.name!r} has no table any more: {SPARK_STOPPED}")
 
     def _on_poller_finished(self) -> None:
         self._settle()
@@ -271,6 +303,7 @@ class StreamHandle:
                 "start it with sink='memory' to read results"
             )
         self._check_not_replaced()
+        self._check_spark()
         return self._spark.sql(f"SELECT * FROM `{self.name}`").toPandas()
 
     def _check_not_replaced(self) -> None:
@@ -295,6 +328,7 @@ class StreamHandle:
         if self.sink != "memory":
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
         self._check_not_replaced()
+        self._check_spark()
         table = self._spark.table(f"`{self.name}`")
         total = table.count()
         if self.output_mode == "complete":
@@ -315,13 +349,18 @@ class StreamHandle:
             without a progress record (Spark never reported it). With the default
             trigger batches run back to back, so that can happen whatever the grace.
         """
-        self._wait_between_batches(grace)
-        try:
-            self.query.stop()
-        except Exception:
-            log.debug("stopping %s failed", self.name, exc_info=True)
+        gone = self.spark_gone
+        if not gone:
+            self._wait_between_batches(grace)
+            try:
+                self.query.stop()
+            except Exception:
+                log.debug("stopping %s failed", self.name, exc_info=True)
         self.poller.stop()
-        if not self._finished.is_set():
+        if gone:
+            self._settle()
+            self._mark_finished()
+        elif not self._finished.is_set():
             # The poller was stopped before it noticed the end: read the last batches here.
             try:
                 self.poller.fill()
