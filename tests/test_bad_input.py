@@ -65,6 +65,16 @@ def start(*args, **kwargs):
     return call
 
 
+def with_env(variable: str, value: str, action):
+    def call(w):
+        os.environ[variable] = value
+        try:
+            return action(w)
+        finally:
+            del os.environ[variable]
+    return call
+
+
 def call(function):
     return lambda w: function()
 
@@ -128,6 +138,8 @@ CASES = [
     ("start blank checkpoint", start("df", "q", checkpoint=" "), ValueError, 'checkpoint is empty: give a folder path, or leave it out for a private temporary one'),
     ("start static frame", start("static", "q"), ValueError, 'this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources'),
     ("start not a frame", start("df as text", "q"), TypeError, 'expected a streaming pyspark DataFrame (from spark.readStream...), got str'),
+    ("start table warn rows", with_env("WORKBENCH_TABLE_WARN_ROWS", "lots", start("df", "q")), ValueError,
+     "WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got 'lots'"),
     ("stream unknown", call(lambda: workbench.stream("nosuch")), ValueError, "no stream named 'nosuch' (streams: none started yet)"),
     # -- replay specs and scripts ------------------------------------------------------------------
     ("replay rows", call(lambda: Replay(rows_per_batch=0)), ValueError, 'rows_per_batch must be a whole number >= 1, got 0'),

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 STREAM_COLUMNS = (
     "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
     "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
+    "table_rows",
 )
 
 
@@ -131,7 +132,9 @@ class Workbench:
     def new_checkpoint(self, name: str) -> str:
         """A fresh checkpoint folder for one start of stream ``name``."""
         folder = self.temp_dir / "checkpoints" / f"{name}-{next(self._counter)}"
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        # Private like the temp folder: checkpoints hold the stream's state, i.e. its data.
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700)
         return str(folder)
 
     # -- streams --------------------------------------------------------------------------------
@@ -171,6 +174,7 @@ class Workbench:
         if checkpoint is not None and not str(checkpoint).strip():
             raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
         check_streaming_frame(df)
+        table_warn_rows = _table_warn_rows()
         with self._lock:
             self.stop(name, missing_ok=True)
             self._stop_foreign(df, name)
@@ -178,7 +182,7 @@ class Workbench:
                 name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
                 checkpoint=str(checkpoint) if checkpoint is not None else self.new_checkpoint(name),
                 rows=rows, truncate=bool(truncate), poll_interval=float(interval),
-                history_cap=self.history_cap,
+                history_cap=self.history_cap, table_warn_rows=table_warn_rows,
             )
             facts = plan_facts(df)  # read before the start; None when the plan is unreadable
             try:
@@ -269,6 +273,18 @@ class Workbench:
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
+
+
+def _table_warn_rows() -> int:
+    """``WORKBENCH_TABLE_WARN_ROWS``: memory-table rows past which a stream warns (default 1,000,000)."""
+    text = os.environ.get("WORKBENCH_TABLE_WARN_ROWS", "").strip()
+    if not text:
+        return 1_000_000
+    if not text.isdigit():
+        raise ValueError(
+            f"WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got {text!r}"
+        )
+    return int(text)
 
 
 def _is_stopped(spark: Any) -> bool:

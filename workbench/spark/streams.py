@@ -69,6 +69,8 @@ class StreamSpec:
     truncate: bool = True
     poll_interval: float = 0.5
     history_cap: int = 100_000
+    #: Rows in a memory sink's table past which the handle warns (0: never).
+    table_warn_rows: int = 1_000_000
 
 
 class QueryProgressSource:
@@ -150,6 +152,10 @@ class StreamHandle:
         if on_event is not None:
             self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
+        self._table_rows = 0
+        self._table_warning: str | None = None
+        if self.sink == "memory":
+            self.progress.subscribe(self._count_table_rows)
         self.poller = ProgressPoller(
             QueryProgressSource(query, spark), self.progress, interval=spec.poll_interval,
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
@@ -273,6 +279,42 @@ class StreamHandle:
 
         return StreamMonitor(self, **options)
 
+    # -- memory table ------------------------------------------------------------------------
+
+    @property
+    def table_rows(self) -> int | None:
+        """Rows in the memory sink's table, counted from the progress history (no Spark job).
+
+        The table lives in the driver's memory and Spark never trims it: in append and
+        update mode it grows by every batch's output. None for other sinks.
+
+        Examples
+        --------
+        >>> handle.table_rows                                    # doctest: +SKIP
+        12500
+        """
+        return self._table_rows if self.sink == "memory" else None
+
+    @property
+    def table_warning(self) -> str | None:
+        """One line once the memory table has passed ``table_warn_rows`` rows, else None."""
+        return self._table_warning
+
+    def _count_table_rows(self, records: Sequence[Any]) -> None:
+        # Runs on the poller's thread for each batch added: arithmetic only.
+        limit = self.spec.table_warn_rows
+        for record in records:
+            rows = record.num_output_rows or 0
+            # In complete mode the memory sink replaces its table with each batch's output.
+            self._table_rows = rows if self.output_mode == "complete" else self._table_rows + rows
+            if limit and self._table_rows >= limit and self._table_warning is None:
+                self._table_warning = (
+                    f"stream {self.name!r} keeps {self._table_rows:,} rows in its memory table, in the Spark "
+                    "driver's memory, and the table grows with every batch: stop the stream when done, or use "
+                    "sink='console' for a long run (WORKBENCH_TABLE_WARN_ROWS sets this limit)"
+                )
+                log.warning(self._table_warning)
+
     # -- data ------------------------------------------------------------------------------
 
     def history(self, *, operators: bool = False) -> pd.DataFrame:
@@ -395,6 +437,7 @@ class StreamHandle:
             "input_rows_per_second": last.input_rows_per_second if last else None,
             "processed_rows_per_second": last.processed_rows_per_second if last else None,
             "error": self.error,
+            "table_rows": self.table_rows,
         }
 
     def __repr__(self) -> str:
