@@ -163,14 +163,18 @@ class StreamMagics(Magics):
         except Exception as exc:
             raise UsageError(f"%stream result {command.name}: {_one_line(exc)}") from None
 
-    def stop_everything(self) -> None:
-        """Stop every stream and close every replay panel (``%stream stop --all``, shutdown)."""
-        for name, panel in list(self.panels.items()):
+    def stop_everything(self, grace: float = 1.0) -> None:
+        """Stop every stream and close every replay panel (``%stream stop --all``, shutdown).
+
+        ``grace``: see :meth:`~workbench.spark.Workbench.stop_all` (0 at kernel shutdown).
+        """
+        # Pausing reports what the run did (Spark jobs): not at shutdown, where stopping is enough.
+        for name, panel in list(self.panels.items()) if grace > 0 else []:
             try:
                 panel.run.pause()
             except Exception:
                 log.debug("pausing replay %s failed", name, exc_info=True)
-        current_env().stop_all()
+        current_env().stop_all(grace)
 
     # -- %%stream -----------------------------------------------------------------------------------
 

@@ -242,10 +242,24 @@ class Workbench:
             return
         handle.stop()
 
-    def stop_all(self) -> None:
-        """Stop every stream and poller this workbench started, and any other active query."""
-        for handle in self.handles():
-            handle.stop()
+    def stop_all(self, grace: float = 1.0) -> None:
+        """Stop every stream and poller this workbench started, and any other active query.
+
+        ``grace`` is passed to each :meth:`StreamHandle.stop`; with ``grace=0`` (kernel
+        shutdown, where Jupyter kills a kernel that has not exited within 5 s) the streams
+        stop at once and side by side.
+        """
+        handles = self.handles()
+        if grace > 0:
+            for handle in handles:
+                handle.stop(grace)
+        else:
+            stoppers = [threading.Thread(target=h.stop, args=(0.0,), daemon=True, name=f"workbench-stop-{h.name}")
+                        for h in handles]
+            for stopper in stoppers:
+                stopper.start()
+            for stopper in stoppers:
+                stopper.join(10.0)
         spark = self._spark
         if spark is not None and not spark_is_gone(spark):
             try:
@@ -256,7 +270,7 @@ class Workbench:
 
     def shutdown(self) -> None:
         """Close, then stop the session and end a JVM this process launched (kernel shutdown)."""
-        self.close()
+        self.close(grace=0.0)
         with self._lock:
             spark, self._spark = self._spark, None
         if spark is not None and spark_is_gone(spark) and not _is_stopped(spark):
@@ -266,9 +280,9 @@ class Workbench:
 
             stop_session(spark)
 
-    def close(self) -> None:
+    def close(self, grace: float = 1.0) -> None:
         """Stop everything and remove the temporary folder (the session itself stays)."""
-        self.stop_all()
+        self.stop_all(grace)
         with self._lock:
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
