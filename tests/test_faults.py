@@ -137,3 +137,27 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
     assert "again" in report["magic_output"]
     # No wall of py4j connection tracebacks reaches the user.
     assert "ConnectionRefusedError" not in stderr and "Py4JNetworkError" not in stderr
+
+
+def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):
+    from tests.helpers import wait_for
+
+    checkpoint = tmp_path / "counts"
+    df = rate_stream(rows_per_batch=6)
+    query = df.groupBy((df.value % 3).alias("k")).count()
+    first = env.start(query, "resumable", output_mode="complete", trigger="0.3 seconds", checkpoint=checkpoint)
+    wait_for(lambda: first.progress.total >= 3, message="3 batches")
+    first.stop()
+    ran = first.history()["batch_id"].tolist()
+    assert first.resumed_from is None
+
+    # As after a kernel restart: a new start on the same checkpoint.
+    second = env.start(query, "resumable", output_mode="complete", trigger="0.3 seconds", checkpoint=checkpoint)
+    wait_for(lambda: second.progress.total >= 2, message="2 more batches")
+    second.stop()
+    again = second.history()["batch_id"].tolist()
+    assert second.resumed_from == ran[-1] + 1 == again[0]
+    assert again == list(range(again[0], again[0] + len(again)))  # no batch repeated, none missing
+    # Complete mode: the table holds the counts of every row of every batch of both runs.
+    table = second.result()
+    assert int(table["count"].sum()) == 6 * (again[-1] + 1)

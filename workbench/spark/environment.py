@@ -185,6 +185,7 @@ class Workbench:
                 history_cap=self.history_cap, table_warn_rows=table_warn_rows,
             )
             facts = plan_facts(df)  # read before the start; None when the plan is unreadable
+            resumed_from = _resumed_from(checkpoint)  # before Spark commits anything new
             try:
                 handle = run_query(
                     df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
@@ -195,6 +196,7 @@ class Workbench:
                     shutil.rmtree(spec.checkpoint, ignore_errors=True)
                 raise
             handle.plan = facts
+            handle.resumed_from = resumed_from
             previous = self._handles.get(name)
             if previous is not None:
                 previous.replaced_by = handle
@@ -287,6 +289,19 @@ class Workbench:
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
+
+
+def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:
+    """The batch a restart from a user's checkpoint continues with, or None for a fresh start.
+
+    Read from the checkpoint's ``commits`` folder (one file per committed batch) before
+    Spark adds to it; only local folders are read (None for other file systems).
+    """
+    if checkpoint is None or "://" in str(checkpoint):
+        return None
+    commits = Path(checkpoint) / "commits"
+    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    return max(ids) + 1 if ids else None
 
 
 def _table_warn_rows() -> int:

@@ -142,6 +142,9 @@ class StreamHandle:
         self._id, self._run_id = str(query.id), str(query.runId)
         #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
         self.plan: Any = None
+        #: The batch id this run continued with when it restarted from a user's checkpoint
+        #: that already held committed batches (the monitor can say "resumed from batch N").
+        self.resumed_from: int | None = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
         self.replaced_by: StreamHandle | None = None
         self._lock = threading.Lock()
