@@ -106,6 +106,9 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
             "spark.sql.session.timeZone": "UTC",
             **{k: str(v) for k, v in conf.items()},
         }
+        if remote.startswith("local"):
+            # The local server's gRPC port would otherwise listen on every interface.
+            settings.setdefault("spark.connect.grpc.binding.address", "127.0.0.1")
         builder = SparkSession.builder.remote(remote)
         for key, value in settings.items():
             builder = builder.config(key, value)
