@@ -30,9 +30,19 @@ SCRIPT = textwrap.dedent(
     deadline = time.time() + 60
     while handle.progress.total < 3 and time.time() < deadline:
         time.sleep(0.2)
+    # Sockets listening outside loopback in this process or its JVMs (a Connect server too).
+    import ipaddress, os, psutil
+    def exposed(address):
+        ip = ipaddress.ip_address(address)
+        return not (getattr(ip, "ipv4_mapped", None) or ip).is_loopback
+    me = psutil.Process(os.getpid())
+    procs = [me, *(p for p in me.children(recursive=True) if p.name() == "java")]
+    listening = [(p.pid, c.laddr.ip, c.laddr.port) for p in procs for c in p.net_connections(kind="tcp")
+                 if c.status == psutil.CONN_LISTEN]
     handle.stop()
     history = handle.history()
     print(json.dumps({
+        "exposed": [s for s in listening if exposed(s[1])], "listening": len(listening),
         "kind": type(spark).__module__,
         "master": spark.conf.get("spark.master", None),
         "partitions": spark.conf.get("spark.sql.shuffle.partitions"),
@@ -59,6 +69,7 @@ def test_workbench_master_chooses_the_master():
     assert report["master"] == "local[1]" and report["partitions"] == "2"
     assert report["batches"][:3] == [0, 1, 2] and report["status"] == "stopped"
     assert report["result"] == sum(report["rows"])
+    assert report["exposed"] == [] and report["listening"] >= 3
 
 
 def test_spark_connect_streams_and_history(tmp_path):
@@ -67,3 +78,4 @@ def test_spark_connect_streams_and_history(tmp_path):
     assert report["kind"].startswith("pyspark.sql.connect")
     assert report["batches"][:3] == [0, 1, 2] and set(report["rows"]) == {5}
     assert report["result"] == sum(report["rows"]) and report["status"] == "stopped"
+    assert report["exposed"] == [] and report["listening"] >= 2  # the Connect server's gRPC port among them

@@ -68,7 +68,7 @@ def _hook_kernel_shutdown(ipython: Any, magics: Any) -> None:
 
     def do_shutdown(restart: bool) -> Any:
         try:
-            magics.stop_everything()
+            magics.stop_everything(grace=0.0)
             from ..spark import current_env
 
             current_env().shutdown()

@@ -185,14 +185,18 @@ class StreamMagics(Magics):
             self.views[handle.name] = view
             display(view)
 
-    def stop_everything(self) -> None:
-        """Stop every stream and close every replay panel (``%stream stop --all``, shutdown)."""
-        for name, panel in list(self.panels.items()):
+    def stop_everything(self, grace: float = 1.0) -> None:
+        """Stop every stream and close every replay panel (``%stream stop --all``, shutdown).
+
+        ``grace``: see :meth:`~workbench.spark.Workbench.stop_all` (0 at kernel shutdown).
+        """
+        # Pausing reports what the run did (Spark jobs): not at shutdown, where stopping is enough.
+        for name, panel in list(self.panels.items()) if grace > 0 else []:
             try:
                 panel.run.pause()
             except Exception:
                 log.debug("pausing replay %s failed", name, exc_info=True)
-        current_env().stop_all()
+        current_env().stop_all(grace)
 
     # -- %%stream -----------------------------------------------------------------------------------
 
@@ -231,6 +235,7 @@ class StreamMagics(Magics):
         if command.language == "sql":
             df = self._sql(command.body, env.session(), command.name)
         else:
+            _renew_dead_spark(self.shell, env)
             df = self._python(command.body, command.name)
             if is_streaming_query(df):
                 return df  # the cell's code started its own query: watched, see _watch_cell_query
@@ -403,3 +408,17 @@ def _status_line(handle: Any) -> str:
         f"stream {handle.name!r} {handle.status}: {handle.sink} sink, {mode} mode, trigger {handle.trigger} "
         f"(%stream show {handle.name} for the monitor, %stream stop {handle.name} to stop)"
     )
+
+
+def _renew_dead_spark(shell: Any, env: Any) -> None:
+    """Point the notebook's ``spark`` at a new session when its JVM has died.
+
+    Otherwise a cell body such as ``spark.readStream...`` would keep failing with
+    connection errors although the workbench can build a new session.
+    """
+    from ..spark.session import spark_is_gone
+
+    namespace = getattr(shell, "user_ns", None) or {}
+    spark = namespace.get("spark")
+    if getattr(spark, "_sc", None) is not None and spark_is_gone(spark):
+        namespace["spark"] = env.session()

@@ -267,12 +267,22 @@ def _parse_known(parser: _Parser, tokens: list[str]) -> argparse.Namespace:
     if extra:
         unknown = extra[0]
         if unknown.startswith("-"):
-            options = sorted(o for a in parser._actions for o in a.option_strings)
-            raise UsageError(f"{parser.magic}: unknown option {unknown!r}; options: {', '.join(options)}")
+            # A subcommand's options belong to its own parser (e.g. %stream history --operators).
+            chosen = _chosen_subparser(parser, args) or parser
+            options = sorted(o for a in chosen._actions for o in a.option_strings)
+            allowed = ", ".join(options) or "none"
+            raise UsageError(f"{chosen.magic}: unknown option {unknown!r}; options: {allowed}")
         raise UsageError(
             f"{parser.magic}: unexpected argument {unknown!r} (quote values that contain spaces)"
         )
     return args
+
+
+def _chosen_subparser(parser: _Parser, args: argparse.Namespace) -> _Parser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(getattr(args, action.dest, None))
+    return None
 
 
 _SQL_COMMENT = re.compile(r"^\s*(--[^\n]*)?$")

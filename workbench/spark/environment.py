@@ -32,7 +32,7 @@ from ..progress import ProgressHistory
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from ..errors import StreamStartError, refusal_line
 from .plan import output_mode_problem, plan_facts, plan_text
-from .session import build_session, is_connect_session, session_target
+from .session import build_session, discard_dead_session, is_connect_session, session_target, spark_is_gone
 from .streams import StreamHandle, StreamSpec, run_query
 from .watch import SessionWatcher, find_query, watched_handle
 
@@ -45,6 +45,7 @@ STREAM_COLUMNS = (
     "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
     "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
     "started_by",
+    "table_rows",
 )
 
 
@@ -59,6 +60,11 @@ def check_streaming_frame(df: Any) -> None:
     if not isinstance(df, DataFrame):
         raise TypeError(
             f"expected a streaming pyspark DataFrame (from spark.readStream...), got {type(df).__name__}"
+        )
+    if spark_is_gone(df.sparkSession):
+        raise ValueError(
+            "this DataFrame belongs to a Spark session that has stopped: "
+            "build it again from workbench.session()"
         )
     if not df.isStreaming:
         raise ValueError(
@@ -122,8 +128,16 @@ class Workbench:
         if checkpoint_root is not None:
             self.checkpoint_root = checkpoint_root
         with self._lock:
+            if self._spark is not None and spark_is_gone(self._spark):
+                self._forget_dead_session()
             if self._spark is None or _is_stopped(self._spark):
-                self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
+                fresh_temp = self._temp_dir is None
+                try:
+                    self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
+                except BaseException:
+                    if fresh_temp:  # a refused setting leaves no folder behind
+                        self.close()
+                    raise
             elif conf:
                 for key, value in conf.items():
                     try:
@@ -173,10 +187,21 @@ class Workbench:
             raise ValueError("checkpoint_root is empty: give a folder every executor can reach, or None")
         self._checkpoint_root = text
 
+    def _forget_dead_session(self) -> None:
+        """After the JVM died: mark every stream failed and let pyspark build a new JVM."""
+        for handle in self.handles():
+            handle.stop()  # no Spark call: it only settles the status and ends the poller
+        if not _is_stopped(self._spark):
+            log.warning("the Spark JVM has ended; starting a new Spark session")
+            discard_dead_session(self._spark)
+        self._spark = None
+
     def new_temp_folder(self, name: str) -> str:
         """A fresh folder under this process's private temporary folder."""
         folder = self.temp_dir / "checkpoints" / f"{name}-{next(self._counter)}"
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        # Private like the temp folder: checkpoints hold the stream's state, i.e. its data.
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700)
         return str(folder)
 
     def new_checkpoint(self, name: str) -> str:
@@ -263,6 +288,7 @@ class Workbench:
             from .inputs import observe_inputs
 
             df, inputs = observe_inputs(df)  # only when asked: ordinary queries stay as written
+        table_warn_rows = _table_warn_rows()
         with self._lock:
             self._refuse_foreign(df.sparkSession, name)
             # Spark's own start-time check, run while the previous stream still runs, so that
@@ -277,19 +303,27 @@ class Workbench:
                 name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
                 checkpoint=str(checkpoint) if checkpoint is not None else self.new_checkpoint(name),
                 rows=rows, truncate=bool(truncate), poll_interval=float(interval),
-                history_cap=self.history_cap,
+                history_cap=self.history_cap, table_warn_rows=table_warn_rows,
             )
             facts = plan_facts(df)  # read before the start; None when the plan is unreadable
+            resumed_from = _resumed_from(checkpoint)  # before Spark commits anything new
             try:
                 handle = run_query(
                     df.sparkSession, df, spec, console=console, on_event=self._finished, history=history,
                     foreach_batch=foreach_batch,
                 )
             except StreamStartError as exc:
+                if checkpoint is None:  # a refused query leaves no checkpoint folder behind
+                    shutil.rmtree(spec.checkpoint, ignore_errors=True)
                 if replacing:
                     raise StreamStartError(f"{exc} (the previous stream {name!r} was stopped)", exc.details) from None
                 raise
+            except BaseException:
+                if checkpoint is None:
+                    shutil.rmtree(spec.checkpoint, ignore_errors=True)
+                raise
             handle.plan = facts
+            handle.resumed_from = resumed_from
             if inputs:
                 from .inputs import watermark_policy
 
@@ -433,12 +467,26 @@ class Workbench:
             return
         handle.stop()
 
-    def stop_all(self) -> None:
-        """Stop every stream and poller this workbench started, and any other active query."""
-        for handle in self.handles():
-            handle.stop()
+    def stop_all(self, grace: float = 1.0) -> None:
+        """Stop every stream and poller this workbench started, and any other active query.
+
+        ``grace`` is passed to each :meth:`StreamHandle.stop`; with ``grace=0`` (kernel
+        shutdown, where Jupyter kills a kernel that has not exited within 5 s) the streams
+        stop at once and side by side.
+        """
+        handles = self.handles()
+        if grace > 0:
+            for handle in handles:
+                handle.stop(grace)
+        else:
+            stoppers = [threading.Thread(target=h.stop, args=(0.0,), daemon=True, name=f"workbench-stop-{h.name}")
+                        for h in handles]
+            for stopper in stoppers:
+                stopper.start()
+            for stopper in stoppers:
+                stopper.join(10.0)
         spark = self._spark
-        if spark is not None and not _is_stopped(spark):
+        if spark is not None and not spark_is_gone(spark):
             try:
                 for query in spark.streams.active:
                     query.stop()
@@ -447,21 +495,48 @@ class Workbench:
 
     def shutdown(self) -> None:
         """Close, then stop the session and end a JVM this process launched (kernel shutdown)."""
-        self.close()
+        self.close(grace=0.0)
         with self._lock:
             spark, self._spark = self._spark, None
-        if spark is not None:
+        if spark is not None and spark_is_gone(spark) and not _is_stopped(spark):
+            discard_dead_session(spark)
+        elif spark is not None:
             from .session import stop_session
 
             stop_session(spark)
 
-    def close(self) -> None:
+    def close(self, grace: float = 1.0) -> None:
         """Stop everything and remove the temporary folder (the session itself stays)."""
-        self.stop_all()
+        self.stop_all(grace)
         with self._lock:
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
+
+
+def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:
+    """The batch a restart from a user's checkpoint continues with, or None for a fresh start.
+
+    Read from the checkpoint's ``commits`` folder (one file per committed batch) before
+    Spark adds to it; only local folders are read (None for other file systems).
+    """
+    if checkpoint is None or "://" in str(checkpoint):
+        return None
+    commits = Path(checkpoint) / "commits"
+    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    return max(ids) + 1 if ids else None
+
+
+def _table_warn_rows() -> int:
+    """``WORKBENCH_TABLE_WARN_ROWS``: memory-table rows past which a stream warns (default 1,000,000)."""
+    text = os.environ.get("WORKBENCH_TABLE_WARN_ROWS", "").strip()
+    if not text:
+        return 1_000_000
+    if not text.isdigit():
+        raise ValueError(
+            f"WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got {text!r}"
+        )
+    return int(text)
 
 
 def _is_stopped(spark: Any) -> bool:

@@ -21,7 +21,7 @@ from .._spark_target import SparkTarget, require_reachable, spark_target
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "stop_session",
+    "stop_session", "spark_is_gone", "discard_dead_session",
 ]
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,9 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
             "spark.sql.session.timeZone": "UTC",
             **{k: str(v) for k, v in conf.items()},
         }
+        if remote.startswith("local"):
+            # The local server's gRPC port would otherwise listen on every interface.
+            settings.setdefault("spark.connect.grpc.binding.address", "127.0.0.1")
         builder = SparkSession.builder.remote(remote)
         for key, value in settings.items():
             builder = builder.config(key, value)
@@ -149,6 +152,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         return builder.getOrCreate()
 
     require_java()
+    _quiet_dead_gateway_errors()
     master = target.url
     settings = {**default_conf(master, warehouse_dir), **{k: str(v) for k, v in conf.items()}}
     if is_local_master(master) or _loopback_master(master):
@@ -172,6 +176,25 @@ def _quiet_query_context_loggers() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class _DeadGatewayFilter(logging.Filter):
+    """Drops py4j's traceback for a call cut off because the JVM went away.
+
+    py4j logs it on the root logger (``logging.exception``), once per call in flight when
+    the JVM dies; the workbench reports the death once, as each stream's error.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Exception while sending command." or not record.exc_info:
+            return True
+        return type(record.exc_info[1]).__name__ != "Py4JNetworkError"
+
+
+def _quiet_dead_gateway_errors() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _DeadGatewayFilter) for f in root.filters):
+        root.addFilter(_DeadGatewayFilter())
 
 
 def stop_session(spark: Any, timeout: float = 10.0) -> None:
@@ -204,3 +227,66 @@ def stop_session(spark: Any, timeout: float = 10.0) -> None:
         except Exception:
             proc.kill()
             proc.wait()
+
+
+def spark_is_gone(spark: Any, wait: float = 0.0) -> bool:
+    """Whether ``spark`` can no longer run anything: stopped, or its JVM has died.
+
+    Only the process's own JVM is checked (``poll()`` on the process pyspark launched),
+    which costs no call into Spark: after the JVM dies, each py4j call fails with a
+    connection error and logs a traceback, so callers ask this first. ``wait`` gives a JVM
+    that is still exiting (its connections already closed) that many seconds to end.
+
+    Examples
+    --------
+    >>> class Stopped:
+    ...     _sc = type("Context", (), {"_jsc": None})()
+    >>> spark_is_gone(Stopped())
+    True
+    """
+    context = getattr(spark, "_sc", None)
+    if context is None:  # Spark Connect reports it itself
+        return bool(getattr(spark, "is_stopped", False))
+    if getattr(context, "_jsc", None) is None:
+        return True
+    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    if proc is None:
+        return False
+    if wait > 0:
+        try:
+            proc.wait(wait)
+        except Exception:  # subprocess.TimeoutExpired: it still runs
+            return False
+    return proc.poll() is not None
+
+
+def discard_dead_session(spark: Any) -> None:
+    """Forget a session whose JVM died, so that the next build starts a new JVM.
+
+    pyspark keeps the dead session, context and gateway as its active ones and would hand
+    them out again (every call then failing with ``ConnectionRefusedError``).
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    context = getattr(spark, "_sc", None)
+    gateway = getattr(context, "_gateway", None) or SparkContext._gateway
+    try:
+        if gateway is not None:
+            gateway.shutdown()
+    except Exception:
+        log.debug("closing the dead py4j gateway failed", exc_info=True)
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+    if proc is not None:
+        proc.wait()
+    if context is not None:
+        context._jsc = None  # so that stop() skips the JVM and only ends the Python side
+        context.stop()
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None

@@ -27,6 +27,7 @@ from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_
 from .frames import flat_select, to_flat_pandas
 from .plan import plan_text
 from .session import is_connect
+from .session import spark_is_gone
 
 __all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
 
@@ -35,6 +36,12 @@ log = logging.getLogger(__name__)
 ConsoleWriter = Callable[[str], None]
 
 _RULE = "-" * 43
+
+#: The error of every stream whose Spark session stopped or whose JVM died under it.
+SPARK_STOPPED = (
+    "Spark stopped: the session or its JVM ended while the stream ran; "
+    "workbench.session() or the next %%stream starts a new one"
+)
 
 
 def format_console_batch(batch_id: int, table: str) -> str:
@@ -67,6 +74,8 @@ class StreamSpec:
     truncate: bool = True
     poll_interval: float = 0.5
     history_cap: int = 100_000
+    #: Rows in a memory sink's table past which the handle warns (0: never).
+    table_warn_rows: int = 1_000_000
 
 
 class QueryProgressSource:
@@ -74,13 +83,18 @@ class QueryProgressSource:
 
     ``output_rows`` maps batch ids to the rows a Python-side sink wrote (the console
     sink counts them); Spark reports ``numOutputRows = -1`` for ``foreachBatch`` sinks.
+    With ``spark``, a session whose JVM has gone ends the poller at once.
     """
 
-    def __init__(self, query: Any, output_rows: Mapping[int, int] | None = None) -> None:
+    def __init__(self, query: Any, output_rows: Mapping[int, int] | None = None, spark: Any = None) -> None:
         self._query = query
         self._output_rows = output_rows
+        self._spark = spark
 
     def is_active(self) -> bool:
+        if self._spark is not None and spark_is_gone(self._spark):
+            # Ends the poller at once, without a failing (and loudly logged) py4j call.
+            raise RuntimeError(SPARK_STOPPED)
         return bool(self._query.isActive)
 
     def last_progress(self) -> Mapping[str, Any] | None:
@@ -142,8 +156,13 @@ class StreamHandle:
         self.started_at = datetime.now(timezone.utc)
         self.progress = history if history is not None else ProgressHistory(cap=spec.history_cap)
         self._spark = spark
+        # Read once: after the JVM dies, streams() and repr must still answer without Spark.
+        self._id, self._run_id = str(query.id), str(query.runId)
         #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
         self.plan: Any = None
+        #: The batch id this run continued with when it restarted from a user's checkpoint
+        #: that already held committed batches (the monitor can say "resumed from batch N").
+        self.resumed_from: int | None = None
         #: The newer stream that took this one's name (and with it the memory sink's table).
         self.replaced_by: StreamHandle | None = None
         #: The query's output columns (names the state inspector's grouping keys).
@@ -168,8 +187,12 @@ class StreamHandle:
         if on_event is not None:
             self._finish_callbacks.append(on_event)
         self._finished = threading.Event()
+        self._table_rows = 0
+        self._table_warning: str | None = None
+        if self.sink == "memory":
+            self.progress.subscribe(self._count_table_rows)
         self.poller = ProgressPoller(
-            QueryProgressSource(query, output_rows), self.progress, interval=spec.poll_interval,
+            QueryProgressSource(query, output_rows, spark), self.progress, interval=spec.poll_interval,
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
         )
 
@@ -178,12 +201,12 @@ class StreamHandle:
     @property
     def id(self) -> str:
         """The query's id (stable across restarts from the same checkpoint)."""
-        return str(self.query.id)
+        return self._id
 
     @property
     def run_id(self) -> str:
         """The id of this run of the query."""
-        return str(self.query.runId)
+        return self._run_id
 
     @functools.cached_property
     def spark_ui_url(self) -> str | None:
@@ -198,6 +221,8 @@ class StreamHandle:
         """``"active"``, ``"stopped"`` or ``"failed"``."""
         if self._final_status is not None:
             return self._final_status
+        if self.spark_gone:
+            return self._settle()
         try:
             if self.query.isActive:
                 return "active"
@@ -225,10 +250,18 @@ class StreamHandle:
         with self._lock:
             if self._final_status is not None:
                 return self._final_status
+            if self.spark_gone:
+                self._error = self._error_details = SPARK_STOPPED
+                self._final_status = "failed"
+                return self._final_status
             try:
                 exc = self.query.exception()
             except Exception:  # the session is gone: nothing more to learn
                 exc = None
+                if spark_is_gone(self._spark, wait=2.0):  # a JVM that was killed may still be exiting
+                    self._error = self._error_details = SPARK_STOPPED
+                    self._final_status = "failed"
+                    return self._final_status
             if exc is not None:
                 self._error_details = str(exc)
                 self._error = summarize_error(self._error_details)
@@ -236,6 +269,15 @@ class StreamHandle:
             else:
                 self._final_status = "stopped"
             return self._final_status
+
+    @property
+    def spark_gone(self) -> bool:
+        """Whether the stream's Spark session stopped or its JVM died (nothing runs any more)."""
+        return spark_is_gone(self._spark)
+
+    def _check_spark(self) -> None:
+        if self.spark_gone:
+            raise RuntimeError(f"stream {self.name!r} has no table any more: {SPARK_STOPPED}")
 
     def _on_poller_finished(self) -> None:
         self._settle()
@@ -280,6 +322,42 @@ class StreamHandle:
 
         return StreamMonitor(self, **options)
 
+    # -- memory table ------------------------------------------------------------------------
+
+    @property
+    def table_rows(self) -> int | None:
+        """Rows in the memory sink's table, counted from the progress history (no Spark job).
+
+        The table lives in the driver's memory and Spark never trims it: in append and
+        update mode it grows by every batch's output. None for other sinks.
+
+        Examples
+        --------
+        >>> handle.table_rows                                    # doctest: +SKIP
+        12500
+        """
+        return self._table_rows if self.sink == "memory" else None
+
+    @property
+    def table_warning(self) -> str | None:
+        """One line once the memory table has passed ``table_warn_rows`` rows, else None."""
+        return self._table_warning
+
+    def _count_table_rows(self, records: Sequence[Any]) -> None:
+        # Runs on the poller's thread for each batch added: arithmetic only.
+        limit = self.spec.table_warn_rows
+        for record in records:
+            rows = record.num_output_rows or 0
+            # In complete mode the memory sink replaces its table with each batch's output.
+            self._table_rows = rows if self.output_mode == "complete" else self._table_rows + rows
+            if limit and self._table_rows >= limit and self._table_warning is None:
+                self._table_warning = (
+                    f"stream {self.name!r} keeps {self._table_rows:,} rows in its memory table, in the Spark "
+                    "driver's memory, and the table grows with every batch: stop the stream when done, or use "
+                    "sink='console' for a long run (WORKBENCH_TABLE_WARN_ROWS sets this limit)"
+                )
+                log.warning(self._table_warning)
+
     # -- data ------------------------------------------------------------------------------
 
     def history(self, *, operators: bool = False) -> pd.DataFrame:
@@ -313,6 +391,7 @@ class StreamHandle:
                 "start it with sink='memory' to read results"
             )
         self._check_not_replaced()
+        self._check_spark()
         return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self.name}`"))
 
     def _check_not_replaced(self) -> None:
@@ -337,6 +416,7 @@ class StreamHandle:
         if self.sink != "memory":
             raise ValueError(f"stream {self.name!r} writes to the {self.sink} sink, which keeps no table")
         self._check_not_replaced()
+        self._check_spark()
         if self._table is None:
             # Resolved once (the columns of result()): every action on it reads the sink's
             # rows as they are then.
@@ -452,13 +532,18 @@ class StreamHandle:
             without a progress record (Spark never reported it). With the default
             trigger batches run back to back, so that can happen whatever the grace.
         """
-        self._wait_between_batches(grace)
-        try:
-            self.query.stop()
-        except Exception:
-            log.debug("stopping %s failed", self.name, exc_info=True)
+        gone = self.spark_gone
+        if not gone:
+            self._wait_between_batches(grace)
+            try:
+                self.query.stop()
+            except Exception:
+                log.debug("stopping %s failed", self.name, exc_info=True)
         self.poller.stop()
-        if not self._finished.is_set():
+        if gone:
+            self._settle()
+            self._mark_finished()
+        elif not self._finished.is_set():
             # The poller was stopped before it noticed the end: read the last batches here.
             try:
                 self.poller.fill()
@@ -494,6 +579,7 @@ class StreamHandle:
             "processed_rows_per_second": last.processed_rows_per_second if last else None,
             "error": self.error,
             "started_by": self.started_by,
+            "table_rows": self.table_rows,
         }
 
     def __repr__(self) -> str:

@@ -1,0 +1,229 @@
+"""The catalogue of user-facing bad input: every case, its exact one-line message, nothing left behind.
+
+Each case is what a user can type (a ``%%stream`` option or body, a ``%stream`` line, a
+``workbench.start`` argument, a replay spec or script, a monitor option, an environment
+variable) with the exact message it gives. Every message names the bad value (or the bad
+part) and what is allowed, is one line, and comes before Spark starts anything: afterwards
+no query runs, no workbench thread is alive and no folder was created.
+
+Other test modules check some of these messages where their feature is tested; this module
+is the one place that lists them all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+
+import workbench
+from tests.helpers import live_threads
+from tests.test_magics import shell  # noqa: F401  (the fixture: a real shell with the magics loaded)
+from workbench.replay.spec import Disorder, KeyColumn, PayloadColumn, Replay, Script
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def world(env, spark, shell, tmp_path, monkeypatch, rate_stream):
+    """What a case can use: a rate stream, a static frame, a shell, the workbench; then the checks."""
+    # Any temp folder the workbench would create lands here, where the test can see it.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    rate = rate_stream(rows_per_batch=5)
+    rate.createOrReplaceTempView("events")
+    shell.user_ns.update(spark=spark, df=rate)
+    threads_before = set(live_threads())
+    yield {"spark": spark, "df": rate, "static": spark.range(3), "shell": shell, "env": env}
+    assert not spark.streams.active, "the bad input left a query running"
+    assert set(live_threads()) <= threads_before, "the bad input left a workbench thread running"
+    # The workbench's own private folder may exist (a session has one); nothing else, and no checkpoint.
+    own = env._temp_dir
+    assert [p for p in tmp_path.iterdir() if p != own] == [], "the bad input left a folder behind"
+    assert own is None or not any((own / "checkpoints").glob("*")), "the bad input left a checkpoint behind"
+
+
+def cell(line: str, body: str = "df"):
+    return lambda w: w["shell"].run_cell_magic("stream", line, body)
+
+
+def line_magic(line: str):
+    return lambda w: w["shell"].run_line_magic("stream", line)
+
+
+def start(*args, **kwargs):
+    def call(w):
+        positional = [w[a] if isinstance(a, str) and a in ("df", "static") else a for a in args]
+        return workbench.start(*positional, **kwargs)
+    return call
+
+
+def with_env(variable: str, value: str, action):
+    def call(w):
+        os.environ[variable] = value
+        try:
+            return action(w)
+        finally:
+            del os.environ[variable]
+    return call
+
+
+def call(function):
+    return lambda w: function()
+
+
+def monitor(**options):
+    from workbench.views.monitor import StreamMonitor
+
+    class Quiet:  # a finished stream: the options are checked before anything reads it
+        name, status, error, sink, output_mode, progress = "q", "stopped", None, "memory", None, None
+
+    return lambda w: StreamMonitor(Quiet(), **options)
+
+
+SCRIPT_ROWS = [[("12:07", "dog")]]
+
+# (case id, what the user does, exception type, the exact message)
+CASES = [
+    # -- %%stream options --------------------------------------------------------------------------
+    ("cell sink", cell("q --sink kafka"), UsageError,
+"%%stream: unknown sink 'kafka': use one of memory, console"),
+    ("cell mode", cell("q --mode upsert"), UsageError,
+"%%stream: unknown output mode 'upsert': use one of append, update, complete (or leave it out for Spark's default, append)"),
+    ("cell trigger", cell("q --trigger soon"), UsageError, "%%stream: unknown trigger 'soon': use an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing for as fast as possible"),
+    ("cell rows", cell("q --rows many"), UsageError, "%%stream: rows must be a positive whole number, got 'many'"),
+    ("cell rows zero", cell("q --rows 0"), UsageError, "%%stream: rows must be a positive whole number, got '0'"),
+    ("cell unknown option", cell("q --speed 3"), UsageError, "%%stream: unknown option '--speed'; options: --checkpoint, --mode, --no-monitor, --no-truncate, --python, --replay, --rows, --sink, --sql, --trigger"),
+    ("cell extra argument", cell("q extra"), UsageError, "%%stream: unexpected argument 'extra' (quote values that contain spaces)"),
+    ("cell empty checkpoint", cell("q --checkpoint ''"), UsageError, '%%stream: --checkpoint is empty: give a folder, or leave it out for a temporary one'),
+    ("cell bad name", cell("my-q"), UsageError, "%%stream: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
+    ("cell no name", cell(""), UsageError, '%%stream needs a stream name first: %%stream NAME [options], e.g. %%stream word_counts --sink console'),
+    ("cell replay and trigger", cell("q --replay guide_word_count --trigger once", "# the scenario's query"), UsageError, "%%stream: --trigger cannot be used with --replay: the replay panel's Play and Step buttons drive the query, on a checkpoint of its own"),
+    ("cell unknown scenario", cell("q --replay nonesuch", "# the scenario's query"), UsageError, "%%stream: unknown replay source 'nonesuch': give a variable holding a workbench.Replay, workbench.Script or scenario, or a scenario name: guide_word_count, late_clicks"),
+    # -- %%stream bodies ------------------------------------------------------------------------------
+    ("body empty", cell("q", ""), UsageError, '%%stream is a cell magic, but the cell body is empty. Did you mean the line magic %stream (single %)?'),
+    ("body python syntax", cell("q", "SELEC * FROM events"), UsageError, '%%stream q: Python syntax error on line 1: invalid syntax'),
+    ("body statement last", cell("q", "x = df"), UsageError, "%%stream q: the cell's last line must be an expression giving a streaming DataFrame (e.g. a line with just `df`), not a statement"),
+    ("body not streaming", cell("q", "spark.range(3)"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources"),
+    ("body not a frame", cell("q", "42"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: expected a streaming pyspark DataFrame (from spark.readStream...), got int"),
+    ("body python error", cell("q", "undefined_name"), UsageError, "%%stream q: the cell failed: NameError: name 'undefined_name' is not defined"),
+    ("body sql unknown table", cell("q", "SELECT * FROM no_such_view"), UsageError, '%%stream q: SQL error: The table or view `no_such_view` cannot be found. Verify the spelling and correctness of the schema and catalog.'),
+    ("body sql syntax", cell("q", "SELECT * FROM events WHERE value >"), UsageError, '%%stream q: SQL error: Syntax error at or near end of input. (line 1, pos 34)'),
+    ("body refused by spark", cell("q", "SELECT value % 3 AS k, count(*) AS n FROM events GROUP BY 1"),
+     UsageError, "%%stream q: Spark cannot start stream 'q': Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets."),
+    # -- %stream lines --------------------------------------------------------------------------------
+    ("line no subcommand", line_magic(""), UsageError, '%stream needs a subcommand: list, stop, show, history or result (to start a stream, use %%stream NAME with the query in the cell)'),
+    ("line unknown subcommand", line_magic("pause q"), UsageError, "%stream: unknown subcommand 'pause': use list, stop, show, history or result (to start a stream, use %%stream NAME with the query in the cell)"),
+    ("line stop without name", line_magic("stop"), UsageError, '%stream stop needs a stream name, or --all to stop every stream'),
+    ("line stop unknown", line_magic("stop nosuch"), UsageError, "%stream stop: no stream named 'nosuch' (streams: none started yet)"),
+    ("line result bad name", line_magic("result my-q"), UsageError, "%stream result: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
+    ("line history option", line_magic("history q --ops"), UsageError, "%stream history: unknown option '--ops'; options: --operators"),
+    # -- workbench.start -------------------------------------------------------------------------------
+    ("start name with space", start("df", "my stream"), ValueError, "bad stream name 'my stream': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
+    ("start empty name", start("df", ""), ValueError, "stream name is empty: give a name such as 'word_counts'"),
+    ("start name type", start("df", 5), TypeError, 'stream name must be a string, got 5'),
+    ("start sink", start("df", "q", sink="kafka"), ValueError, "unknown sink 'kafka': use one of memory, console"),
+    ("start mode", start("df", "q", output_mode="upsert"), ValueError, "unknown output mode 'upsert': use one of append, update, complete (or leave it out for Spark's default, append)"),
+    ("start trigger", start("df", "q", trigger="1 fortnight"), ValueError, "unknown trigger '1 fortnight': use an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing for as fast as possible"),
+    ("start trigger type", start("df", "q", trigger=5), TypeError, "trigger must be a string such as '1 second', got 5"),
+    ("start rows", start("df", "q", rows=-3), ValueError, 'rows must be a positive whole number, got -3'),
+    ("start poll interval", start("df", "q", poll_interval=0), ValueError, 'poll_interval must be a positive number of seconds, got 0'),
+    ("start blank checkpoint", start("df", "q", checkpoint=" "), ValueError, 'checkpoint is empty: give a folder path, or leave it out for a private temporary one'),
+    ("start static frame", start("static", "q"), ValueError, 'this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources'),
+    ("start not a frame", start("df as text", "q"), TypeError, 'expected a streaming pyspark DataFrame (from spark.readStream...), got str'),
+    ("start table warn rows", with_env("WORKBENCH_TABLE_WARN_ROWS", "lots", start("df", "q")), ValueError,
+     "WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got 'lots'"),
+    ("stream unknown", call(lambda: workbench.stream("nosuch")), ValueError, "no stream named 'nosuch' (streams: none started yet)"),
+    # -- replay specs and scripts ------------------------------------------------------------------
+    ("replay rows", call(lambda: Replay(rows_per_batch=0)), ValueError, 'rows_per_batch must be a whole number >= 1, got 0'),
+    ("replay advance", call(lambda: Replay(advance="soon")), ValueError, "cannot read advance 'soon': use text such as '10 minutes' or '500 ms', or seconds"),
+    ("replay key name", call(lambda: Replay(keys=(KeyColumn(name="my key"),))), ValueError, "bad key column name 'my key': use letters, digits and underscores (e.g. 'key')"),
+    ("key cardinality", call(lambda: KeyColumn(cardinality=0)), ValueError, "cardinality of key 'key' must be a whole number >= 1, got 0"),
+    ("disorder distribution", call(lambda: Disorder(distribution="zipf")), ValueError, "unknown distribution 'zipf': use one of uniform, fixed, exponential"),
+    ("disorder delays", call(lambda: Disorder(min_delay="5 minutes", max_delay="1 minute")), ValueError, "max_delay ('1 minute') must not be below min_delay ('5 minutes')"),
+    ("payload kind", call(lambda: PayloadColumn("p", kind="blob")), ValueError, "unknown payload kind 'blob' for 'p': use one of int, float, choice"),
+    ("replay from script json", call(lambda: Replay.from_json(Script(SCRIPT_ROWS, ["event_time", "word"]).to_json())),
+     ValueError, 'this JSON describes a Script, not a Replay: use Script.from_json'),
+    ("script no batches", call(lambda: Script([], ["event_time"])), ValueError, 'the script has no batches: give a list with one list of rows per micro-batch'),
+    ("script row width", call(lambda: Script([[("12:07", "dog", 1)]], ["event_time", "word"])), ValueError, 'script batch 0, row 0 has 3 values but columns name 2 (event_time, word)'),
+    ("script day", call(lambda: Script(SCRIPT_ROWS, ["event_time", "word"], day="yesterday")), ValueError, "cannot read day 'yesterday': use 'YYYY-MM-DD'"),
+    ("panel source", call(lambda: workbench.replay_panel(42)), TypeError, 'source must be a workbench.Replay, workbench.Script or a scenario, got int'),
+    ("panel without query", call(lambda: workbench.replay_panel(Replay())), TypeError, 'give the query: a function from the source DataFrame to the result DataFrame'),
+    ("scenario unknown", call(lambda: workbench.scenarios.get("nonesuch")), ValueError, "unknown scenario 'nonesuch': use one of guide_word_count, late_clicks"),
+    # -- monitor options ---------------------------------------------------------------------------
+    ("monitor rows", monitor(rows=0), ValueError, 'rows must be a positive whole number, got 0'),
+    ("monitor window", monitor(window=2.5), ValueError, 'window must be a positive whole number, got 2.5'),
+    ("monitor interval", monitor(interval=-1), ValueError, 'interval must be a positive number of seconds, got -1'),
+    ("monitor quiet seconds", monitor(quiet_seconds="10"), ValueError, "quiet_seconds must be a number of seconds >= 0, got '10'"),
+]
+
+
+@pytest.mark.parametrize(("action", "kind", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_gives_one_exact_line(world, action, kind, message):
+    with pytest.raises(kind) as info:
+        action(world)
+    assert str(info.value) == message
+
+
+# -- environment variables, read when the first session is built (in a child process) ------------
+
+ENV_CASES = [
+    ("WORKBENCH_MASTER", "spark//host:7077", "ValueError: WORKBENCH_MASTER 'spark//host:7077' is not a Spark master "
+     "URL: use local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT, or leave it unset for local[2]"),
+    ("WORKBENCH_MASTER", "local[0]", "ValueError: WORKBENCH_MASTER 'local[0]' is not a Spark master "
+     "URL: use local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT, or leave it unset for local[2]"),
+]
+
+ENV_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, tempfile, threading
+    import psutil
+    import workbench
+
+    tempfile.tempdir = sys.argv[1]
+    report = []
+    for variable, value in json.loads(sys.argv[2]):
+        os.environ[variable] = value
+        try:
+            workbench.session()
+            message = None
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+        del os.environ[variable]
+        report.append({
+            "message": message,
+            "jvms": [p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"],
+            "threads": [t.name for t in threading.enumerate() if t.name.startswith("workbench-")],
+            "folders": os.listdir(sys.argv[1]),
+        })
+    print(json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def env_reports(tmp_path_factory):
+    import json
+
+    folder = tmp_path_factory.mktemp("env-cases")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    env["PYTHONPATH"] = str(REPO)
+    cases = json.dumps([case[:2] for case in ENV_CASES])
+    done = subprocess.run([sys.executable, "-c", ENV_SCRIPT, str(folder), cases], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("index", range(len(ENV_CASES)), ids=[f"{v}={x}" for v, x, _ in ENV_CASES])
+def test_bad_environment_gives_one_exact_line_before_spark_starts(env_reports, index):
+    report = env_reports[index]
+    assert report["message"] == ENV_CASES[index][2]
+    assert report == {"message": report["message"], "jvms": [], "threads": [], "folders": []}

@@ -1,0 +1,163 @@
+"""Faults on real Spark: the Spark JVM dies under running streams.
+
+The case kills a real JVM, so it runs in its own Python process (one process holds one
+session) and the test run's own session is never touched. The child prints one JSON
+report; the test asserts what a user would see in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+
+JVM_DIES = textwrap.dedent(
+    """
+    import json, threading, time
+    import psutil
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    import workbench
+    from workbench.spark.streams import SPARK_STOPPED
+
+    def wait(predicate, timeout=240):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise SystemExit("timed out")
+            time.sleep(0.05)
+
+    def java_children():
+        return [p for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+
+    spark = workbench.session()
+    rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+    plain = workbench.start(rate, "plain", trigger="0.2 seconds")
+    counts = workbench.start(rate.groupBy((rate.value % 3).alias("k")).count(), "counts",
+                             output_mode="complete", trigger="0.2 seconds")
+    monitor = counts.monitor()
+    wait(lambda: plain.progress.total >= 2 and counts.progress.total >= 2)
+    [jvm] = java_children()
+    jvm.kill()
+    killed = time.monotonic()
+    wait(lambda: plain.finished and counts.finished, timeout=30)
+    settled_after = time.monotonic() - killed
+
+    started = time.monotonic()
+    table = workbench.streams()
+    streams_seconds = time.monotonic() - started
+    started = time.monotonic()
+    stop_error = None
+    try:
+        plain.stop()
+    except Exception as exc:
+        stop_error = repr(exc)
+    stop_seconds = time.monotonic() - started
+    try:
+        counts.result()
+        result_error = None
+    except Exception as exc:
+        result_error = f"{type(exc).__name__}: {exc}"
+    try:
+        workbench.start(rate, "again")
+        stale_error = None
+    except Exception as exc:
+        stale_error = f"{type(exc).__name__}: {exc}"
+    wait(lambda: not [t for t in threading.enumerate() if t.name.startswith("workbench-")], timeout=15)
+
+    # The next %%stream, whose body uses the notebook's (dead) `spark`, builds a new session.
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench")
+    shell.user_ns["spark"] = spark
+    with capture_output() as captured:
+        shell.run_cell_magic(
+            "stream", "again --no-monitor --trigger '0.2 seconds'",
+            "spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 5).load()",
+        )
+    again = workbench.stream("again")
+    wait(lambda: again.progress.total >= 2)
+    again.stop()
+    new_jvms = java_children()
+    print(json.dumps({
+        "statuses": table.set_index("name")["status"].to_dict(),
+        "errors": table.set_index("name")["error"].to_dict(),
+        "spark_stopped": SPARK_STOPPED,
+        "settled_after": settled_after,
+        "streams_seconds": streams_seconds,
+        "stop_error": stop_error, "stop_seconds": stop_seconds,
+        "result_error": result_error,
+        "stale_error": stale_error,
+        "monitor_thread_alive": bool(monitor._thread and monitor._thread.is_alive()),
+        "old_jvm": jvm.pid, "new_jvms": [p.pid for p in new_jvms],
+        "magic_output": captured.stdout,
+        "again": {"status": again.status, "batches": again.history()["batch_id"].tolist()[:2],
+                  "rows": len(again.result())},
+        "new_session_is_new": shell.user_ns["spark"] is not spark,
+    }))
+    """
+)
+
+
+def run_script(script: str, timeout: float = 600) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
+    report, stderr = run_script(JVM_DIES)
+    assert report["statuses"] == {"plain": "failed", "counts": "failed"}
+    assert report["errors"] == {"plain": report["spark_stopped"], "counts": report["spark_stopped"]}
+    assert report["spark_stopped"].startswith("Spark stopped: ")
+    # No hang: the pollers notice within a few ticks, and the table answers without Spark.
+    assert report["settled_after"] < 10 and report["streams_seconds"] < 1
+    assert report["stop_error"] is None and report["stop_seconds"] < 1
+    assert report["result_error"] == f"RuntimeError: stream 'counts' has no table any more: {report['spark_stopped']}"
+    assert report["stale_error"] == (
+        "ValueError: this DataFrame belongs to a Spark session that has stopped: "
+        "build it again from workbench.session()"
+    )
+    assert not report["monitor_thread_alive"]
+    # A new JVM (the old one is gone), and a stream on it that works.
+    assert report["new_jvms"] and report["old_jvm"] not in report["new_jvms"]
+    assert report["new_session_is_new"]
+    assert report["again"] == {"status": "stopped", "batches": [0, 1], "rows": report["again"]["rows"]}
+    assert report["again"]["rows"] >= 10
+    assert "again" in report["magic_output"]
+    # No wall of py4j connection tracebacks reaches the user.
+    assert "ConnectionRefusedError" not in stderr and "Py4JNetworkError" not in stderr
+
+
+def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):
+    from tests.helpers import wait_for
+
+    checkpoint = tmp_path / "counts"
+    df = rate_stream(rows_per_batch=6)
+    query = df.groupBy((df.value % 3).alias("k")).count()
+    first = env.start(query, "resumable", output_mode="complete", trigger="0.3 seconds", checkpoint=checkpoint)
+    wait_for(lambda: first.progress.total >= 3, message="3 batches")
+    first.stop()
+    ran = first.history()["batch_id"].tolist()
+    assert first.resumed_from is None
+
+    # As after a kernel restart: a new start on the same checkpoint.
+    second = env.start(query, "resumable", output_mode="complete", trigger="0.3 seconds", checkpoint=checkpoint)
+    wait_for(lambda: second.progress.total >= 2, message="2 more batches")
+    second.stop()
+    again = second.history()["batch_id"].tolist()
+    assert second.resumed_from == ran[-1] + 1 == again[0]
+    assert again == list(range(again[0], again[0] + len(again)))  # no batch repeated, none missing
+    # Complete mode: the table holds the counts of every row of every batch of both runs.
+    table = second.result()
+    assert int(table["count"].sum()) == 6 * (again[-1] + 1)

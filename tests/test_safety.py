@@ -1,0 +1,61 @@
+"""Safe by default, checked from outside the processes: loopback only, private folders.
+
+The listening sockets of the test process and of its Spark JVM are read from the operating
+system (psutil, as ``ss -ltnp`` does) while a stream runs, so the Spark driver, its block
+manager, its UI and pyspark's own servers are all covered, whatever port they chose.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+
+import psutil
+import pytest
+
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.spark
+
+
+def listening(pids: list[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every TCP socket listening in these processes."""
+    found = []
+    for pid in pids:
+        for conn in psutil.Process(pid).net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN:
+                found.append((pid, conn.laddr.ip, conn.laddr.port))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    mapped = getattr(ip, "ipv4_mapped", None)  # Java reports IPv4 sockets as ::ffff:127.0.0.1
+    return (mapped or ip).is_loopback
+
+
+def spark_jvms() -> list[int]:
+    return [p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+
+
+def mode(path) -> str:
+    return oct(stat.S_IMODE(os.stat(path).st_mode))
+
+
+def test_nothing_listens_outside_loopback_and_folders_are_private(env, spark, rate_stream):
+    handle = env.start(rate_stream(), "safe", trigger="0.2 seconds")
+    wait_for(lambda: handle.progress.total >= 1, message="a first batch")
+    [jvm] = spark_jvms()
+    sockets = listening([os.getpid(), jvm])
+    # Spark's driver RPC, block manager and UI, and py4j's gateway at least.
+    assert len([s for s in sockets if s[0] == jvm]) >= 3, sockets
+    assert [s for s in sockets if not is_loopback(s[1])] == []
+    ui = spark.sparkContext.uiWebUrl
+    assert ui is None or "127.0.0.1" in ui
+
+    # The workbench's private folder and each stream's checkpoint.
+    assert mode(env.temp_dir) == "0o700"
+    assert mode(handle.checkpoint) == "0o700"
+    assert mode(os.path.dirname(handle.checkpoint)) == "0o700"
+    handle.stop()
