@@ -100,7 +100,7 @@ CASES = [
     ("cell trigger", cell("q --trigger soon"), UsageError, "%%stream: unknown trigger 'soon': use an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing for as fast as possible"),
     ("cell rows", cell("q --rows many"), UsageError, "%%stream: rows must be a positive whole number, got 'many'"),
     ("cell rows zero", cell("q --rows 0"), UsageError, "%%stream: rows must be a positive whole number, got '0'"),
-    ("cell unknown option", cell("q --speed 3"), UsageError, "%%stream: unknown option '--speed'; options: --checkpoint, --mode, --no-monitor, --no-truncate, --python, --replay, --rows, --sink, --sql, --trigger"),
+    ("cell unknown option", cell("q --speed 3"), UsageError, "%%stream: unknown option '--speed'; options: --checkpoint, --input-watermarks, --mode, --no-monitor, --no-truncate, --python, --replay, --rows, --sink, --sql, --trigger"),
     ("cell extra argument", cell("q extra"), UsageError, "%%stream: unexpected argument 'extra' (quote values that contain spaces)"),
     ("cell empty checkpoint", cell("q --checkpoint ''"), UsageError, '%%stream: --checkpoint is empty: give a folder, or leave it out for a temporary one'),
     ("cell bad name", cell("my-q"), UsageError, "%%stream: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
@@ -110,17 +110,17 @@ CASES = [
     # -- %%stream bodies ------------------------------------------------------------------------------
     ("body empty", cell("q", ""), UsageError, '%%stream is a cell magic, but the cell body is empty. Did you mean the line magic %stream (single %)?'),
     ("body python syntax", cell("q", "SELEC * FROM events"), UsageError, '%%stream q: Python syntax error on line 1: invalid syntax'),
-    ("body statement last", cell("q", "x = df"), UsageError, "%%stream q: the cell's last line must be an expression giving a streaming DataFrame (e.g. a line with just `df`), not a statement"),
+    ("body statement last", cell("q", "x = df"), UsageError, "%%stream q: the cell's last line must be an expression giving a streaming DataFrame (e.g. a line with just `df`), or the StreamingQuery the cell started, not a statement"),
     ("body not streaming", cell("q", "spark.range(3)"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources"),
     ("body not a frame", cell("q", "42"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: expected a streaming pyspark DataFrame (from spark.readStream...), got int"),
     ("body python error", cell("q", "undefined_name"), UsageError, "%%stream q: the cell failed: NameError: name 'undefined_name' is not defined"),
     ("body sql unknown table", cell("q", "SELECT * FROM no_such_view"), UsageError, '%%stream q: SQL error: The table or view `no_such_view` cannot be found. Verify the spelling and correctness of the schema and catalog.'),
     ("body sql syntax", cell("q", "SELECT * FROM events WHERE value >"), UsageError, '%%stream q: SQL error: Syntax error at or near end of input. (line 1, pos 34)'),
     ("body refused by spark", cell("q", "SELECT value % 3 AS k, count(*) AS n FROM events GROUP BY 1"),
-     UsageError, "%%stream q: Spark cannot start stream 'q': Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets."),
+     UsageError, "%%stream q: Spark cannot start stream 'q': Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets. (hint: add .withWatermark(\"<event time column>\", \"10 minutes\") before the aggregation and group by a window of that column, or use update or complete mode)"),
     # -- %stream lines --------------------------------------------------------------------------------
-    ("line no subcommand", line_magic(""), UsageError, '%stream needs a subcommand: list, stop, show, history or result (to start a stream, use %%stream NAME with the query in the cell)'),
-    ("line unknown subcommand", line_magic("pause q"), UsageError, "%stream: unknown subcommand 'pause': use list, stop, show, history or result (to start a stream, use %%stream NAME with the query in the cell)"),
+    ("line no subcommand", line_magic(""), UsageError, '%stream needs a subcommand: list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)'),
+    ("line unknown subcommand", line_magic("pause q"), UsageError, "%stream: unknown subcommand 'pause': use list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)"),
     ("line stop without name", line_magic("stop"), UsageError, '%stream stop needs a stream name, or --all to stop every stream'),
     ("line stop unknown", line_magic("stop nosuch"), UsageError, "%stream stop: no stream named 'nosuch' (streams: none started yet)"),
     ("line result bad name", line_magic("result my-q"), UsageError, "%stream result: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
@@ -175,10 +175,10 @@ def test_bad_input_gives_one_exact_line(world, action, kind, message):
 # -- environment variables, read when the first session is built (in a child process) ------------
 
 ENV_CASES = [
-    ("WORKBENCH_MASTER", "spark//host:7077", "ValueError: WORKBENCH_MASTER 'spark//host:7077' is not a Spark master "
-     "URL: use local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT, or leave it unset for local[2]"),
-    ("WORKBENCH_MASTER", "local[0]", "ValueError: WORKBENCH_MASTER 'local[0]' is not a Spark master "
-     "URL: use local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT, or leave it unset for local[2]"),
+    ("WORKBENCH_MASTER", "spark//host:7077", "SparkURLError: WORKBENCH_MASTER='spark//host:7077' is not a Spark "
+     "master URL: use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"),
+    ("WORKBENCH_MASTER", "local[0]", "SparkURLError: WORKBENCH_MASTER='local[0]' is not a Spark "
+     "master URL: use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"),
 ]
 
 ENV_SCRIPT = textwrap.dedent(

@@ -26,7 +26,8 @@ __all__ = [
 #: The port a Spark Connect server listens on unless told otherwise (and an sc:// URL's default).
 CONNECT_DEFAULT_PORT = 15002
 
-_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$|^local-cluster\[\d+,\d+,\d+\]$")
+# local[0] is refused too: Spark would start a JVM only to fail ("0 threads").
+_LOCAL = re.compile(r"^local(\[(\*|[1-9]\d*)(,\d+)?\])?$|^local-cluster\[\d+,\d+,\d+\]$")
 _MASTER_HINT = "use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
 _REMOTE_HINT = "use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "SINKS", "OUTPUT_MODES", "Trigger", "parse_trigger", "check_name", "check_sink",
-    "check_output_mode", "check_rows", "check_master",
+    "check_output_mode", "check_rows",
 ]
 
 SINKS: tuple[str, ...] = ("memory", "console")
@@ -196,27 +196,3 @@ def check_rows(rows: object) -> int:
         raise ValueError(f"rows must be a positive whole number, got {rows!r}")
     return rows
 
-
-_MASTER = re.compile(
-    r"^(local(\[([1-9]\d*|\*)(,\s*[1-9]\d*)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|spark://\S+|yarn|k8s://\S+)$"
-)
-
-
-def check_master(master: str, source: str = "WORKBENCH_MASTER") -> str:
-    """Check a Spark master URL before a JVM is started for it.
-
-    Examples
-    --------
-    >>> check_master("local[2]"), check_master("spark://10.0.0.5:7077")
-    ('local[2]', 'spark://10.0.0.5:7077')
-    >>> check_master("spark//host:7077")
-    Traceback (most recent call last):
-    ...
-    ValueError: WORKBENCH_MASTER 'spark//host:7077' is not a Spark master URL: use local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT, or leave it unset for local[2]
-    """
-    if not _MASTER.match(master.strip()):
-        raise ValueError(
-            f"{source} {master!r} is not a Spark master URL: use local[N], local[*], spark://HOST:PORT, "
-            "yarn or k8s://HOST:PORT, or leave it unset for local[2]"
-        )
-    return master.strip()
