@@ -157,6 +157,9 @@ def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_strea
     second.stop()
     again = second.history()["batch_id"].tolist()
     assert second.resumed_from == ran[-1] + 1 == again[0]
+    monitor = second.monitor()  # the monitor says where the stream took up again
+    assert f"Resumed from its checkpoint: continues with batch {second.resumed_from}." in monitor.header.value
+    monitor.close()
     assert again == list(range(again[0], again[0] + len(again)))  # no batch repeated, none missing
     # Complete mode: the table holds the counts of every row of every batch of both runs.
     table = second.result()

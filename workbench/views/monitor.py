@@ -518,8 +518,10 @@ class StreamMonitor(widgets.VBox):
         else:
             parts.append("no batch yet")
         text = " · ".join(parts)
-        note = getattr(handle, "history_note", None)
-        if note:
+        resumed = getattr(handle, "resumed_from", None)
+        notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
+                 f"Resumed from its checkpoint: continues with batch {resumed}." if resumed is not None else None]
+        for note in filter(None, notes):
             text += f"<br><small>{html.escape(str(note))}</small>"
         if error:
             text += f"<br><span style='color:#d62728'>{html.escape(error)}</span>"
