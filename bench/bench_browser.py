@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.browser_support import (  # noqa: E402
-    CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable,
+    ARTIFACTS, CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable,
 )
 
 TRIGGER = "0.5 seconds"
@@ -173,7 +173,11 @@ def notebook(cells: list[str]) -> dict[str, Any]:
 
 
 class Page:
-    """One notebook open in Chromium, counting the kernel websocket's received bytes."""
+    """One notebook open in Chromium, counting the kernel websocket's received bytes.
+
+    Playwright's sync API delivers events only while one of its calls runs: waits go
+    through ``page.wait_for_timeout`` so that frames are counted as they arrive.
+    """
 
     def __init__(self, context: Any, lab: LabServer, name: str) -> None:
         self.page = context.new_page()
@@ -191,8 +195,13 @@ class Page:
 
     def run(self, index: int, timeout: float = 180) -> None:
         self.page.evaluate(JS_RUN_CELL, index)
-        time.sleep(0.3)
-        self.page.wait_for_function(JS_CELL_DONE, arg=index, timeout=timeout * 1000, polling=100)
+        self.page.wait_for_timeout(0.3 * 1000)
+        try:
+            self.page.wait_for_function(JS_CELL_DONE, arg=index, timeout=timeout * 1000, polling=100)
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            self.page.screenshot(path=str(ARTIFACTS / "bench-browser-failure.png"), full_page=True)
+            raise
 
     def kernel(self, code: str) -> str:
         return self.page.evaluate(JS_KERNEL_PRINT, code)
@@ -206,7 +215,7 @@ class Page:
             drawn = self.plots()
             if len(drawn) >= count and sum(1 for n in drawn if n > 0) >= count - count // 4:
                 return
-            time.sleep(0.1)
+            self.page.wait_for_timeout(0.1 * 1000)
         raise TimeoutError(f"{count} charts were not drawn in {timeout:.0f} s: {self.plots()}")
 
     def heap(self) -> int:
@@ -242,7 +251,7 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         # Updates and freshness while no cell runs (and nothing asks the kernel anything).
         page.page.evaluate(JS_WATCH_FRESHNESS)
         start_batches, start_bytes = batches(page, "one"), page.received
-        time.sleep(args.batches * 0.5 + 1.0)
+        page.page.wait_for_timeout((args.batches * 0.5 + 1.0) * 1000)
         window_bytes = page.received - start_bytes
         seen_batches = batches(page, "one") - start_batches
         result["per update"] = window_bytes / max(1, seen_batches)
@@ -277,8 +286,8 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         heap_before = page.heap()
         for _ in range(args.reruns):
             page.run(3)
-            time.sleep(1.0)
-        time.sleep(2.0)
+            page.page.wait_for_timeout(1.0 * 1000)
+        page.page.wait_for_timeout(2.0 * 1000)
         result["heap growth"] = page.heap() - heap_before
         page.run(4)
     finally:
