@@ -183,7 +183,8 @@ class Page:
         self.page = context.new_page()
         self.received = 0
         self.page.on("websocket", self._on_socket)
-        self.page.goto(lab.notebook_url(name))
+        # "reset": a fresh workspace, not the previous arm's tabs restored around this one.
+        self.page.goto(lab.notebook_url(name) + "&reset")
         self.page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
 
     def _on_socket(self, socket: Any) -> None:

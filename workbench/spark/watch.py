@@ -151,8 +151,18 @@ def _make_listener(recorder: QueryRecorder) -> Any:
 
 def is_streaming_query(value: Any) -> bool:
     """Whether ``value`` is a pyspark ``StreamingQuery`` (classic or Spark Connect)."""
-    # Classic and Spark Connect queries are different classes with the same surface.
-    return all(hasattr(value, attr) for attr in ("runId", "lastProgress", "recentProgress", "stop", "isActive"))
+    # Classic and Spark Connect queries are different classes. Not duck typing: a Spark
+    # Connect DataFrame answers any attribute (``df.lastProgress`` is a column).
+    from pyspark.sql.streaming import StreamingQuery
+
+    classes: tuple[type, ...] = (StreamingQuery,)
+    try:
+        from pyspark.sql.connect.streaming.query import StreamingQuery as ConnectStreamingQuery
+
+        classes += (ConnectStreamingQuery,)
+    except ImportError:  # pyspark without its Connect extras
+        pass
+    return isinstance(value, classes)
 
 
 def describe_query(query: Any) -> str:
