@@ -35,8 +35,9 @@ def is_loopback(address: str) -> bool:
     return (mapped or ip).is_loopback
 
 
-def spark_jvms() -> list[int]:
-    return [p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+def session_jvm(spark) -> int:
+    """The pid of the session's own JVM (other JVMs, e.g. a test cluster's, may run beside it)."""
+    return spark.sparkContext._gateway.proc.pid
 
 
 def mode(path) -> str:
@@ -46,7 +47,8 @@ def mode(path) -> str:
 def test_nothing_listens_outside_loopback_and_folders_are_private(env, spark, rate_stream):
     handle = env.start(rate_stream(), "safe", trigger="0.2 seconds")
     wait_for(lambda: handle.progress.total >= 1, message="a first batch")
-    [jvm] = spark_jvms()
+    jvm = session_jvm(spark)
+    assert psutil.Process(jvm).name() == "java"
     sockets = listening([os.getpid(), jvm])
     # Spark's driver RPC, block manager and UI, and py4j's gateway at least.
     assert len([s for s in sockets if s[0] == jvm]) >= 3, sockets
