@@ -407,6 +407,8 @@ class Workbench:
         later queries are recorded from their first batch. None when no session runs.
         """
         with self._lock:
+            if self._spark is not None and spark_is_gone(self._spark):
+                return None  # its JVM died: nothing to list; the next session() builds a new one
             if self._spark is not None and not _is_stopped(self._spark):
                 return self._spark
             if "pyspark.sql" not in sys.modules:

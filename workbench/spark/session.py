@@ -181,20 +181,28 @@ def _quiet_query_context_loggers() -> None:
 class _DeadGatewayFilter(logging.Filter):
     """Drops py4j's traceback for a call cut off because the JVM went away.
 
-    py4j logs it on the root logger (``logging.exception``), once per call in flight when
-    the JVM dies; the workbench reports the death once, as each stream's error.
+    py4j logs one per call in flight when the JVM dies: for calls from Python ("Exception
+    while sending command.") and for Python callbacks the JVM was running, such as the
+    session-wide progress listener ("There was an exception while executing the Python
+    Proxy..."). The workbench reports the death once, as each stream's error.
     """
 
+    MESSAGES = ("Exception while sending command.",
+                "There was an exception while executing the Python Proxy on the Python Side.")
+    GONE = ("Py4JNetworkError", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError")
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.getMessage() != "Exception while sending command." or not record.exc_info:
+        if record.getMessage() not in self.MESSAGES or not record.exc_info:
             return True
-        return type(record.exc_info[1]).__name__ != "Py4JNetworkError"
+        return type(record.exc_info[1]).__name__ not in self.GONE
 
 
 def _quiet_dead_gateway_errors() -> None:
-    root = logging.getLogger()
-    if not any(isinstance(f, _DeadGatewayFilter) for f in root.filters):
-        root.addFilter(_DeadGatewayFilter())
+    # A logger's filters see only its own records, not those its children pass up.
+    for name in ("", "py4j.java_gateway", "py4j.clientserver"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DeadGatewayFilter) for f in logger.filters):
+            logger.addFilter(_DeadGatewayFilter())
 
 
 def stop_session(spark: Any, timeout: float = 10.0) -> None:
