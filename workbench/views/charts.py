@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import ipywidgets as widgets
 from traitlets import Dict, Int, List, Unicode
 
-__all__ = ["ChartGrid", "MODULE_NAME", "MODULE_VERSION", "EMPTY_MESSAGE", "figure_spec"]
+__all__ = ["ChartGrid", "ExtensionWidget", "MODULE_NAME", "MODULE_VERSION", "EMPTY_MESSAGE", "figure_spec"]
 
 #: The JupyterLab extension's widget module (package.json "name" and "version").
 MODULE_NAME = "spark-streaming-workbench"
@@ -81,7 +81,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class ChartGrid(widgets.DOMWidget):
+class ExtensionWidget(widgets.DOMWidget):
+    """A widget whose view ships in the workbench's JupyterLab extension (module and version)."""
+
+    _model_module = Unicode(MODULE_NAME).tag(sync=True)
+    _view_module = Unicode(MODULE_NAME).tag(sync=True)
+    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+
+
+class ChartGrid(ExtensionWidget):
     """Several plotly charts in one widget, in a grid that wraps to the cell's width.
 
     Parameters
@@ -111,10 +120,6 @@ class ChartGrid(widgets.DOMWidget):
 
     _model_name = Unicode("ChartGridModel").tag(sync=True)
     _view_name = Unicode("ChartGridView").tag(sync=True)
-    _model_module = Unicode(MODULE_NAME).tag(sync=True)
-    _view_module = Unicode(MODULE_NAME).tag(sync=True)
-    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
 
     charts = List(Dict(), help="Chart specs: key, plotly layout, traces (styles; data only for static charts).").tag(
         sync=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
-import ipywidgets as widgets
 from traitlets import Int, Unicode, validate
 
-from .charts import MODULE_NAME, MODULE_VERSION
+from .charts import ExtensionWidget
 
 __all__ = ["SparkUIButton", "ui_port", "statistics_path", "NO_UI_REASON"]
 
@@ -64,7 +63,7 @@ def statistics_path(run_id: str) -> str:
     return f"/StreamingQuery/statistics/?id={quote(str(run_id), safe='-')}"
 
 
-class SparkUIButton(widgets.DOMWidget):
+class SparkUIButton(ExtensionWidget):
     """A small "Spark UI" button that opens a Spark UI page in a JupyterLab tab.
 
     It needs the workbench's JupyterLab extension (installed with the package). With
@@ -91,10 +90,6 @@ class SparkUIButton(widgets.DOMWidget):
 
     _model_name = Unicode("SparkUIButtonModel").tag(sync=True)
     _view_name = Unicode("SparkUIButtonView").tag(sync=True)
-    _model_module = Unicode(MODULE_NAME).tag(sync=True)
-    _view_module = Unicode(MODULE_NAME).tag(sync=True)
-    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
 
     port = Int(0, help="The Spark UI's port on the kernel's machine; 0 when there is no Spark UI.").tag(sync=True)
     path = Unicode("/", help="The Spark UI page to open, starting with '/'.").tag(sync=True)
