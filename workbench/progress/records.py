@@ -8,8 +8,11 @@ Field names are snake_case; Spark's camelCase survives only in the JSON keys rea
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, Mapping
 
 __all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS"]
@@ -26,6 +29,7 @@ DURATION_PARTS: dict[str, str] = {
 }
 
 
+@lru_cache(maxsize=1024)
 def parse_spark_time(text: str | None) -> datetime | None:
     """Parse a timestamp as Spark writes it in progress JSON (``2024-01-01T12:07:00.000Z``).
 
@@ -54,6 +58,19 @@ def parse_spark_time(text: str | None) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
+#: One shared empty mapping for the many records without custom or observed metrics.
+_NO_METRICS: Mapping[str, Any] = MappingProxyType({})
+
+
+def _name(value: Any) -> str | None:
+    # Ids, names and metric keys repeat in every batch of a stream: keep one copy of each.
+    return None if value is None else sys.intern(str(value))
+
+
+def _metrics(values: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {sys.intern(str(k)): v for k, v in values.items()} if values else _NO_METRICS
+
+
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -72,7 +89,7 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OperatorProgress:
     """Progress of one stateful operator in one micro-batch (``stateOperators[i]``).
 
@@ -91,13 +108,13 @@ class OperatorProgress:
     memory_used_bytes: int = 0
     num_shuffle_partitions: int | None = None
     num_state_store_instances: int | None = None
-    custom_metrics: Mapping[str, int] = field(default_factory=dict)
+    custom_metrics: Mapping[str, int] = field(default_factory=lambda: _NO_METRICS)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OperatorProgress:
         """Build a record from one element of Spark's ``stateOperators`` list."""
         return cls(
-            operator_name=str(data.get("operatorName", "")),
+            operator_name=_name(data.get("operatorName", "")),
             num_rows_total=int(data.get("numRowsTotal", 0) or 0),
             num_rows_updated=int(data.get("numRowsUpdated", 0) or 0),
             num_rows_removed=int(data.get("numRowsRemoved", 0) or 0),
@@ -105,11 +122,11 @@ class OperatorProgress:
             memory_used_bytes=int(data.get("memoryUsedBytes", 0) or 0),
             num_shuffle_partitions=_int(data.get("numShufflePartitions")),
             num_state_store_instances=_int(data.get("numStateStoreInstances")),
-            custom_metrics=dict(data.get("customMetrics") or {}),
+            custom_metrics=_metrics(data.get("customMetrics")),
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BatchProgress:
     """What Spark reported about one micro-batch of a streaming query.
 
@@ -155,7 +172,7 @@ class BatchProgress:
     num_output_rows: int | None = None
     sink_description: str | None = None
     #: ``observedMetrics``: name -> {metric: value}, from ``Dataset.observe`` in the query.
-    observed_metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    observed_metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _NO_METRICS)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BatchProgress:
@@ -175,9 +192,9 @@ class BatchProgress:
         return cls(
             batch_id=int(data["batchId"]),
             timestamp=parse_spark_time(data.get("timestamp")),
-            query_id=str(data.get("id", "")),
-            run_id=str(data.get("runId", "")),
-            name=data.get("name"),
+            query_id=_name(data.get("id", "")),
+            run_id=_name(data.get("runId", "")),
+            name=_name(data.get("name")),
             batch_duration_ms=_int(data.get("batchDuration")),
             num_input_rows=int(num_input_rows or 0),
             input_rows_per_second=_float(input_rate),
@@ -190,8 +207,11 @@ class BatchProgress:
             operators=tuple(OperatorProgress.from_json(op) for op in data.get("stateOperators") or ()),
             # Spark writes -1 when a sink cannot count (foreachBatch, files): unknown, not negative.
             num_output_rows=_count(sink.get("numOutputRows")),
-            sink_description=sink.get("description"),
-            observed_metrics={str(k): dict(v or {}) for k, v in (data.get("observedMetrics") or {}).items()},
+            sink_description=_name(sink.get("description")),
+            observed_metrics=(
+                {_name(k): dict(v or {}) for k, v in data["observedMetrics"].items()}
+                if data.get("observedMetrics") else _NO_METRICS
+            ),
             **parts,
         )
 
