@@ -194,12 +194,14 @@ class Page:
     def _count(self, payload: Any) -> None:
         self.received += len(payload) if isinstance(payload, (bytes, str)) else 0
 
-    def run(self, index: int, timeout: float = 180) -> None:
+    def run(self, index: int, timeout: float = 180, screenshot: bool = True) -> None:
         self.page.evaluate(JS_RUN_CELL, index)
         self.page.wait_for_timeout(0.3 * 1000)
         try:
             self.page.wait_for_function(JS_CELL_DONE, arg=index, timeout=timeout * 1000, polling=100)
         except Exception:
+            if not screenshot:
+                raise
             ARTIFACTS.mkdir(exist_ok=True)
             self.page.screenshot(path=str(ARTIFACTS / "bench-browser-failure.png"), full_page=True)
             raise
@@ -275,24 +277,35 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         result["kernel cpu"] = {label: statistics.median(w) - statistics.median(bare) for label, w in watched.items()}
         result["kernel cpu bare"] = statistics.median(bare)
         page.kernel("workbench.stream('cpu').stop()")
-        # Ten monitors on one page.
-        before = page.received
-        page.run(2)
-        page.wait_plots(4 + 4 * args.monitors, timeout=300)
-        result["ten monitors"] = page.received - before
-        page.kernel("workbench.stream('ten').stop()")
         # Re-runs: the page's heap before and after re-running the monitored cell.
+        drawn = len(page.plots())
         page.run(3)
-        page.wait_plots(4 + 4 * args.monitors + 4)
+        page.wait_plots(drawn + 4)
         heap_before = page.heap()
         for _ in range(args.reruns):
             page.run(3)
             page.page.wait_for_timeout(1.0 * 1000)
         page.page.wait_for_timeout(2.0 * 1000)
         result["heap growth"] = page.heap() - heap_before
-        page.run(4)
+        page.kernel("workbench.stop_all()")
+        # Ten monitors on one page, last: the heaviest phase (it may not finish for the baseline).
+        before, drawn = page.received, len(page.plots())
+        started = time.monotonic()
+        try:
+            page.run(2, timeout=args.ten_timeout, screenshot=False)
+            page.wait_plots(drawn + 4 * args.monitors, timeout=max(10.0, args.ten_timeout - (time.monotonic() - started)))
+            result["ten monitors"] = page.received - before
+        except Exception:
+            charts = len(page.plots()) - drawn
+            result["ten monitors"] = page.received - before
+            result["ten monitors note"] = (f"not drawn in {args.ten_timeout:.0f} s "
+                                           f"({charts} of {4 * args.monitors} charts on the page)")
     finally:
         page.page.close()
+        # End this arm's kernel (and its JVM) so that it does not run beside the next arm.
+        for session in lab.api("GET", "/api/sessions") or []:
+            if session.get("path", "").endswith(f"{name}.ipynb"):
+                lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
     return result
 
 
@@ -308,6 +321,8 @@ def main() -> None:
     parser.add_argument("--cpu-seconds", type=float, default=15.0, help="seconds per kernel CPU phase")
     parser.add_argument("--cpu-rounds", type=int, default=3, help="rounds of the kernel CPU phases")
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms to run")
+    parser.add_argument("--ten-timeout", type=float, default=300.0,
+                        help="seconds the many-monitors cell may take to draw")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -324,6 +339,7 @@ def main() -> None:
                     context = browser.new_context(viewport={"width": 1700, "height": 1200})
                     try:
                         results[arm] = measure(lab, context, arm, args)
+                        print(f"{arm}: {json.dumps(results[arm])}", flush=True)
                     finally:
                         context.close()
             finally:
@@ -345,9 +361,14 @@ def main() -> None:
         (f"JS heap after {args.reruns} re-runs", "heap growth", fmt_bytes),
     ]
     for label, key, show in rows:
-        line = f"{label:28}" + "".join(f"{show(r[key]):>24}" for r in results.values())
+        line = f"{label:28}" + "".join(f"{show(r[key]) + ('*' if key + ' note' in r else ''):>24}"
+                                       for r in results.values())
         target = targets[key]
         print(line + f"{'<= ' + (show(target)):>14}")
+    for arm, r in results.items():
+        for key, value in r.items():
+            if key.endswith(" note"):
+                print(f"* {arm}, {key[:-5]}: {value}")
     print(f"kernel CPU per batch per monitor (median of {args.cpu_rounds} rounds of {args.cpu_seconds:.0f} s, "
           f"minus the same stream without a monitor; target <= {targets['kernel cpu']:.1f} ms):")
     for arm, r in results.items():

@@ -180,8 +180,14 @@ def test_windowed_and_session_counts_refused_as_written_with_the_fix_named(user,
             user.run_cell_magic("stream", "counts", textwrap.dedent(body))
         message = str(info.value)
         assert "without watermark" in message and "\n" not in message
-        assert "the query has a watermark on `timestamp` (withWatermark, 10 minutes)" in message and fix in message
+        assert "hint: the query has a watermark on `timestamp` (withWatermark, 10 minutes)" in message
+        assert fix in message
     assert not env.handles()
+    # Doing what the hint says works.
+    user.run_cell_magic("stream", "counts --no-monitor", textwrap.dedent(cases[0][0]).replace(
+        "window(words.timestamp,", 'window("timestamp",'))
+    assert env.get("counts").status == "active"
+    user.run_line_magic("stream", "stop counts")
 
 
 def test_deduplication_and_stream_static_join(user, env):

@@ -511,32 +511,3 @@ def test_a_rerun_is_checked_before_the_old_stream_stops(shell, magics, spark, en
         shell.run_cell_magic("stream", f"q --checkpoint {not_a_folder}", "SELECT * FROM events")
     assert str(info.value).endswith("(the previous stream 'q' was stopped)")
     assert old.status == "stopped" and not spark.streams.active
-
-
-GUIDE_WINDOWED_COUNT = """\
-from pyspark.sql.functions import window, explode, split, col
-lines = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()
-words = lines.select(col("timestamp"), explode(split(col("value").cast("string"), "")).alias("word"))
-windowedCounts = words \\
-    .withWatermark("timestamp", "10 minutes") \\
-    .groupBy(
-        window(words.timestamp, "10 minutes", "5 minutes"),
-        words.word) \\
-    .count()
-windowedCounts
-"""
-
-
-@pytest.mark.spark
-def test_without_watermark_refusal_names_the_column_from_before_with_watermark(shell, magics, spark, env):
-    with pytest.raises(UsageError) as info:
-        shell.run_cell_magic("stream", "windowed", GUIDE_WINDOWED_COUNT)
-    message = str(info.value)
-    assert "without watermark" in message and "\n" not in message
-    assert "hint: the query has a watermark on `timestamp` (withWatermark, 10 minutes), but window(timestamp#" in message
-    assert 'name the column instead, window("timestamp", ...)' in message
-    # Doing what the hint says works.
-    shell.run_cell_magic("stream", "windowed --no-monitor",
-                         GUIDE_WINDOWED_COUNT.replace("window(words.timestamp,", 'window("timestamp",'))
-    assert env.get("windowed").status == "active"
-    shell.run_line_magic("stream", "stop windowed")
