@@ -60,6 +60,9 @@ def held(value):
     return value
 
 held_udf = F.udf(held, 'long')
+
+def held_console(text):
+    held(0)  # a console writer as slow as the test wants
 rate = spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 3).load()
 
 def wait_until(predicate, timeout=120):
@@ -162,7 +165,8 @@ def test_interrupting_a_starting_stream_leaves_no_query_and_the_next_start_works
     assert reply["ename"] == "StreamInterrupted"
     after = json_out(kernel, "print(facts('ticks'))")
     # Not listed, not running in Spark, no thread and no checkpoint folder of it.
-    assert after == {"streams": [], "active": [], "threads": [], "checkpoints": []}, after
+    assert not [row for row in after["streams"] if row[0] == "ticks"], after
+    assert after["active"] == [] and after["threads"] == [] and after["checkpoints"] == [], after
 
     # The same cell again starts the stream as usual.
     again = kernel.run("%%stream ticks --no-monitor --trigger '0.5 seconds'\nrate\n", timeout=120)
@@ -217,29 +221,29 @@ def test_interrupting_a_stop_lets_it_finish_in_the_background_and_stop_again_wor
     hold, entered = kernel.marks / "hold", kernel.marks / "entered"
     hold.touch()
     entered.unlink(missing_ok=True)
-    # A console stream renders each batch in a Python foreachBatch, which Spark's stop waits for.
-    kernel.run("%%stream held --sink console --no-monitor\nrate.select('value', held_udf('value').alias('held'))\n",
-               timeout=120)
+    # A console stream renders each batch in a Python foreachBatch, which Spark's stop waits for;
+    # this one's writer takes as long as the test keeps HOLD.
+    kernel.run("slow = workbench.start(rate, 'held', sink='console', console=held_console)", timeout=120)
     assert _wait(entered.exists), "the held batch never started"
     # stop() waits its 1 s grace for the batch, then Spark's stop waits for the foreachBatch.
-    reply = run_interrupted(kernel, "workbench.stream('held').stop()", lambda: True, after=3.0)
+    reply = run_interrupted(kernel, "slow.stop()", lambda: True, after=3.0)
     assert one_line_error(reply) == (
         "interrupted: stream 'held' is still stopping in the background (Spark ends it once its running batch "
-        "returns); handle.status says when it has stopped, and stop() waits for it"
+        "returns); spark.streams.active lists it until then, and stop() again waits for it"
     )
-    during = json_out(kernel, "print(json.dumps({'status': workbench.stream('held').status, "
+    during = json_out(kernel, "print(json.dumps({"
                               "'facts': json.loads(facts('held'))}))")
-    assert during["status"] == "active" and "workbench-stop-held" in during["facts"]["threads"], during
+    # Spark still runs the query (its batch holds) and the stop waits for it on its own thread.
+    assert during["facts"]["active"] == ["held"] and "workbench-stop-held" in during["facts"]["threads"], during
 
     # Once the batch lets go, the background stop completes; stop() again returns at once.
     hold.unlink()
-    done = json_out(kernel, "held = workbench.stream('held')\n"
-                            "started = time.monotonic()\n"
-                            "held.stop()\n"
-                            "print(json.dumps({'seconds': time.monotonic() - started, 'status': held.status, "
+    done = json_out(kernel, "started = time.monotonic()\n"
+                            "slow.stop()\n"
+                            "print(json.dumps({'seconds': time.monotonic() - started, 'status': slow.status, "
                             "'facts': json.loads(facts('held'))}))", timeout=180)
     assert done["status"] == "stopped", done
-    assert done["facts"]["streams"] == [["held", "stopped"]] and done["facts"]["active"] == [], done
+    assert ["held", "stopped"] in done["facts"]["streams"] and done["facts"]["active"] == [], done
     assert done["facts"]["threads"] == [], done
 
     # The next command works: a new stream starts and stops.

@@ -354,7 +354,7 @@ class Workbench:
     def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
         stopper = handle._begin_stop(0.0)
         if stopper is not None:
-            stopper.done.wait()
+            stopper.wait()
         if remove_checkpoint:
             shutil.rmtree(handle.checkpoint, ignore_errors=True)
 

@@ -446,7 +446,8 @@ class ReplayRun:
         """Stop an interrupted step's query without waiting for it; say what became of its batch."""
         handle._begin_stop(0.0)  # Spark waits for the running foreachBatch: not the user
         batch = 0 if before is None else before + 1
-        if handle.finished and (self.raw_progress.last_batch_id or -1) >= batch:
+        last = self.raw_progress.last_batch_id
+        if handle.finished and last is not None and last >= batch:
             return StreamInterrupted(f"interrupted: the step of replay {self.name!r} had already run batch {batch}")
         return StreamInterrupted(
             f"interrupted: the step of replay {self.name!r} was stopped before batch {batch} was committed; "

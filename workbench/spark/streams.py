@@ -659,11 +659,11 @@ class StreamHandle:
         if stopper is None:
             return
         try:
-            stopper.done.wait()
+            stopper.wait()
         except KeyboardInterrupt:
             raise StreamInterrupted(
                 f"interrupted: stream {self.name!r} is still stopping in the background (Spark ends it once its "
-                "running batch returns); handle.status says when it has stopped, and stop() waits for it"
+                "running batch returns); spark.streams.active lists it until then, and stop() again waits for it"
             ) from None
 
     def _begin_stop(self, grace: float) -> _Worker | None:
@@ -831,7 +831,7 @@ def run_query(
     else:
         writer = writer.foreachBatch(_console_writer_fn(spec, console or _print, counts))
     try:
-        query = _start_writer(writer, spec.name)
+        query = _start_writer(writer, spec.name, spark)
     except StreamInterrupted:
         raise
     except Exception as exc:  # Spark's analysis errors arrive as py4j-captured exceptions
@@ -855,12 +855,19 @@ class _Worker:
     interrupted ``join`` marks the thread as ended while it still runs.)
     """
 
-    def __init__(self, target: Callable[[], Any], name: str) -> None:
+    def __init__(self, target: Callable[[], Any], name: str, session: Any = None) -> None:
         self._target = target
         self.done = threading.Event()
         self.result: Any = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        if session is None:
+            self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        else:
+            from pyspark.util import InheritableThread
+
+            # A query started from the notebook's thread inherits its local properties (such as
+            # spark.scheduler.pool): pyspark's InheritableThread passes them on.
+            self.thread = InheritableThread(self._run, session=session, daemon=True, name=name)
 
     def _run(self) -> None:
         try:
@@ -874,12 +881,19 @@ class _Worker:
         self.thread.start()
         return self
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the call to end (interruptible); True once it has and its thread is gone."""
+        if not self.done.wait(timeout):
+            return False
+        self.thread.join(1.0)  # the call has returned: the thread is only ending
+        return True
+
 
 #: Seconds an interrupted start may still take before it is left to stop its query by itself.
 START_PATIENCE = 60.0
 
 
-def _start_writer(writer: Any, name: str) -> Any:
+def _start_writer(writer: Any, name: str, spark: Any) -> Any:
     """``writer.start()``; on a KeyboardInterrupt, undo the start and raise :class:`StreamInterrupted`."""
     lock = threading.Lock()
     abandoned = False
@@ -892,12 +906,12 @@ def _start_writer(writer: Any, name: str) -> Any:
             _stop_quietly(query)
         return query
 
-    worker = _Worker(start, f"workbench-start-{name}").start()
+    worker = _Worker(start, f"workbench-start-{name}", spark).start()
     interrupted = False
     deadline = None
     while not worker.done.is_set():
         try:
-            worker.done.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+            worker.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
         except KeyboardInterrupt:
             interrupted = True  # a start cannot be called off: wait for it, then undo it
         if interrupted and deadline is None:
