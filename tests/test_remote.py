@@ -24,8 +24,8 @@ SCRIPT = textwrap.dedent(
     import workbench
     spark = workbench.session()
     df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
-    # A trigger interval leaves time between batches, so stop() never cuts one in half
-    # (back to back, a batch interrupted after its sink write has no progress record).
+    # A trigger interval leaves time between batches; a batch the stop still cuts after its
+    # sink write is named by handle.cut_batch.
     handle = workbench.start(df, "elsewhere", trigger="0.5 seconds")
     deadline = time.time() + 60
     while handle.progress.total < 3 and time.time() < deadline:
@@ -50,6 +50,8 @@ SCRIPT = textwrap.dedent(
         "rows": history["num_input_rows"].tolist(),
         "result": len(handle.result()),
         "status": handle.status,
+        "table_rows": handle.table_rows,
+        "cut": [handle.cut_batch.batch_id, handle.cut_batch.rows] if handle.cut_batch else None,
     }))
     """
 )
@@ -64,11 +66,20 @@ def run(extra_env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def assert_table_matches_history(report: dict) -> None:
+    """The table's rows are the history's, plus those of a batch the stop cut after its sink write."""
+    cut_rows = 0
+    if report["cut"] is not None:
+        cut_id, cut_rows = report["cut"]
+        assert cut_id == report["batches"][-1] + 1 and cut_rows == 5, report
+    assert report["result"] == report["table_rows"] == sum(report["rows"]) + cut_rows, report
+
+
 def test_workbench_master_chooses_the_master():
     report = run({"WORKBENCH_MASTER": "local[1]"})
     assert report["master"] == "local[1]" and report["partitions"] == "2"
     assert report["batches"][:3] == [0, 1, 2] and report["status"] == "stopped"
-    assert report["result"] == sum(report["rows"])
+    assert_table_matches_history(report)
     assert report["exposed"] == [] and report["listening"] >= 3
 
 
@@ -77,5 +88,6 @@ def test_spark_connect_streams_and_history(tmp_path):
     report = run({"SPARK_REMOTE": "local[2]"})
     assert report["kind"].startswith("pyspark.sql.connect")
     assert report["batches"][:3] == [0, 1, 2] and set(report["rows"]) == {5}
-    assert report["result"] == sum(report["rows"]) and report["status"] == "stopped"
+    assert_table_matches_history(report)
+    assert report["status"] == "stopped"
     assert report["exposed"] == [] and report["listening"] >= 2  # the Connect server's gRPC port among them

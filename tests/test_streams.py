@@ -35,8 +35,8 @@ def test_session_is_tuned_for_local_streaming_and_stays_on_loopback(spark):
 
 
 def test_memory_stream_result_and_typed_history(env, rate_stream):
-    # A trigger interval leaves time between batches, so stop() never cuts one in half
-    # (back to back, a batch interrupted after its sink write has no progress record).
+    # A trigger interval leaves time between batches, and stop() waits for a running one, so a
+    # cut batch is rare; the next test makes one happen.
     handle = env.start(rate_stream(rows_per_batch=5), "numbers", trigger="0.3 seconds")
     assert handle.status == "active" and handle.sink == "memory"
     wait_for(lambda: handle.progress.total >= 3, message="3 batches")
@@ -46,13 +46,69 @@ def test_memory_stream_result_and_typed_history(env, rate_stream):
     assert handle.status == "stopped" and handle.error is None
     assert list(history["batch_id"]) == list(range(len(history)))
     # Every committed row reached the memory table, and the history accounts for all of them.
-    assert len(result) == history["num_input_rows"].sum() == 5 * len(history)
+    cut_rows = handle.cut_batch.rows if handle.cut_batch is not None else 0
+    assert len(result) - cut_rows == history["num_input_rows"].sum() == 5 * len(history)
     assert sorted(result["value"]) == list(range(len(result)))
+    assert handle.table_rows == len(result)
     assert str(history["timestamp"].dtype) == "datetime64[ns, UTC]"
     assert (history["trigger_execution_ms"] > 0).all()
     assert history["watermark"].isna().all()  # no watermark defined: NaT, not epoch 0
     latest, total = handle.preview(3)
     assert total == len(result) and list(latest["value"]) == list(result["value"])[-3:]
+
+
+def _stop_after_a_sink_write(handle) -> None:
+    """Stop right after Spark wrote a batch to the memory sink and before it reported the batch.
+
+    Spark writes a batch's rows to the memory sink, then commits the batch and reports its
+    progress; the memory sink says which batch it holds last, so the test can stop the query
+    inside that window (measured: the stop then cuts that batch 8 times out of 8).
+    """
+    sink = handle.query._jsq.streamingQuery().sink()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        latest, reported = sink.latestBatchId(), handle.query.lastProgress
+        if latest.isDefined() and reported and latest.get() > reported["batchId"]:
+            break
+    handle.stop(grace=0)
+
+
+@pytest.mark.parametrize("mode", ["append", "complete"])
+def test_a_batch_cut_by_stop_after_its_sink_write_is_named_and_counted(env, rate_stream, mode):
+    df = rate_stream(rows_per_batch=3)
+    query = df if mode == "append" else df.groupBy((df.value % 2).alias("k")).count()
+    for attempt in range(5):
+        # Back to back (no trigger interval): a stop usually lands inside a batch.
+        handle = env.start(query, f"cut_{mode}", output_mode=mode, poll_interval=0.1)
+        wait_for(lambda: handle.progress.total >= 2, message="2 batches")
+        _stop_after_a_sink_write(handle)
+        history = handle.history()
+        table = handle.result()
+        cut = handle.cut_batch
+        reported = history["num_output_rows"].sum() if mode == "append" else history["num_output_rows"].iloc[-1]
+        # Whatever the stop cut, the rows in the table are the rows the history and the cut batch account for.
+        assert handle.table_rows == len(table)
+        if cut is None:
+            assert len(table) == reported
+            continue
+        assert cut.batch_id == history["batch_id"].iloc[-1] + 1
+        assert cut.rows == (3 if mode == "append" else 2)
+        assert len(table) == (reported + cut.rows if mode == "append" else cut.rows)
+        if mode == "append":  # the cut batch's rows are the ones no progress record accounts for
+            assert sorted(table["value"]) == list(range(3 * (cut.batch_id + 1)))
+        else:
+            assert int(table["count"].sum()) == 3 * (cut.batch_id + 1)
+        assert handle.table_note == (
+            f"The stop cut batch {cut.batch_id} after its sink write: its {cut.rows} rows are in the memory table, "
+            f"but Spark reported no progress for it, so the history ends at batch {cut.batch_id - 1}."
+        )
+        assert env.streams().set_index("name").loc[f"cut_{mode}", "cut_batch"] == cut.batch_id
+        monitor = handle.monitor()
+        assert "The stop cut batch" in monitor.header.value
+        monitor.close()
+        break
+    else:
+        pytest.fail("5 stops right after a sink write never cut a batch")
 
 
 def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_stream):

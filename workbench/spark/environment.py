@@ -33,7 +33,7 @@ from ..options import check_name, check_output_mode, check_rows, check_sink, par
 from ..errors import StreamStartError, refusal_line
 from .plan import output_mode_problem, plan_facts, plan_text
 from .session import build_session, discard_dead_session, is_connect_session, session_target, spark_is_gone
-from .streams import StreamHandle, StreamSpec, run_query
+from .streams import StreamHandle, StreamInterrupted, StreamSpec, run_query
 from .watch import SessionWatcher, find_query, watched_handle
 
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env", "STREAM_COLUMNS"]
@@ -45,7 +45,7 @@ STREAM_COLUMNS = (
     "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
     "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
     "started_by",
-    "table_rows",
+    "table_rows", "cut_batch",
 )
 
 
@@ -318,20 +318,27 @@ class Workbench:
                 if replacing:
                     raise StreamStartError(f"{exc} (the previous stream {name!r} was stopped)", exc.details) from None
                 raise
-            except BaseException:
+            except BaseException:  # StreamInterrupted too: run_query stopped what it started
                 if checkpoint is None:
                     shutil.rmtree(spec.checkpoint, ignore_errors=True)
                 raise
-            handle.plan = facts
-            handle.resumed_from = resumed_from
-            if inputs:
-                from .inputs import watermark_policy
+            try:
+                handle.plan = facts
+                handle.resumed_from = resumed_from
+                if inputs:
+                    from .inputs import watermark_policy
 
-                handle.inputs, handle.watermark_policy = inputs, watermark_policy(df.sparkSession)
-            if self._watcher is not None:
-                # Its poller keeps its history complete (and fills in what the listener cannot
-                # know, such as the console sink's row counts): no second copy.
-                self._watcher.recorder.release(handle.run_id)
+                    handle.inputs, handle.watermark_policy = inputs, watermark_policy(df.sparkSession)
+                if self._watcher is not None:
+                    # Its poller keeps its history complete (and fills in what the listener cannot
+                    # know, such as the console sink's row counts): no second copy.
+                    self._watcher.recorder.release(handle.run_id)
+            except KeyboardInterrupt:
+                # Started but not yet registered: nobody could stop it later, so stop it now.
+                self._undo_start(handle, remove_checkpoint=checkpoint is None)
+                raise StreamInterrupted(
+                    f"interrupted: stream {name!r} was not started (stopped the half-started query)"
+                ) from None
             previous = self._handles.get(name)
             if previous is not None:
                 previous.replaced_by = handle
@@ -342,6 +349,14 @@ class Workbench:
             except Exception:
                 log.exception("stream-started callback failed")
         return handle
+
+    @staticmethod
+    def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
+        stopper = handle._begin_stop(0.0)
+        if stopper is not None:
+            stopper.wait()
+        if remove_checkpoint:
+            shutil.rmtree(handle.checkpoint, ignore_errors=True)
 
     def _refuse_foreign(self, spark: Any, name: str) -> None:
         """Refuse a name held by an active query the workbench did not start: it is the user's."""

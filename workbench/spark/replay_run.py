@@ -49,7 +49,7 @@ from .environment import Workbench, check_streaming_frame, current_env
 from .frames import flat_select, utc_times
 from .plan import output_mode_problem, plan_facts
 from .replay_source import build_stream, build_window_count, replay_input, script_input
-from .streams import StreamHandle
+from .streams import StreamHandle, StreamInterrupted
 
 __all__ = ["ReplayRun", "StepReport", "ReplayError"]
 
@@ -417,13 +417,21 @@ class ReplayRun:
         ReplayError
             When the run failed (say why; ``reset()`` starts over), is closed, or the batch
             did not finish within ``timeout`` seconds.
+        StreamInterrupted
+            On a KeyboardInterrupt while the batch runs: the step's query is stopped in
+            the background (its batch, not committed, runs again on the next step) and the
+            run is paused, ready for the next step.
         """
         with self._action:
             self._ensure_usable()
             self._stop_playing()
             before = self.raw_progress.last_batch_id
             handle = self._start("once")
-            if not handle.wait_finished(timeout):
+            try:
+                finished = handle.wait_finished(timeout)
+            except KeyboardInterrupt:
+                raise self._interrupted_step(handle, before) from None
+            if not finished:
                 handle.stop()
                 raise ReplayError(f"step of {self.name!r} did not finish within {timeout:g} s; it was stopped")
             if handle.status == "failed":
@@ -433,6 +441,18 @@ class ReplayRun:
             report = self._report(before)
         self._notify(report)
         return report
+
+    def _interrupted_step(self, handle: StreamHandle, before: int | None) -> StreamInterrupted:
+        """Stop an interrupted step's query without waiting for it; say what became of its batch."""
+        handle._begin_stop(0.0)  # Spark waits for the running foreachBatch: not the user
+        batch = 0 if before is None else before + 1
+        last = self.raw_progress.last_batch_id
+        if handle.finished and last is not None and last >= batch:
+            return StreamInterrupted(f"interrupted: the step of replay {self.name!r} had already run batch {batch}")
+        return StreamInterrupted(
+            f"interrupted: the step of replay {self.name!r} was stopped before batch {batch} was committed; "
+            "the next step runs it again"
+        )
 
     def play(self, speed: float | None = None) -> None:
         """Run batches continuously: ``speed`` batches per second, or as fast as possible.

@@ -29,7 +29,10 @@ from .plan import plan_text
 from .session import is_connect
 from .session import spark_is_gone
 
-__all__ = ["StreamHandle", "StreamSpec", "QueryProgressSource", "format_console_batch", "run_query"]
+__all__ = [
+    "StreamHandle", "StreamSpec", "QueryProgressSource", "CutBatch", "StreamInterrupted", "format_console_batch",
+    "run_query",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,57 @@ def format_console_batch(batch_id: int, table: str) -> str:
     <BLANKLINE>
     """
     return f"{_RULE}\nBatch: {batch_id}\n{_RULE}\n{table.rstrip()}\n\n"
+
+
+class StreamInterrupted(KeyboardInterrupt):
+    """A KeyboardInterrupt (Kernel > Interrupt) that reached a start, stop or step, after clean-up.
+
+    It is still a ``KeyboardInterrupt`` (a notebook stops running the queued cells), but
+    the cell shows only its one-line message, which says what state the stream was left
+    in, instead of a traceback through Py4J.
+
+    Examples
+    --------
+    >>> str(StreamInterrupted("interrupted: stream 'x' was not started"))
+    "interrupted: stream 'x' was not started"
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback.
+        return [str(self)]
+
+
+@dataclass(frozen=True)
+class CutBatch:
+    """A batch that a stop cut after its rows reached the memory table, before Spark reported it.
+
+    Spark writes a batch's rows to the memory sink before it commits the batch and
+    reports its progress; a stop in between leaves rows in the table that no progress
+    record accounts for (the batch runs again on a restart from the checkpoint).
+
+    Attributes
+    ----------
+    batch_id : int
+        The cut batch.
+    rows : int
+        Rows it wrote to the memory table.
+
+    Examples
+    --------
+    >>> print(CutBatch(4, 10).note)
+    The stop cut batch 4 after its sink write: its 10 rows are in the memory table, but Spark reported no \
+progress for it, so the history ends at batch 3.
+    """
+
+    batch_id: int
+    rows: int
+
+    @property
+    def note(self) -> str:
+        """One line for the monitor's header and ``%stream list``."""
+        before = f"ends at batch {self.batch_id - 1}" if self.batch_id > 0 else "has no batch"
+        return (f"The stop cut batch {self.batch_id} after its sink write: its {self.rows} rows are in the memory "
+                f"table, but Spark reported no progress for it, so the history {before}.")
 
 
 @dataclass(frozen=True)
@@ -178,6 +232,10 @@ class StreamHandle:
         self.sink_description: str | None = None
         #: Which batches the history lacks (a query watched after it started), or None.
         self.history_note: str | None = None
+        #: The batch a stop cut after its rows reached the memory table (no progress record), or None.
+        self.cut_batch: CutBatch | None = None
+        self._reconciled = False
+        self._stopper: _Worker | None = None
         self._lock = threading.Lock()
         self._final_status: str | None = None
         self._error: str | None = None
@@ -281,6 +339,7 @@ class StreamHandle:
 
     def _on_poller_finished(self) -> None:
         self._settle()
+        self._find_cut_batch()
         self._mark_finished()
 
     def _mark_finished(self) -> None:
@@ -342,6 +401,56 @@ class StreamHandle:
     def table_warning(self) -> str | None:
         """One line once the memory table has passed ``table_warn_rows`` rows, else None."""
         return self._table_warning
+
+    @property
+    def table_note(self) -> str | None:
+        """One line when the memory table holds rows the history does not account for, else None.
+
+        See :attr:`cut_batch`.
+        """
+        return self.cut_batch.note if self.cut_batch is not None else None
+
+    def _find_cut_batch(self) -> None:
+        """After the query ended: find a batch whose rows reached the memory table without progress.
+
+        Classic sessions ask the memory sink which batch it holds last (and how many rows
+        that batch wrote); on Spark Connect, where the sink is out of reach, the table's row
+        count is compared with the history's (append and update mode only).
+        """
+        with self._lock:
+            if self._reconciled or self.sink != "memory":
+                return
+            self._reconciled = True
+        if self.spark_gone:
+            return
+        try:
+            cut = self._sink_latest_batch()
+        except Exception:
+            log.debug("reading the memory sink of %s failed", self.name, exc_info=True)
+            return
+        last = self.progress.last_batch_id
+        if cut is None or (last is not None and cut[0] <= last):
+            return
+        self.cut_batch = CutBatch(*cut)
+        self._table_rows = cut[1] if self.output_mode == "complete" else self._table_rows + cut[1]
+        log.info(self.cut_batch.note)
+
+    def _sink_latest_batch(self) -> tuple[int, int] | None:
+        """(batch id, rows) of the newest batch in the memory sink, or None when unknown."""
+        jsq = getattr(self.query, "_jsq", None)
+        if jsq is not None:
+            sink = jsq.streamingQuery().sink()
+            latest = sink.latestBatchId()
+            if not latest.isDefined():
+                return None
+            return int(latest.get()), int(sink.latestBatchData().size())
+        if self.output_mode == "complete" or self.replaced_by is not None:
+            return None  # the table's size says nothing about which batch wrote it
+        extra = int(self._spark.table(f"`{self.name}`").count()) - self._table_rows
+        if extra <= 0:
+            return None
+        last = self.progress.last_batch_id
+        return (0 if last is None else last + 1), extra
 
     def _count_table_rows(self, records: Sequence[Any]) -> None:
         # Runs on the poller's thread for each batch added: arithmetic only.
@@ -527,30 +636,83 @@ class StreamHandle:
         grace : float, default 1.0
             Seconds to wait for a running micro-batch to end before interrupting it.
             Interrupting a batch is safe (it runs again on restart from the checkpoint)
-            but makes Spark print an interruption trace to the process's stderr, and a
-            batch interrupted after its sink write leaves its rows in the memory table
-            without a progress record (Spark never reported it). With the default
-            trigger batches run back to back, so that can happen whatever the grace.
+            but makes Spark print an interruption trace to the process's stderr. A batch
+            interrupted after its sink write leaves its rows in the memory table without
+            a progress record (Spark never reported it): :attr:`cut_batch` then names it
+            and :attr:`table_rows` counts its rows. With the default trigger batches run
+            back to back, so that can happen whatever the grace.
+
+        Raises
+        ------
+        StreamInterrupted
+            On a KeyboardInterrupt while waiting (Spark waits for a running Python
+            ``foreachBatch`` function to return). The stop goes on in the background; the
+            next ``stop()`` waits for it.
+
+        Examples
+        --------
+        >>> handle.stop()                          # doctest: +SKIP
+        >>> handle.status, handle.cut_batch        # doctest: +SKIP
+        ('stopped', None)
         """
-        gone = self.spark_gone
-        if not gone:
-            self._wait_between_batches(grace)
-            try:
-                self.query.stop()
-            except Exception:
-                log.debug("stopping %s failed", self.name, exc_info=True)
-        self.poller.stop()
-        if gone:
-            self._settle()
-            self._mark_finished()
-        elif not self._finished.is_set():
-            # The poller was stopped before it noticed the end: read the last batches here.
-            try:
-                self.poller.fill()
-            except Exception:
-                log.debug("final progress read for %s failed", self.name, exc_info=True)
-            self._settle()
-            self._mark_finished()
+        stopper = self._begin_stop(grace)
+        if stopper is None:
+            return
+        try:
+            stopper.wait()
+        except KeyboardInterrupt:
+            raise StreamInterrupted(
+                f"interrupted: stream {self.name!r} is still stopping in the background (Spark ends it once its "
+                "running batch returns); spark.streams.active lists it until then, and stop() again waits for it"
+            ) from None
+
+    def _begin_stop(self, grace: float) -> _Worker | None:
+        """Start stopping on a thread of its own (once), so that an interrupt cannot cut the stop short.
+
+        Returns the stopper to wait for, or None when the stop already ran on the caller's thread.
+        """
+        with self._lock:
+            stopper = self._stopper
+            if stopper is None:
+                stopper = self._stopper = _Worker(functools.partial(self._stop_now, grace),
+                                                  f"workbench-stop-{self.name}")
+                try:
+                    stopper.start()
+                except RuntimeError:  # no new threads at interpreter shutdown: stop right here
+                    self._stopper = None
+                    stopper = None
+        if stopper is None:
+            self._stop_now(grace)
+            return None
+        if stopper.thread is threading.current_thread():
+            return None
+        return stopper
+
+    def _stop_now(self, grace: float) -> None:
+        try:
+            gone = self.spark_gone
+            if not gone:
+                self._wait_between_batches(grace)
+                try:
+                    self.query.stop()
+                except Exception:
+                    log.debug("stopping %s failed", self.name, exc_info=True)
+            self.poller.stop()
+            if gone:
+                self._settle()
+                self._mark_finished()
+            elif not self._finished.is_set():
+                # The poller was stopped before it noticed the end: read the last batches here.
+                try:
+                    self.poller.fill()
+                except Exception:
+                    log.debug("final progress read for %s failed", self.name, exc_info=True)
+                self._settle()
+                self._find_cut_batch()
+                self._mark_finished()
+        finally:
+            with self._lock:
+                self._stopper = None
 
     def _wait_between_batches(self, grace: float) -> None:
         deadline = time.monotonic() + grace
@@ -580,6 +742,7 @@ class StreamHandle:
             "error": self.error,
             "started_by": self.started_by,
             "table_rows": self.table_rows,
+            "cut_batch": self.cut_batch.batch_id if self.cut_batch is not None else None,
         }
 
     def __repr__(self) -> str:
@@ -668,7 +831,9 @@ def run_query(
     else:
         writer = writer.foreachBatch(_console_writer_fn(spec, console or _print, counts))
     try:
-        query = writer.start()
+        query = _start_writer(writer, spec.name, spark)
+    except StreamInterrupted:
+        raise
     except Exception as exc:  # Spark's analysis errors arrive as py4j-captured exceptions
         details = str(exc)
         raise StreamStartError(
@@ -678,6 +843,104 @@ def run_query(
     handle.output_columns = tuple(df.columns)
     handle.poller.start()
     return handle
+
+
+class _Worker:
+    """A call on a daemon thread of its own, waited for through an Event.
+
+    An interrupt must not cut a start or a stop of a query short: a KeyboardInterrupt that
+    reaches the Python side of a Py4J call leaves the JVM going on with the call, unknown to
+    the workbench. Run on a thread, the call always completes, and the caller decides what
+    to do once it has. (Waiting with ``Thread.join`` is no good: in CPython before 3.13 an
+    interrupted ``join`` marks the thread as ended while it still runs.)
+    """
+
+    def __init__(self, target: Callable[[], Any], name: str, session: Any = None) -> None:
+        self._target = target
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        if session is None:
+            self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        else:
+            from pyspark.util import InheritableThread
+
+            # A query started from the notebook's thread inherits its local properties (such as
+            # spark.scheduler.pool): pyspark's InheritableThread passes them on.
+            self.thread = InheritableThread(self._run, session=session, daemon=True, name=name)
+
+    def _run(self) -> None:
+        try:
+            self.result = self._target()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def start(self) -> _Worker:
+        self.thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the call to end (interruptible); True once it has and its thread is gone."""
+        if not self.done.wait(timeout):
+            return False
+        self.thread.join(1.0)  # the call has returned: the thread is only ending
+        return True
+
+
+#: Seconds an interrupted start may still take before it is left to stop its query by itself.
+START_PATIENCE = 60.0
+
+
+def _start_writer(writer: Any, name: str, spark: Any) -> Any:
+    """``writer.start()``; on a KeyboardInterrupt, undo the start and raise :class:`StreamInterrupted`."""
+    lock = threading.Lock()
+    abandoned = False
+
+    def start() -> Any:
+        query = writer.start()
+        with lock:
+            stop_now = abandoned
+        if stop_now:  # the caller gave up waiting: nobody else will stop it
+            _stop_quietly(query)
+        return query
+
+    worker = _Worker(start, f"workbench-start-{name}", spark).start()
+    interrupted = False
+    deadline = None
+    while not worker.done.is_set():
+        try:
+            worker.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        except KeyboardInterrupt:
+            interrupted = True  # a start cannot be called off: wait for it, then undo it
+        if interrupted and deadline is None:
+            deadline = time.monotonic() + START_PATIENCE
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    if not interrupted:
+        if worker.error is not None:
+            raise worker.error
+        return worker.result
+    with lock:
+        abandoned = True
+        finished = worker.done.is_set()
+    if not finished:
+        raise StreamInterrupted(
+            f"interrupted: stream {name!r} is still starting in Spark; the workbench stops it as soon as it has "
+            "started"
+        )
+    if worker.error is not None or worker.result is None:
+        raise StreamInterrupted(f"interrupted: stream {name!r} was not started")
+    _stop_quietly(worker.result)
+    raise StreamInterrupted(f"interrupted: stream {name!r} was not started (stopped the half-started query)")
+
+
+def _stop_quietly(query: Any) -> None:
+    try:
+        query.stop()
+    except Exception:
+        log.debug("stopping an interrupted start failed", exc_info=True)
 
 
 def _print(text: str) -> None:

@@ -520,6 +520,7 @@ class StreamMonitor(widgets.VBox):
         text = " · ".join(parts)
         resumed = getattr(handle, "resumed_from", None)
         notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
+                 getattr(handle, "table_note", None),
                  f"Resumed from its checkpoint: continues with batch {resumed}." if resumed is not None else None]
         for note in filter(None, notes):
             text += f"<br><small>{html.escape(str(note))}</small>"

@@ -212,8 +212,18 @@ class ReplayPanel(widgets.VBox):
         return report
 
     def step(self) -> Any:
-        """Run exactly one more data batch; returns the step's report."""
-        report = self.run.step()
+        """Run exactly one more data batch; returns the step's report.
+
+        An interrupt (KeyboardInterrupt) stops the step's query and leaves the panel
+        paused, its buttons usable; the message line says what became of the batch.
+        """
+        try:
+            report = self.run.step()
+        except KeyboardInterrupt as exc:
+            self.message.value = html.escape(str(exc))
+            self._set_buttons(busy=False)
+            self._update_counters()
+            raise
         self._after(report)
         return report
 
