@@ -119,9 +119,7 @@ def current_cell_id(shell: Any = None) -> str | None:
 
 
 def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
-    """Newest event time minus watermark, in seconds, per batch (None where unknown).
-
-    Spark's initial watermark (epoch 0, "none yet") counts as unknown.
+    """:attr:`BatchProgress.watermark_gap_seconds` per batch, to the millisecond (None where unknown).
 
     Examples
     --------
@@ -130,14 +128,9 @@ def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
     ...     "max": "2024-01-01T00:00:30.000Z", "watermark": "2024-01-01T00:00:20.000Z"}})])
     [10.0]
     """
-    gaps: list[float | None] = []
-    for record in records:
-        newest, watermark = record.event_time_max, record.watermark
-        if newest is None or watermark is None or watermark <= EPOCH:
-            gaps.append(None)
-        else:
-            gaps.append(round((newest - watermark).total_seconds(), 3))
-    return gaps
+    # Rounded to milliseconds (Spark's precision): the snapshot stays short on the wire.
+    gaps = (record.watermark_gap_seconds for record in records)
+    return [None if gap is None else round(gap, 3) for gap in gaps]
 
 
 def _iso(value: datetime | None) -> str | None:
