@@ -11,6 +11,8 @@ down through the REST API (so the workbench stops its streams and Spark exits cl
 then the server, then kills anything the server started that is still alive, removes the
 private folder, and returns what it had to clean up by force.
 
+:func:`served` is the tests' fixture body: a started server that must shut down cleanly.
+
 :func:`launch_chromium` starts the Chromium ``workbench test`` uses (``WORKBENCH_CHROMIUM``,
 ``/usr/bin/chromium`` or ``chromium`` on ``PATH``) through Playwright, with its profile in a
 given folder; Playwright's own browser download is never used.
@@ -29,8 +31,9 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 
@@ -258,6 +261,31 @@ class LabServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def served(notebooks: Path) -> Iterator[LabServer]:
+    """A started :class:`LabServer` for ``notebooks``, stopped on exit, which must be clean.
+
+    Raises
+    ------
+    AssertionError
+        On exit, when the shut-down had to kill processes or found files left in the
+        temporary folder (not when the body raised: its error is the one that counts).
+
+    Examples
+    --------
+    >>> @pytest.fixture                                      # doctest: +SKIP
+    ... def lab(tmp_path):
+    ...     with served(tmp_path) as server:
+    ...         yield server
+    """
+    server = LabServer(notebooks).start()
+    try:
+        yield server
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 
 def _end_with_parent() -> None:
