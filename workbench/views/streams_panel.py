@@ -42,7 +42,8 @@ GAP_POINTS = 30
 #: Seconds between checks for changes nobody announced (a stream started before the
 #: workbench was loaded, a query that failed between polls).
 HEARTBEAT = 2.0
-#: Seconds between attempts to learn the Spark UI's port while Spark has none.
+#: Seconds between two readings of the Spark UI's port: Spark may start, stop (the UI
+#: goes with it) or start again on another port while the panel watches.
 UI_RETRY = 5.0
 
 
@@ -326,7 +327,7 @@ class StreamsPublisher:
 
     def _spark_ui_port(self, env: EnvLike) -> int:
         now = self._clock()
-        if not self._port and now - self._port_checked >= UI_RETRY:
+        if now - self._port_checked >= UI_RETRY:
             self._port_checked = now
             self._port = ui_port(env.ui_web_url())
         return self._port
