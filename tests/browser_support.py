@@ -62,6 +62,10 @@ LAB_SETTINGS = {
 }
 
 
+#: Seconds the server gives a kernel to exit on shut-down or restart before killing it.
+KERNEL_EXIT_WAIT = 20
+
+
 def chromium_executable() -> str:
     """The Chromium to drive, found as ``workbench test`` finds it.
 
@@ -165,6 +169,9 @@ class LabServer:
             "--no-browser", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}", "--LabApp.expose_app_in_browser=True",
             "--LabApp.news_url=None",
+            # A kernel gets 5 s to exit by default, then its process group (Spark's JVM too)
+            # is killed and leaves its files behind; a loaded machine can need longer.
+            f"--KernelManager.shutdown_wait_time={KERNEL_EXIT_WAIT}",
         ], root_dir=self.server_root, as_root=hasattr(os, "geteuid") and os.geteuid() == 0)
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
