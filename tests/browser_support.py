@@ -11,6 +11,8 @@ down through the REST API (so the workbench stops its streams and Spark exits cl
 then the server, then kills anything the server started that is still alive, removes the
 private folder, and returns what it had to clean up by force.
 
+:func:`served` is the tests' fixture body: a started server that must shut down cleanly.
+
 :func:`launch_chromium` starts the Chromium ``workbench test`` uses (``WORKBENCH_CHROMIUM``,
 ``/usr/bin/chromium`` or ``chromium`` on ``PATH``) through Playwright, with its profile in a
 given folder; Playwright's own browser download is never used.
@@ -29,8 +31,9 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 
@@ -57,6 +60,10 @@ LAB_SETTINGS = {
         "fetchNews": "false", "checkForUpdates": False,
     },
 }
+
+
+#: Seconds the server gives a kernel to exit on shut-down or restart before killing it.
+KERNEL_EXIT_WAIT = 20
 
 
 def chromium_executable() -> str:
@@ -162,6 +169,9 @@ class LabServer:
             "--no-browser", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}", "--LabApp.expose_app_in_browser=True",
             "--LabApp.news_url=None",
+            # A kernel gets 5 s to exit by default, then its process group (Spark's JVM too)
+            # is killed and leaves its files behind; a loaded machine can need longer.
+            f"--KernelManager.shutdown_wait_time={KERNEL_EXIT_WAIT}",
         ], root_dir=self.server_root, as_root=hasattr(os, "geteuid") and os.geteuid() == 0)
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
@@ -258,6 +268,31 @@ class LabServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def served(notebooks: Path) -> Iterator[LabServer]:
+    """A started :class:`LabServer` for ``notebooks``, stopped on exit, which must be clean.
+
+    Raises
+    ------
+    AssertionError
+        On exit, when the shut-down had to kill processes or found files left in the
+        temporary folder (not when the body raised: its error is the one that counts).
+
+    Examples
+    --------
+    >>> @pytest.fixture                                      # doctest: +SKIP
+    ... def lab(tmp_path):
+    ...     with served(tmp_path) as server:
+    ...         yield server
+    """
+    server = LabServer(notebooks).start()
+    try:
+        yield server
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 
 def _end_with_parent() -> None:

@@ -42,7 +42,7 @@ import pytest
 from .helpers import wait_for
 from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
-    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot,
+    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, served,
 )
 
 pytestmark = pytest.mark.browser
@@ -73,13 +73,8 @@ JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')
 
 @pytest.fixture
 def lab() -> Iterator[LabServer]:
-    server = LabServer(REPO_ROOT / "notebooks")
-    server.start()
-    try:
+    with served(REPO_ROOT / "notebooks") as server:
         yield server
-    finally:
-        problems = server.stop()
-    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 
 @pytest.fixture

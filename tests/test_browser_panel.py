@@ -18,24 +18,38 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
   and port 0 each give a clear message in the tab; the ``SparkUIButton`` widget under a cell
   opens its page in a tab too;
 * closing the notebook while a stream runs says so in the panel; reopening it shows the
-  stream again; a kernel restart empties the panel.
+  stream again;
+* once the Spark session is stopped, the rows' Spark UI buttons are disabled, the panel says
+  there is no Spark UI, and a tab opened on the old port says nothing answers there;
+* a kernel restart empties the panel and says the streams were stopped;
+* a kernel whose process is killed (``kill.ipynb``): JupyterLab restarts it, the panel says
+  the kernel died with its stream, the status bar count goes, and the Spark JVM ends too;
+* a Spark Connect session (``connect.ipynb``, a local Connect server) has no Spark UI in the
+  kernel: the row's button and the monitor's are disabled, and the panel says why.
 
-No test may leave a JavaScript error in the page's console.
+No test may leave a JavaScript error in the page's console (console errors and uncaught
+exceptions are collected for every test).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import time
+import shutil
+import signal
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
+import psutil
 import pytest
 
-from .browser_support import ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium, save_screenshot
+from .browser_support import (
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium,
+    save_screenshot, served,
+)
 from .helpers import wait_for
 
 pytestmark = pytest.mark.browser
@@ -49,6 +63,13 @@ NUMBERS = '%%stream numbers --trigger "0.5 seconds" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()'
 LETTERS = '%%stream letters --trigger "0.5 seconds" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()'
+TICKS = '%%stream ticks --trigger "0.5 seconds" --no-monitor\n' \
+        'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()'
+#: A local Spark Connect server, started by pyspark in the kernel (its JVM has a Spark UI of
+#: its own, which the Connect session cannot tell the kernel about).
+CONNECT = 'import os\nos.environ["SPARK_REMOTE"] = "local[1]"\n' + LOAD
+MONITORED = '%%stream remote --trigger "1 second"\n' \
+            'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()'
 BUTTON = 'from workbench.views.sparkui import SparkUIButton, ui_port\n' \
          'SparkUIButton(port=ui_port(spark.sparkContext.uiWebUrl), path="/StreamingQuery/", title="all queries")'
 
@@ -68,13 +89,10 @@ def lab(tmp_path_factory) -> Iterator[LabServer]:
     folder = tmp_path_factory.mktemp("panel-notebooks")
     (folder / "panel.ipynb").write_text(json.dumps(_notebook(LOAD, NUMBERS, LETTERS, "1 + 1", BUTTON)))
     (folder / "plain.ipynb").write_text(json.dumps(_notebook("1 + 1")))
-    server = LabServer(folder)
-    server.start()
-    try:
+    (folder / "kill.ipynb").write_text(json.dumps(_notebook(LOAD, TICKS)))
+    (folder / "connect.ipynb").write_text(json.dumps(_notebook(CONNECT, MONITORED)))
+    with served(folder) as server:
         yield server
-    finally:
-        problems = server.stop()
-    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 
 #: JupyterLab's own debugger logs this when a notebook closes while it asks the kernel for
@@ -330,6 +348,31 @@ def test_closing_and_reopening_the_notebook(page, lab):
              text=lambda: f"after reopening the panel says {_panel_text(page)!r}")
 
 
+def test_spark_ui_after_the_session_stopped(page, lab):
+    port = int(page.evaluate(JS_KERNEL_PRINT, "from workbench.views.sparkui import ui_port\n"
+                                              "print(ui_port(spark.sparkContext.uiWebUrl))"))
+    assert port > 0
+    button = _row(page, "letters").locator(".jp-workbench-Stream-sparkui")
+    assert button.is_enabled()
+    assert page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all(); spark.stop(); print('ok')") == "ok"
+    # The kernel reads the UI's port again every few seconds: the stopped session has none.
+    wait_for(button.is_disabled, 20, 0.25,
+             text=lambda: f"after spark.stop() the row's Spark UI button is enabled: {_panel_text(page)!r}")
+    assert "the Spark session has stopped" in (button.get_attribute("title") or "")
+    note = page.locator(f"{PANEL} .jp-workbench-StreamsPanel-nosparkui")
+    assert note.is_visible() and note.inner_text().startswith("No Spark UI to open: the Spark session has stopped")
+    assert _row(page, "letters").locator(".jp-workbench-Stream-status").inner_text() == "stopped"
+    # A tab on the old port (e.g. one left open, then reloaded) says nothing answers there.
+    page.evaluate("(port) => window.jupyterapp.commands.execute('workbench:open-spark-ui', "
+                  "{port, path: '/StreamingQuery/', title: 'stopped'})", port)
+    message = page.locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI-message")
+    wait_for(lambda: message.count() and f"Nothing answers as a Spark UI on port {port}" in message.inner_text(),
+             30, 0.25, text=lambda: f"the tab says {_spark_ui_tab(page).inner_text()!r}")
+    assert "the Spark session has stopped" in message.inner_text()
+    assert page.locator(".jp-MainAreaWidget:visible .jp-workbench-SparkUI-frame").count() == 0
+    page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+
+
 def test_kernel_restart_empties_the_panel(page, lab):
     # Stopped first: a restart gives the kernel 5 s to exit, and stopping a running stream and
     # Spark can take longer on a busy machine (the kernel is then killed before it cleans up).
@@ -341,6 +384,72 @@ def test_kernel_restart_empties_the_panel(page, lab):
              text=lambda: f"after a restart the panel still shows {_panel_text(page)!r}")
     wait_for(lambda: "run %load_ext workbench" in _panel_text(page), 60, 0.25,
              text=lambda: f"after the restart the panel says {_panel_text(page)!r}")
+    assert "The kernel was restarted: its streams are gone." in _panel_text(page)
     assert _status_text(page) == ""
-    time.sleep(1)  # nothing arrives late from the old kernel
+    page.wait_for_timeout(1000)  # nothing arrives late from the old kernel
     assert _row(page, "letters").count() == 0
+
+
+def _kernel_process(lab: LabServer, notebook: str) -> psutil.Process:
+    """The process of the kernel serving ``notebook`` (found by its connection file)."""
+    sessions = lab.api("GET", "/api/sessions")
+    kernel_id = next(s["kernel"]["id"] for s in sessions if s["path"].endswith(notebook))
+    assert lab.process is not None
+    for process in psutil.Process(lab.process.pid).children(recursive=True):
+        if any(f"kernel-{kernel_id}.json" in part for part in process.cmdline()):
+            return process
+    raise AssertionError(f"no process for the kernel {kernel_id} of {notebook}")
+
+
+def test_a_killed_kernel(page, lab):
+    before = set(os.listdir(lab.temp))
+    _open(page, lab, "kill.ipynb")
+    _run_all(page)
+    wait_for(lambda: _batches(page, "ticks") >= 1, 60, 0.25,
+             text=lambda: f"the panel did not list ticks: {_panel_text(page)!r}")
+    wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
+             text=lambda: f"status bar: {_status_text(page)!r}")
+    kernel = _kernel_process(lab, "kill.ipynb")
+    spark = kernel.children(recursive=True)
+    assert any(p.name() == "java" for p in spark), f"no Spark JVM under the kernel: {spark}"
+    kernel.send_signal(signal.SIGKILL)
+    died = "The kernel died while 1 stream was running: they are gone with it."
+    wait_for(lambda: died in _panel_text(page), 30, 0.25,
+             text=lambda: f"after the kernel was killed the panel says {_panel_text(page)!r}")
+    assert _row(page, "ticks").count() == 0
+    # The server restarts the kernel; JupyterLab says so in a dialog of its own.
+    dialog = page.locator(".jp-Dialog", has_text="appears to have died")
+    wait_for(lambda: dialog.count() == 1, 30, 0.25, text="JupyterLab did not say the kernel died")
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    wait_for(lambda: "run %load_ext workbench" in _panel_text(page), 90, 0.25,
+             text=lambda: f"after the automatic restart the panel says {_panel_text(page)!r}")
+    assert died in _panel_text(page)  # still says what became of the streams
+    assert _status_text(page) == ""
+    # Spark's JVM ends with the kernel (it exits when its parent's pipe closes).
+    _, alive = psutil.wait_procs(spark, timeout=60)
+    assert not alive, f"still running after the kernel was killed: {alive}"
+    # A killed process cleans nothing up: remove the temporary folder the dead kernel left
+    # (its checkpoints), so the server's clean shut-down is judged on everything else.
+    for name in set(os.listdir(lab.temp)) - before:
+        shutil.rmtree(lab.temp / name, ignore_errors=True)
+
+
+def test_spark_connect_has_no_spark_ui(page, lab):
+    _open(page, lab, "connect.ipynb")
+    try:
+        _run_all(page)
+        wait_for(lambda: _batches(page, "remote") >= 1, 90, 0.25,
+                 text=lambda: f"the panel did not list the Connect stream: {_panel_text(page)!r}")
+        assert page.evaluate(JS_KERNEL_PRINT, "print(type(spark).__module__)").startswith("pyspark.sql.connect")
+        button = _row(page, "remote").locator(".jp-workbench-Stream-sparkui")
+        assert button.is_disabled() and "Spark Connect session" in (button.get_attribute("title") or "")
+        note = page.locator(f"{PANEL} .jp-workbench-StreamsPanel-nosparkui")
+        assert note.is_visible() and "Spark Connect session" in note.inner_text()
+        # The monitor's own Spark UI button is disabled too, and says why.
+        monitor_button = page.locator(".jp-NotebookPanel:visible .workbench-monitor .jp-workbench-SparkUIButton button")
+        wait_for(lambda: monitor_button.count() == 1, 30, 0.25, text="the monitor's Spark UI button did not render")
+        assert monitor_button.is_disabled() and "Spark Connect" in (monitor_button.get_attribute("title") or "")
+    finally:
+        # Stopped here: a kernel shut down with a running Connect stream may take longer to
+        # exit than the server waits, and a killed kernel leaves its temporary folder.
+        assert page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all(); print('ok')") == "ok"

@@ -226,6 +226,30 @@ class BatchProgress:
         return self.num_input_rows == 0 and self.add_batch_ms is None
 
     @property
+    def watermark_gap_seconds(self) -> float | None:
+        """Newest event time minus watermark, in seconds; None where either is unknown.
+
+        How far the watermark trails the data of this batch: rows older than the watermark
+        are late. Spark's initial watermark (epoch 0, "none yet") counts as unknown, so a
+        stream without a watermark has no gap rather than a gap of decades.
+
+        Examples
+        --------
+        >>> record = BatchProgress.from_json({"batchId": 1, "eventTime": {
+        ...     "max": "2024-01-01T00:00:30.500Z", "watermark": "2024-01-01T00:00:20.000Z"}})
+        >>> record.watermark_gap_seconds
+        10.5
+        >>> BatchProgress.from_json({"batchId": 0, "eventTime": {
+        ...     "max": "2024-01-01T00:00:30.000Z", "watermark": "1970-01-01T00:00:00.000Z"}}
+        ... ).watermark_gap_seconds is None
+        True
+        """
+        newest, watermark = self.event_time_max, self.watermark
+        if newest is None or watermark is None or watermark.timestamp() <= 0:
+            return None
+        return (newest - watermark).total_seconds()
+
+    @property
     def state_rows_total(self) -> int:
         """Rows held in state, summed over the stateful operators."""
         return sum(op.num_rows_total for op in self.operators)

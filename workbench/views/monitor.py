@@ -200,8 +200,7 @@ def chart_points(records: Sequence[BatchProgress], operators: int) -> dict[str, 
     """
     x = [r.batch_id for r in records]
     watermarks = [_watermark(r.watermark) for r in records]
-    gaps = [(r.event_time_max - w).total_seconds() if w is not None and r.event_time_max is not None else None
-            for r, w in zip(records, watermarks)]
+    gaps = [r.watermark_gap_seconds for r in records]
     state: list[list[Any]] = []
     for index in range(operators):
         for attr in (*(attr for _, attr in _STATE_METRICS), "memory_used_bytes"):

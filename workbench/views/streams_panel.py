@@ -42,7 +42,8 @@ GAP_POINTS = 30
 #: Seconds between checks for changes nobody announced (a stream started before the
 #: workbench was loaded, a query that failed between polls).
 HEARTBEAT = 2.0
-#: Seconds between attempts to learn the Spark UI's port while Spark has none.
+#: Seconds between two readings of the Spark UI's port: Spark may start, stop (the UI
+#: goes with it) or start again on another port while the panel watches.
 UI_RETRY = 5.0
 
 
@@ -119,9 +120,7 @@ def current_cell_id(shell: Any = None) -> str | None:
 
 
 def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
-    """Newest event time minus watermark, in seconds, per batch (None where unknown).
-
-    Spark's initial watermark (epoch 0, "none yet") counts as unknown.
+    """:attr:`BatchProgress.watermark_gap_seconds` per batch, to the millisecond (None where unknown).
 
     Examples
     --------
@@ -130,14 +129,9 @@ def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
     ...     "max": "2024-01-01T00:00:30.000Z", "watermark": "2024-01-01T00:00:20.000Z"}})])
     [10.0]
     """
-    gaps: list[float | None] = []
-    for record in records:
-        newest, watermark = record.event_time_max, record.watermark
-        if newest is None or watermark is None or watermark <= EPOCH:
-            gaps.append(None)
-        else:
-            gaps.append(round((newest - watermark).total_seconds(), 3))
-    return gaps
+    # Rounded to milliseconds (Spark's precision): the snapshot stays short on the wire.
+    gaps = (record.watermark_gap_seconds for record in records)
+    return [None if gap is None else round(gap, 3) for gap in gaps]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -333,7 +327,7 @@ class StreamsPublisher:
 
     def _spark_ui_port(self, env: EnvLike) -> int:
         now = self._clock()
-        if not self._port and now - self._port_checked >= UI_RETRY:
+        if now - self._port_checked >= UI_RETRY:
             self._port_checked = now
             self._port = ui_port(env.ui_web_url())
         return self._port

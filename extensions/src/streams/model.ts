@@ -5,7 +5,8 @@
  * `workbench.streams` target; a kernel without the workbench closes it at once, which the
  * model reports as "not loaded". The page also registers a comm target of the same name, so
  * a kernel that loads the workbench later opens the comm itself. A restart, a dead kernel or
- * a lost connection empties the model and says why.
+ * a lost connection empties the model and says why; after a restart or a kernel death,
+ * `lostNote` keeps saying what happened to the streams until the new kernel reports some.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
@@ -60,6 +61,14 @@ export class KernelStreams {
     return this._sparkUIPort;
   }
 
+  /**
+   * What happened to the streams of a kernel that restarted or died (e.g. "The kernel died
+   * while 2 streams were running…"), kept until the next kernel reports streams; else ''.
+   */
+  get lostNote(): string {
+    return this._lostNote;
+  }
+
   /** The kernel's last complaint about a request (e.g. an unknown stream), or ''. */
   get lastError(): string {
     return this._lastError;
@@ -100,6 +109,9 @@ export class KernelStreams {
     this._detach();
     this._kernel = kernel;
     if (kernel === null) {
+      // Shut down or changed by the user: nothing was lost that they did not ask for.
+      this._lostNote = '';
+      this._lostRunning = 0;
       this._set('no-kernel');
       return;
     }
@@ -123,10 +135,14 @@ export class KernelStreams {
     switch (status) {
       case 'restarting':
       case 'autorestarting':
+        // The server sends 'restarting' before the page turns it into 'autorestarting':
+        // only the second tells a death from a restart the user asked for.
+        this._noteLoss(status === 'autorestarting' ? 'died' : 'restarted');
         this._dropComm();
         this._set('restarting');
         break;
       case 'dead':
+        this._noteLoss('died');
         this._dropComm();
         this._set('dead');
         break;
@@ -206,6 +222,25 @@ export class KernelStreams {
     };
   }
 
+  /** Say what a restart or a death did to the streams (counted before they are dropped). */
+  private _noteLoss(how: 'died' | 'restarted'): void {
+    const running = this._state === 'ready' ? this.activeCount : this._lostRunning;
+    this._lostRunning = running;
+    const streams = running === 1 ? '1 stream was' : `${running} streams were`;
+    if (how === 'died') {
+      this._lostNote =
+        (running > 0
+          ? `The kernel died while ${streams} running: they are gone with it. `
+          : 'The kernel died (its process ended). ') +
+        'Run the notebook again to start them in the new kernel.';
+    } else {
+      this._lostNote =
+        running > 0
+          ? `The kernel was restarted while ${streams} running: they were stopped.`
+          : 'The kernel was restarted: its streams are gone.';
+    }
+  }
+
   private _onMessage(data: unknown): void {
     const message = parseKernelMessage(data);
     if (message === null) {
@@ -221,6 +256,10 @@ export class KernelStreams {
     this._lastActive = this.activeCount;
     this._sparkUIPort = message.spark_ui_port;
     this._lastError = '';
+    if (message.streams.length > 0) {
+      this._lostNote = '';
+      this._lostRunning = 0;
+    }
     this._set('ready');
   }
 
@@ -274,6 +313,8 @@ export class KernelStreams {
   private _sparkUIPort = 0;
   private _lastActive = 0;
   private _lastError = '';
+  private _lostNote = '';
+  private _lostRunning = 0;
   private _disposed = false;
   private _changed = new Signal<this, void>(this);
 }

@@ -29,6 +29,11 @@ const MESSAGES: Record<Exclude<StreamsState, 'ready'>, string> = {
   disconnected: 'Lost the connection to the Jupyter server: reconnecting…'
 };
 
+/** Shown while the kernel's session has no Spark UI to open. */
+export const NO_SPARK_UI =
+  'No Spark UI to open: the Spark session has stopped, or it is a Spark Connect session ' +
+  '(its Spark UI belongs to the Connect server, not to this kernel).';
+
 export function formatWatermark(iso: string | null): string {
   if (!iso) {
     return 'no watermark';
@@ -114,7 +119,7 @@ class StreamRow {
     this._stop.title = active ? `Stop ${stream.name}` : `${stream.name} is ${stream.status}`;
     this._sparkUI.disabled = !stream.spark_ui || stream.spark_ui.port <= 0;
     this._sparkUI.title = this._sparkUI.disabled
-      ? 'No Spark UI in this session (Spark Connect has none)'
+      ? NO_SPARK_UI
       : 'Open this query\u2019s statistics page of the Spark UI in a tab';
     if (stream.error) {
       this.setNote(stream.error, 'error');
@@ -157,9 +162,11 @@ export class StreamsPanel extends Widget {
     this._source.className = 'jp-workbench-StreamsPanel-source';
     header.append(title, this._source);
     this._message.className = 'jp-workbench-StreamsPanel-message';
+    this._lost.className = 'jp-workbench-StreamsPanel-lost';
+    this._noSparkUI.className = 'jp-workbench-StreamsPanel-nosparkui';
     this._error.className = 'jp-workbench-StreamsPanel-error';
     this._list.className = 'jp-workbench-StreamsPanel-list';
-    this.node.append(header, this._message, this._error, this._list);
+    this.node.append(header, this._lost, this._message, this._error, this._noSparkUI, this._list);
     this._render();
   }
 
@@ -203,15 +210,23 @@ export class StreamsPanel extends Widget {
           'No notebook is active: open one to see the streams of its kernel.'
       );
       this._error.textContent = '';
+      this._note(this._lost, '');
+      this._note(this._noSparkUI, '');
       return;
     }
     this._error.textContent = model.lastError;
+    this._note(this._lost, model.lostNote);
     if (model.state !== 'ready') {
       this._clearRows();
       this._say(MESSAGES[model.state]);
+      this._note(this._noSparkUI, '');
       return;
     }
     const streams = model.streams;
+    this._note(
+      this._noSparkUI,
+      streams.length > 0 && model.sparkUIPort <= 0 ? NO_SPARK_UI : ''
+    );
     this._say(streams.length ? '' : 'No streams in this kernel yet: start one with %%stream.');
     const seen = new Set<string>();
     for (const stream of streams) {
@@ -250,6 +265,11 @@ export class StreamsPanel extends Widget {
     }
   }
 
+  private _note(node: HTMLElement, text: string): void {
+    node.textContent = text;
+    node.hidden = !text;
+  }
+
   private _say(text: string): void {
     this._message.textContent = text;
     this._message.hidden = !text;
@@ -266,6 +286,8 @@ export class StreamsPanel extends Widget {
   private _rows = new Map<string, StreamRow>();
   private _source = document.createElement('span');
   private _message = document.createElement('p');
+  private _lost = document.createElement('p');
+  private _noSparkUI = document.createElement('p');
   private _error = document.createElement('p');
   private _list = document.createElement('div');
 }
