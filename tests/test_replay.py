@@ -192,6 +192,13 @@ def test_same_spec_twice_is_identical_and_stepping_then_playing_equals_playing(e
         pd.testing.assert_frame_equal(a_late.reset_index(drop=True), b_late.reset_index(drop=True))
         inputs = stepped.inputs()
         assert (inputs["event_time"] < inputs["timestamp"]).any()
+        # The monitor's preview reads only the newest batches but shows what the whole table ends with.
+        everything = played.results()
+        for rows in (1, 3, len(everything) + 5):
+            shown, total = played.stream.preview(rows)
+            assert total == len(everything)
+            pd.testing.assert_frame_equal(shown.reset_index(drop=True),
+                                          everything.tail(rows).reset_index(drop=True))
     finally:
         stepped.close()
         played.close()

@@ -192,9 +192,7 @@ class _MonitorView:
         return self._run.state_summary()
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
-        table = self._run.results()
-        shown = table.head(rows) if self.output_mode == "complete" else table.tail(rows)
-        return shown, len(table)
+        return self._run.preview(rows)
 
     def stop(self) -> None:
         self._run.pause()
@@ -583,6 +581,47 @@ class ReplayRun:
             if batch_id <= committed:  # a batch cut off by a pause runs again; ignore its leftovers
                 out[batch_id] = _read_batch(folder)
         return out
+
+    def _committed_folders(self) -> list[tuple[int, Path]]:
+        """The results folders of committed batches, newest first."""
+        committed = self.raw_progress.last_batch_id
+        if committed is None:
+            return []
+        folders = ((int(p.name.split("=")[1]), p) for p in self.results_dir.glob("batch_id=*"))
+        # A batch cut off by a pause runs again: its leftovers are not results.
+        return sorted(((b, p) for b, p in folders if b <= committed), reverse=True)
+
+    def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
+        """The rows a monitor shows and the table's size, reading only the batches needed.
+
+        Append and update mode: the newest ``rows`` rows (with ``batch_id``), read from the
+        newest batches back; the size is the sum of the batches' output rows. Complete mode:
+        the first ``rows`` rows of the latest table and its size. Unlike :meth:`results`, the
+        cost does not grow with the number of batches run.
+
+        Examples
+        --------
+        >>> run.step(); run.preview(5)       # doctest: +SKIP
+        """
+        folders = self._committed_folders()
+        if not folders:
+            return pd.DataFrame(), 0
+        if self.output_mode == "complete":
+            batch_id, folder = folders[0]
+            table = _read_batch(folder).assign(batch_id=batch_id)
+            return table.head(rows), len(table)
+        picked: list[pd.DataFrame] = []
+        have = 0
+        for batch_id, folder in folders:
+            if have >= rows and picked:
+                break
+            table = _read_batch(folder)
+            if len(table) or not picked:
+                picked.append(table.assign(batch_id=batch_id))
+                have += len(table)
+        shown = pd.concat(picked[::-1], ignore_index=True).tail(rows)
+        total = sum(r.num_output_rows or 0 for r in self.progress.records())
+        return shown, total
 
     def results(self) -> pd.DataFrame:
         """What the query has output: every emitted row with its ``batch_id`` (append and
