@@ -512,7 +512,7 @@ class Workbench:
         for stopper in stoppers.values():
             stopper.join(max(0.0, deadline - time.monotonic()))
         late = [name.strip() for name, stopper in stoppers.items() if stopper.is_alive()]
-        if late:
+        if late and wait > 0:
             log.info("still stopping after %.1f s, going on: %s", wait, ", ".join(late))
 
     def shutdown(self) -> dict[str, float]:
