@@ -1,14 +1,23 @@
 """Kernel restart and shutdown with several streams, live monitors and a replay panel running.
 
-Real kernels (jupyter_client). Everything is checked from outside the kernel's process: the
-kernel exits by itself (exit code 0, not killed), its Spark JVM and every Python worker
-that the JVM started end with it, and the workbench's private temp folder is gone. A
-process that has ended has no thread left either.
+Real kernels (jupyter_client), shut down and restarted the way Jupyter does it:
+``KernelManager.restart_kernel()`` and ``shutdown_kernel()`` with the default
+``shutdown_wait_time`` (5 s), which send the request, wait, then SIGTERM the kernel after
+half that time and SIGKILL it after the rest. Checked: the workbench's clean-up finishes
+within those 2.5 s (its own log says how long it took) and the kernel is never killed;
+from outside the kernel's process, its Spark JVM and every Python worker that the JVM
+started end with it, and the workbench's private temp folder and Spark's scratch folder
+are gone within seconds (the JVM's performance-data file too). A process that has ended
+has no thread left either.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import re
+import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +30,10 @@ pytestmark = pytest.mark.spark
 
 BUSY = """\
 %load_ext workbench
-import json, os, time, workbench
+import json, logging, os, time, workbench
+_log = logging.FileHandler({log!r})
+logging.getLogger('workbench.spark.environment').addHandler(_log)
+logging.getLogger('workbench.spark.environment').setLevel(logging.INFO)
 from pyspark.sql import functions as F
 from workbench.replay.spec import Replay, WindowCount
 spark = workbench.session()
@@ -49,13 +61,14 @@ while (min(h.progress.total for h in workbench.spark.current_env().handles()) < 
        or panel.run.progress.total < 2) and time.monotonic() < deadline:
     time.sleep(0.1)
 print(json.dumps({'temp_dir': str(workbench.spark.current_env().temp_dir),
+                  'scratch': str(spark._workbench_scratch),
                   'batches': {h.name: h.progress.total for h in workbench.spark.current_env().handles()},
                   'replayed': panel.run.progress.total}))
 """
 
 
-def start_everything(kernel) -> dict:
-    kernel.run(BUSY, timeout=240)
+def start_everything(kernel, log: Path) -> dict:
+    kernel.run(BUSY.replace("{log!r}", repr(str(log))), timeout=240)
     kernel.run(STREAMS, timeout=120)
     kernel.run(MORE, timeout=120)
     facts = json.loads(kernel.stdout_of(kernel.run(PANEL, timeout=240)).strip().splitlines()[-1])
@@ -74,36 +87,57 @@ def wait_gone(pids: list[int], timeout: float = 30) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
-def test_restart_and_shutdown_end_spark_workers_and_temp_folder(kernel):
-    facts = start_everything(kernel)
-    process = kernel.manager.provisioner.process
-    family = descendants(process.pid)
-    names = sorted({p.name() for p in family})
+def test_restart_and_shutdown_end_spark_workers_and_temp_folder(kernel, tmp_path):
+    manager = kernel.manager
+    assert manager.shutdown_wait_time == 5.0  # Jupyter's default: what users get
+    facts = start_everything(kernel, tmp_path / "first.log")
+    process = manager.provisioner.process
+    family = family_of(process.pid)
+    names = sorted(set(family.values()))
     assert "java" in names and any(n.startswith("python") for n in names), names  # the JVM and UDF workers
+    assert Path(facts["scratch"]).is_dir() and any(Path(facts["scratch"]).iterdir()), "Spark's scratch folder is unused"
 
-    # A restart request, as Jupyter sends it; the manager then starts the new kernel.
-    kernel.client.shutdown(restart=True)
-    assert exit_code(process) == 0, "the kernel did not exit by itself soon after the restart request"
-    assert wait_gone([p.pid for p in family]) == [], "Spark or a Python worker outlived the restarted kernel"
-    assert not Path(facts["temp_dir"]).exists(), "the restart left the workbench's temp folder behind"
-    kernel.manager.restart_kernel(now=True)
+    # Kernel > Restart: the manager asks, waits, terminates the kernel after 2.5 s, kills it at 5 s.
+    manager.restart_kernel()
+    assert_ended_in_time(process, tmp_path / "first.log")
+    assert_nothing_left(family, facts)
 
     # The restarted kernel works, and a shutdown with everything running ends it all the same.
     kernel.client.wait_for_ready(timeout=60)
-    facts = start_everything(kernel)
-    process = kernel.manager.provisioner.process
-    family = descendants(process.pid)
-    kernel.client.shutdown()
-    assert exit_code(process) == 0, "the kernel did not exit by itself soon after a shutdown request"
-    assert wait_gone([p.pid for p in family]) == [], "Spark or a Python worker outlived the kernel"
-    assert not Path(facts["temp_dir"]).exists()
+    facts = start_everything(kernel, tmp_path / "second.log")
+    process = manager.provisioner.process
+    family = family_of(process.pid)
+    manager.shutdown_kernel()
+    assert_ended_in_time(process, tmp_path / "second.log")
+    assert_nothing_left(family, facts)
 
 
-def exit_code(process, timeout: float = 20) -> int | None:
-    # Jupyter servers wait 5 s (shutdown_wait_time) before killing a kernel; on this shared
-    # 2-core machine a shutdown with three streams and a panel took ~7 s (see the report in
-    # bench/README.md), so the test allows more and the figure is measured, not asserted.
-    deadline = time.monotonic() + timeout
-    while process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return process.poll()
+def assert_ended_in_time(process, log: Path) -> None:
+    """The workbench's clean-up ran to its end before Jupyter's SIGTERM (2.5 s), and no SIGKILL came.
+
+    On an idle machine the kernel then exits by itself (code 0). On this shared 2-core
+    machine (load average 30-38) the interpreter's own exit after the clean-up (atexit
+    hooks, module teardown) sometimes outlasted the 2.5 s and met the SIGTERM (code -15):
+    by then nothing of the workbench's is left, which ``assert_nothing_left`` checks.
+    """
+    took = [float(t) for t in re.findall(r"^shutdown took ([\d.]+) s", log.read_text(), flags=re.MULTILINE)]
+    assert took and took[0] < 2.5, f"the shutdown hook's clean-up took {took} s"
+    assert process.returncode in (0, -signal.SIGTERM), f"the kernel ended with {process.returncode}"
+
+
+def family_of(pid: int) -> dict[int, str]:
+    """Every process the kernel ``pid`` started, directly or not, by id, with its name."""
+    return {p.pid: p.name() for p in descendants(pid)}
+
+
+def assert_nothing_left(family: dict[int, str], facts: dict) -> None:
+    assert wait_gone(list(family)) == [], "Spark or a Python worker outlived the kernel"
+    # The kernel hands the folders to a detached `rm -rf` as it exits: give it a moment.
+    deadline = time.monotonic() + 10
+    while (Path(facts["temp_dir"]).exists() or Path(facts["scratch"]).exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(facts["temp_dir"]).exists(), "the workbench's temp folder was left behind"
+    assert not Path(facts["scratch"]).exists(), "Spark's scratch folder was left behind"
+    perf = Path(tempfile.gettempdir()) / f"hsperfdata_{getpass.getuser()}"
+    jvms = [pid for pid, name in family.items() if name == "java"]
+    assert not [pid for pid in jvms if (perf / str(pid)).exists()], "a killed JVM's hsperfdata file was left"

@@ -60,4 +60,8 @@ def test_nothing_listens_outside_loopback_and_folders_are_private(env, spark, ra
     assert mode(env.temp_dir) == "0o700"
     assert mode(handle.checkpoint) == "0o700"
     assert mode(os.path.dirname(handle.checkpoint)) == "0o700"
+    # Spark's scratch folder (shuffle and block files: the stream's data) is private and in use.
+    scratch = spark._workbench_scratch
+    assert mode(scratch) == "0o700" and spark.sparkContext.getConf().get("spark.local.dir") == str(scratch)
+    assert any(entry.name.startswith("blockmgr-") for entry in scratch.iterdir()), list(scratch.iterdir())
     handle.stop()

@@ -10,6 +10,7 @@ few seconds instead of a JVM that retries for a minute and prints its stack trac
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from .errors import WorkbenchError
 __all__ = [
     "CONNECT_DEFAULT_PORT", "SparkTarget", "SparkURLError", "SparkUnreachableError",
     "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable",
+    "ConnectPortInUseError", "connect_port", "port_holder", "require_free_connect_port",
 ]
 
 #: The port a Spark Connect server listens on unless told otherwise (and an sc:// URL's default).
@@ -44,6 +46,10 @@ class SparkURLError(_OneLine, ValueError):
 
 class SparkUnreachableError(_OneLine, ConnectionError):
     """Nothing answers at the master or Spark Connect URL."""
+
+
+class ConnectPortInUseError(_OneLine, RuntimeError):
+    """The port a local Spark Connect server would listen on is taken (e.g. by another kernel's)."""
 
 
 @dataclass(frozen=True)
@@ -269,4 +275,99 @@ def require_reachable(target: SparkTarget, timeout: float = 5.0) -> None:
     server = "Spark Connect server" if target.kind == "connect" else "master"
     raise SparkUnreachableError(
         f"cannot reach {target.url}: {reason} (is the {server} running? {target.source} names it)"
+    )
+
+
+def connect_port(environ: Mapping[str, str]) -> int:
+    """The port for a Spark Connect server started here: ``WORKBENCH_CONNECT_PORT``, else 15002.
+
+    Only used with ``SPARK_REMOTE=local[N]``, where pyspark starts a server inside the
+    kernel; two kernels on one machine need two ports.
+
+    Raises
+    ------
+    SparkURLError
+        When ``WORKBENCH_CONNECT_PORT`` is not a port number.
+
+    Examples
+    --------
+    >>> connect_port({}), connect_port({"WORKBENCH_CONNECT_PORT": "15003"})
+    (15002, 15003)
+    >>> connect_port({"WORKBENCH_CONNECT_PORT": "http"})
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkURLError: WORKBENCH_CONNECT_PORT='http' is not a port: use a whole number from 1024 to 65535 (e.g. 15003)
+    """
+    text = environ.get("WORKBENCH_CONNECT_PORT", "").strip()
+    if not text:
+        return CONNECT_DEFAULT_PORT
+    if not text.isdigit() or not 1024 <= int(text) <= 65535:
+        raise SparkURLError(
+            f"WORKBENCH_CONNECT_PORT={text!r} is not a port: use a whole number from 1024 to 65535 (e.g. 15003)")
+    return int(text)
+
+
+def _taken(port: int) -> bool:
+    # The server binds 127.0.0.1 with SO_REUSEADDR: a bind like its own fails exactly when its would.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def port_holder(port: int) -> int | None:
+    """The id of a process of this user listening on TCP ``port``, or None if none is found.
+
+    Read from ``/proc`` (Linux): the listening socket's inode, then the process holding it.
+    Other users' processes and other systems give None.
+    """
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # local address "ADDR:PORT" in hex, state 0A = LISTEN, inode in column 10
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
+                    return int(entry)
+            except OSError:
+                continue
+    return None
+
+
+def require_free_connect_port(port: int, remote: str) -> None:
+    """Raise :class:`ConnectPortInUseError` (one line) when ``port`` is taken on this machine.
+
+    Checked before pyspark starts a local Spark Connect server (``SPARK_REMOTE=local[N]``):
+    otherwise the server of a second kernel fails to bind its port, and its client reaches
+    the first kernel's server instead, which refuses it (each server accepts only the
+    random token of the kernel that started it).
+    """
+    if not _taken(port):
+        return
+    pid = port_holder(port)
+    holder = f" (pid {pid})" if pid is not None else ""
+    free = next((p for p in range(port + 1, port + 100) if p <= 65535 and not _taken(p)), None)
+    raise ConnectPortInUseError(
+        f"Spark Connect port {port} is in use by another process{holder}, e.g. another notebook's "
+        f"SPARK_REMOTE={remote} server, which serves only its own kernel: set WORKBENCH_CONNECT_PORT="
+        f"{free or 'PORT'} to start one for this kernel, or SPARK_REMOTE=sc://HOST:PORT to use a shared server"
     )

@@ -1,0 +1,173 @@
+"""Benchmark of kernel shutdown: how long a busy kernel takes to end, and what it leaves.
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_shutdown.py [--rounds 3] [--restart]
+
+Each round starts a real kernel (jupyter_client), runs two monitored streams (one with a
+Python UDF, so the JVM has Python workers) and a playing replay panel, then shuts it down
+the way Jupyter does (``KernelManager.shutdown_kernel()``, or ``restart_kernel()`` with
+``--restart``, default ``shutdown_wait_time`` of 5 s: the manager terminates the kernel
+after 2.5 s and kills it after 5 s). Printed side by side per round: the kernel's own
+shutdown phases (stopping the streams, ending Spark, removing folders; read from the
+workbench's log), the time from the request to the kernel's exit seen from outside, its
+exit code (0: exited by itself; negative: ended by a signal), and whatever outlived it
+(the JVM or Python workers, the temp folder, Spark's scratch folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CELLS = [
+    """\
+%load_ext workbench
+import json, logging, os, time, workbench
+handler = logging.FileHandler({log!r})
+handler.setFormatter(logging.Formatter('%(created).3f %(name)s %(message)s'))
+logging.getLogger('workbench').addHandler(handler)
+logging.getLogger('workbench').setLevel(logging.DEBUG if {debug!r} else logging.INFO)
+if {debug!r}:  # where the interpreter spends its last moments: every thread's stack, every 0.3 s
+    import atexit, faulthandler
+    _stacks = open({log!r} + '.stacks', 'w')
+    atexit.register(lambda: (_stacks.write(f'{time.time():.3f} atexit\\n'), _stacks.flush(),
+                             faulthandler.dump_traceback_later(0.3, repeat=True, file=_stacks)))
+from pyspark.sql import functions as F
+from workbench.replay.spec import Replay, WindowCount
+spark = workbench.session()
+rate = spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 5).load()
+doubled = rate.select(F.udf(lambda v: v * 2, 'long')('value').alias('doubled'))
+""",
+    "%%stream doubled --trigger 0.3 seconds\ndoubled\n",
+    "%%stream per_key --mode complete --trigger 0.3 seconds\nrate.groupBy((rate.value % 3).alias('k')).count()\n",
+    """\
+panel = workbench.replay_panel(Replay(rows_per_batch=5), WindowCount(window='5 minutes', watermark='10 minutes'),
+                               name='replayed', output_mode='update')
+display(panel)
+panel.play(2.0)
+deadline = time.monotonic() + 180
+while (min(h.progress.total for h in workbench.spark.current_env().handles()) < 2
+       or panel.run.progress.total < 2) and time.monotonic() < deadline:
+    time.sleep(0.1)
+print(json.dumps({'temp_dir': str(workbench.spark.current_env().temp_dir),
+                  'scratch': str(spark._workbench_scratch)}))
+""",
+]
+
+PHASES = re.compile(r"shutdown took ([\d.]+) s \(streams ([\d.]+) s, Spark ([\d.]+) s, folders ([\d.]+) s\)")
+
+
+def run_cell(client, code: str, timeout: float = 300.0) -> str:
+    """Execute ``code`` and return what it printed; raise if it failed."""
+    msg_id = client.execute(code)
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = client.get_iopub_msg(timeout=max(1.0, deadline - time.monotonic()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            raise RuntimeError("\n".join(msg["content"]["traceback"]))
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(out)
+
+
+def one_round(home: Path, restart: bool, debug: bool = False) -> dict:
+    from jupyter_client.manager import start_new_kernel
+
+    home.mkdir()
+    log = home / "workbench.log"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")},
+        "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=90, env=env)
+    try:
+        facts = {}
+        for cell in CELLS:
+            printed = run_cell(client, cell.replace("{log!r}", repr(str(log))).replace("{debug!r}", repr(debug)))
+            if printed.strip():
+                facts = json.loads(printed.strip().splitlines()[-1])
+        process = manager.provisioner.process
+        family = {p.pid: p.name() for p in psutil.Process(process.pid).children(recursive=True)}
+        began = time.monotonic()
+        asked = time.time()
+        if restart:
+            manager.restart_kernel()
+        else:
+            manager.shutdown_kernel()
+        seen = time.monotonic() - began
+        deadline = time.monotonic() + 30
+        while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                  for pid in family) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [name for pid, name in family.items()
+                if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        # The folders go in a detached `rm -rf` started just before the kernel exits.
+        while any(Path(facts[what]).exists() for what in ("temp_dir", "scratch")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left += [what for what in ("temp_dir", "scratch") if Path(facts[what]).exists()]
+        match = PHASES.search(log.read_text()) if log.exists() else None
+        phases = dict(zip(("total", "streams", "spark", "folders"), map(float, match.groups()))) if match else {}
+        if debug:  # the kernel's log, in seconds since the request
+            for line in log.read_text().splitlines():
+                stamp, _, rest = line.partition(" ")
+                try:
+                    print(f"    {float(stamp) - asked:+7.2f} s  {rest}")
+                except ValueError:
+                    print(f"             {line}")
+            stacks = Path(str(log) + ".stacks")
+            if stacks.exists():
+                print(stacks.read_text())
+        return {"phases": phases, "seen": seen, "code": process.returncode, "left": left}
+    finally:
+        if manager.is_alive():
+            manager.shutdown_kernel(now=True)
+        client.stop_channels()
+        manager.cleanup_resources()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="kernels started and shut down, one after another")
+    parser.add_argument("--restart", action="store_true", help="restart the kernel instead of shutting it down")
+    parser.add_argument("--debug", action="store_true", help="print the kernel's workbench log of each shutdown")
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'round':>5} {'streams s':>9} {'Spark s':>8} {'folders s':>9} {'in kernel s':>11} "
+          f"{'request->exit s':>15} {'exit':>5}  left behind")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-shutdown-") as root:
+        for n in range(1, args.rounds + 1):
+            row = one_round(Path(root) / f"round-{n}", args.restart, args.debug)
+            rows.append(row)
+            p = row["phases"]
+            print(f"{n:>5} {p.get('streams', float('nan')):>9.2f} {p.get('spark', float('nan')):>8.2f} "
+                  f"{p.get('folders', float('nan')):>9.2f} {p.get('total', float('nan')):>11.2f} "
+                  f"{row['seen']:>15.2f} {row['code']:>5}  {', '.join(row['left']) or 'nothing'}", flush=True)
+    seen = [row["seen"] for row in rows]
+    clean = sum(row["code"] == 0 and not row["left"] for row in rows)
+    print(f"request->exit median {statistics.median(seen):.2f} s, max {max(seen):.2f} s; "
+          f"{clean}/{len(rows)} rounds exited by themselves and left nothing; "
+          f"load average at end: {os.getloadavg()[0]:.1f}")
+    sys.exit(0 if clean == len(rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

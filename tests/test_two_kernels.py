@@ -1,0 +1,266 @@
+"""Two notebooks at once: two real kernels on one machine, each with its own Spark.
+
+Each kernel runs monitored streams (one of the same name in both) side by side. Checked
+from outside (jupyter_client, /proc, sockets): separate Spark JVMs and Spark UIs on
+different ports of 127.0.0.1, separate private temp and scratch folders (mode 0700), each
+kernel's ``workbench.streams()`` lists only its own streams, and restarting one kernel (the
+way Jupyter does, ``KernelManager.restart_kernel()``) leaves the other's streams making
+batches. With ``SPARK_REMOTE=local[2]`` each kernel starts a Spark Connect server inside
+itself; a second kernel asking for the same port gets one line naming the port, the
+process holding it and ``WORKBENCH_CONNECT_PORT``, and with that variable set it starts its
+own server next to the first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+
+from tests.cluster_support import free_port
+from tests.test_magics_kernel import REPO, Kernel, alive
+
+pytestmark = pytest.mark.spark
+
+SETUP = """\
+%load_ext workbench
+import json, os, time, workbench
+from pyspark.sql import functions as F
+spark = workbench.session()
+rate = spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 5).load()
+"""
+
+# Two streams with monitors: one named the same in both kernels, one named after the kernel.
+STREAMS = """\
+%%stream ticks --trigger 0.3 seconds
+rate
+"""
+
+OWN = """\
+%%stream {name} --mode complete --trigger 0.3 seconds
+rate.groupBy((rate.value % 3).alias('k')).count()
+"""
+
+REPORT = """\
+deadline = time.monotonic() + 180
+while (min(h.progress.total for h in workbench.spark.current_env().handles()) < {batches}
+       and time.monotonic() < deadline):
+    time.sleep(0.1)
+env = workbench.spark.current_env()
+print(json.dumps({{
+    'pid': os.getpid(),
+    'temp_dir': str(env.temp_dir),
+    'scratch': str(getattr(spark, '_workbench_scratch', '')),
+    'ui': env.ui_web_url(),
+    'streams': sorted(workbench.streams()['name']),
+    'active': sorted(q.name for q in spark.streams.active),
+    'batches': {{h.name: h.progress.total for h in env.handles()}},
+}}))
+"""
+
+
+def start_kernel(tmp_path: Path, name: str, **extra: str) -> Kernel:
+    """A real kernel with its own Jupyter folders, as in ``tests/test_magics_kernel.py``."""
+    from jupyter_client.manager import start_new_kernel
+
+    home = tmp_path / name
+    home.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items()
+           if k not in ("PYTEST_CURRENT_TEST", "SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CONNECT_PORT")},
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+        **extra,
+    }
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=90, env=env)
+    return Kernel(manager, client)
+
+
+def close_kernel(kernel: Kernel) -> None:
+    if kernel.manager.is_alive():
+        kernel.manager.shutdown_kernel(now=True)
+    kernel.client.stop_channels()
+    kernel.manager.cleanup_resources()
+
+
+@pytest.fixture
+def two_kernels(tmp_path):
+    """Kernels A and B, started side by side; ``extra`` environment variables go to both."""
+    with ExitStack() as stack:
+        def make(**extra: str) -> tuple[Kernel, Kernel]:
+            kernels = []
+            for name in ("a", "b"):
+                kernel = start_kernel(tmp_path, name, **extra)
+                stack.callback(close_kernel, kernel)
+                kernels.append(kernel)
+            return kernels[0], kernels[1]
+
+        yield make
+
+
+def report(kernel: Kernel, batches: int = 2) -> dict:
+    facts = json.loads(kernel.stdout_of(kernel.run(REPORT.format(batches=batches), timeout=240)).strip().splitlines()[-1])
+    assert min(facts["batches"].values()) >= batches, facts
+    return facts
+
+
+def family(pid: int) -> dict[int, str]:
+    return {p.pid: p.name() for p in psutil.Process(pid).children(recursive=True)}
+
+
+def listening_on_loopback_only(port: int) -> bool:
+    """Whether ``port`` accepts connections on 127.0.0.1 and on no other local address."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass
+    others = {a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+              if a.family == socket.AF_INET and not a.address.startswith("127.")}
+    for address in others:
+        try:
+            with socket.create_connection((address, port), timeout=2):
+                return False
+        except OSError:
+            pass
+    return True
+
+
+def assert_not_killed(process) -> None:
+    """Exited by itself, or met Jupyter's SIGTERM (sent 2.5 s after the request) but never its SIGKILL.
+
+    On this shared 2-core machine the interpreter's own exit sometimes outlasts the 2.5 s
+    after the workbench's clean-up has ended (``tests/test_kernel_faults.py`` times that
+    clean-up); what the kernel leaves is checked next.
+    """
+    assert process.returncode in (0, -signal.SIGTERM), f"the kernel ended with {process.returncode}"
+
+
+def mode(path: str) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_two_kernels_run_streams_side_by_side_and_a_restart_leaves_the_other_alone(two_kernels):
+    a, b = two_kernels()
+    for kernel, name in ((a, "only_a"), (b, "only_b")):
+        kernel.run(SETUP, timeout=300)
+        kernel.run(STREAMS, timeout=180)
+        kernel.run(OWN.format(name=name), timeout=180)
+    fa, fb = report(a), report(b)
+
+    # Each kernel lists its own streams, and only those.
+    assert fa["streams"] == fa["active"] == ["only_a", "ticks"], fa
+    assert fb["streams"] == fb["active"] == ["only_b", "ticks"], fb
+    # Separate JVMs, UIs on different ports of the loopback address, separate private folders.
+    jvms_a = [pid for pid, name in family(fa["pid"]).items() if name == "java"]
+    jvms_b = [pid for pid, name in family(fb["pid"]).items() if name == "java"]
+    assert len(jvms_a) == len(jvms_b) == 1 and jvms_a != jvms_b
+    ui_a, ui_b = urlsplit(fa["ui"]), urlsplit(fb["ui"])
+    assert ui_a.hostname == ui_b.hostname == "127.0.0.1" and ui_a.port != ui_b.port, (fa["ui"], fb["ui"])
+    assert listening_on_loopback_only(ui_a.port) and listening_on_loopback_only(ui_b.port)
+    folders = [fa["temp_dir"], fb["temp_dir"], fa["scratch"], fb["scratch"]]
+    assert len(set(folders)) == 4 and all(mode(folder) == 0o700 for folder in folders), folders
+
+    # Restarting A, as Jupyter does, ends A's Spark and folders; B's streams keep making batches.
+    before = report(b)["batches"]
+    old_a = a.manager.provisioner.process
+    a.manager.restart_kernel()
+    assert_not_killed(old_a)
+    deadline = time.monotonic() + 30
+    while (alive(jvms_a[0]) or Path(fa["temp_dir"]).exists() or Path(fa["scratch"]).exists()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(jvms_a[0]) and not Path(fa["temp_dir"]).exists() and not Path(fa["scratch"]).exists()
+    after = report(b, batches=max(before.values()) + 3)
+    assert after["active"] == ["only_b", "ticks"] and alive(jvms_b[0]), after
+    assert all(after["batches"][name] > count for name, count in before.items()), (before, after["batches"])
+
+    # The restarted A starts again beside B, and stopping A's streams leaves B's running.
+    a.client.wait_for_ready(timeout=90)
+    a.run(SETUP, timeout=300)
+    a.run(STREAMS, timeout=180)
+    fa = report(a)
+    assert fa["streams"] == ["ticks"] and urlsplit(fa["ui"]).port != ui_b.port, fa
+    a.run("%stream stop --all", timeout=120)
+    later = report(b, batches=max(after["batches"].values()) + 2)
+    assert later["active"] == ["only_b", "ticks"], later
+
+
+def run_failing(kernel: Kernel, code: str, timeout: float = 120) -> list[str]:
+    """Execute ``code``, which must fail; return the error's traceback lines as the notebook shows them."""
+    msg_id = kernel.client.execute(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=max(1.0, deadline - time.monotonic()))
+        kernel.messages.append(msg)
+        if (msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == msg_id
+                and msg["content"]["execution_state"] == "idle"):
+            break
+    errors = [m["content"] for m in kernel.outputs_of(msg_id) if m["msg_type"] == "error"]
+    assert len(errors) == 1, errors
+    return errors[0]["traceback"]
+
+
+CONNECT_REPORT = """\
+deadline = time.monotonic() + 180
+while workbench.stream('ticks').progress.total < 2 and time.monotonic() < deadline:
+    time.sleep(0.1)
+print(json.dumps({'kind': type(spark).__module__, 'pid': os.getpid(),
+                  'streams': sorted(workbench.streams()['name']),
+                  'batches': workbench.stream('ticks').progress.total}))
+"""
+
+
+def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_port(two_kernels):
+    port = free_port()  # not 15002: another program on the machine may use that one
+    a, b = two_kernels(SPARK_REMOTE="local[2]", WORKBENCH_CONNECT_PORT=str(port))
+    a.run(SETUP, timeout=400)
+    a.run("%%stream ticks --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
+    fa = json.loads(a.stdout_of(a.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
+    assert fa["kind"] == "pyspark.sql.connect.session" and fa["batches"] >= 2, fa
+    server = [pid for pid, name in family(fa["pid"]).items() if name == "java"]
+    assert len(server) == 1 and listening_on_loopback_only(port)
+
+    # B asks for the same: one line, before any JVM starts, naming the port, its holder and the fix.
+    shown = run_failing(b, "%load_ext workbench\nimport workbench\nworkbench.session()")
+    assert len(shown) == 1, shown
+    line = shown[0]
+    assert line.startswith(f"ConnectPortInUseError: Spark Connect port {port} is in use by another process "
+                           f"(pid {server[0]}), e.g. another notebook's SPARK_REMOTE=local[2] server, which serves "
+                           "only its own kernel: set WORKBENCH_CONNECT_PORT="), line
+    assert line.endswith(" to start one for this kernel, or SPARK_REMOTE=sc://HOST:PORT to use a shared server"), line
+    suggested = int(line.split("WORKBENCH_CONNECT_PORT=", 1)[1].split()[0])
+    assert suggested != port
+    b_pid = b.manager.provisioner.process.pid
+    assert "java" not in family(b_pid).values(), "the refused kernel started a JVM"
+
+    # With the port it suggests, B gets its own server; both stream, each lists only its own.
+    b.run(f"%env WORKBENCH_CONNECT_PORT={suggested}\n" + SETUP.replace("%load_ext workbench\n", ""), timeout=400)
+    b.run("%%stream ticks --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
+    b.run("%%stream only_b --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
+    fb = json.loads(b.stdout_of(b.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
+    assert fb["streams"] == ["only_b", "ticks"] and fb["batches"] >= 2, fb
+    assert listening_on_loopback_only(suggested)
+    fa = json.loads(a.stdout_of(a.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
+    assert fa["streams"] == ["ticks"], fa
+
+    # Shutting A down (Jupyter's way) ends its server and leaves B's streams running.
+    old_a = a.manager.provisioner.process
+    a.manager.shutdown_kernel()
+    assert_not_killed(old_a)
+    deadline = time.monotonic() + 30
+    while alive(server[0]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(server[0])
+    before = fb["batches"]
+    again = json.loads(b.stdout_of(b.run(CONNECT_REPORT.replace("< 2", f"< {before + 3}"), timeout=240))
+                       .strip().splitlines()[-1])
+    assert again["batches"] >= before + 3 and again["streams"] == ["only_b", "ticks"], again
