@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -259,6 +260,10 @@ class LabServer:
             self._log.close()
             self._log = None
         if self.temp.is_dir():
+            # A kernel hands its folders to a detached `rm` on the way out: give it a moment.
+            deadline = time.monotonic() + 15.0
+            while any(self.temp.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.2)
             problems += [f"left in the temporary folder: {p.name}" for p in sorted(self.temp.iterdir())]
         shutil.rmtree(self.root, ignore_errors=True)
         return problems

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from workbench.errors import StreamStartError
 from workbench.progress import DURATION_PARTS
 from workbench.spark.plan import plan_facts
-from workbench.views.monitor import StreamMonitor
+from workbench.views.monitor import NO_STATE, NO_WATERMARK, StreamMonitor
 from tests.helpers import live_threads, wait_for
 
 pytestmark = pytest.mark.spark
@@ -176,6 +176,11 @@ def test_no_input_is_explained_and_output_is_not(env, spark, rate_stream, tmp_pa
     wait_for(lambda: flowing.progress.total >= 4, message="4 batches")
     wait_for(lambda: "Result" in busy.preview.value, message="the result preview")
     assert busy.diagnosis.value == ""  # rows are output: nothing to explain
+    # A query without watermark or state: those charts say so instead of drawing empty axes;
+    # a watermarked query that has not run a batch yet keeps waiting for one.
+    said = {spec["key"]: spec.get("empty_message") for spec in busy.charts.charts}
+    assert said["watermark"] == NO_WATERMARK and said["state"] == NO_STATE
+    assert {spec["key"]: spec.get("empty_message") for spec in quiet.charts.charts}["watermark"] is None
     # The preview shows the latest rows of the memory table. Read it before the table: the
     # stream keeps running, so the preview may only ever be behind the table, never ahead.
     shown = [int(v) for v in re.findall(r"<td>(\d+)</td>", busy.preview.value)]

@@ -218,7 +218,12 @@ export class ChartGridView extends DOMWidgetView {
       const layout: Record<string, any> = { ...spec.layout, uirevision: spec.key };
       // A chart is empty before its first point, and while it has no trace at all (e.g.
       // the state chart of a query that keeps no state).
-      if (traces.length === 0 || (live && !(series && series.x.length))) {
+      // A live chart whose lanes hold only nulls (no watermark yet, or none at all) is empty too.
+      const hasPoint =
+        !!series &&
+        series.x.length > 0 &&
+        series.y.some(lane => lane.some(v => v !== null && v !== undefined));
+      if (traces.length === 0 || (live && !hasPoint)) {
         // No fake axes before the first batch: hide them and say what the chart waits for.
         for (const name of Object.keys(layout)) {
           if (/^[xy]axis\d*$/.test(name)) {

@@ -107,7 +107,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     _close_streams_panel(magics)
-    _stop_at_exit(magics)
+    try:
+        magics.stop_everything()
+    except Exception:
+        log.debug("stopping streams at unload failed", exc_info=True)
     from ..views.console import unfilter_kernel_stderr
 
     unfilter_kernel_stderr()
@@ -124,6 +127,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 def _stop_at_exit(magics: Any) -> None:
     try:
-        magics.stop_everything()
+        # At exit nothing waits for a batch to finish or a replay to report (Spark may be gone).
+        magics.stop_everything(grace=0.0)
     except Exception:  # at exit Spark may already be gone; nothing is left to stop then
         log.debug("stopping streams at exit failed", exc_info=True)

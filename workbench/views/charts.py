@@ -171,13 +171,14 @@ class ChartGrid(ExtensionWidget):
     def set_empty_message(self, key: str, text: str) -> None:
         """What chart ``key`` says while it has no points or no traces."""
         with self._lock:
-            charts = copy.deepcopy(self.charts)
-            spec = next((c for c in charts if c["key"] == key), None)
-            if spec is None:
+            current = next((c for c in self.charts if c["key"] == key), None)
+            if current is None:
                 raise KeyError(f"no chart {key!r}; charts: {self.chart_keys()}")
-            if spec.get("empty_message") != text:
-                spec["empty_message"] = text
-                self.charts = charts
+            if current.get("empty_message") == text:
+                return  # called on every draw: no copy, no message when nothing changes
+            charts = copy.deepcopy(self.charts)
+            next(c for c in charts if c["key"] == key)["empty_message"] = text
+            self.charts = charts
 
     def add_traces(self, key: str, traces: Iterable[Mapping[str, Any]], *, title: str | None = None) -> None:
         """Append live traces to chart ``key`` (their earlier points are empty)."""

@@ -48,6 +48,7 @@ _FIGURE_WIDTH = 560
 _STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
 #: What the state chart says once batches have run without a stateful operator.
 NO_STATE = "No state: this query has no stateful operator"
+NO_WATERMARK = "No watermark: this query has none (withWatermark sets one)"
 _AXIS = {"gridcolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "linecolor": "#c8d4e3", "automargin": True}
 
 
@@ -477,6 +478,9 @@ class StreamMonitor(widgets.VBox):
                 self._operators = [name or f"operator {i}" for i, name in enumerate(names)]
             if records and not self._operators:
                 self.charts.set_empty_message("state", NO_STATE)
+            # Spark reports a watermark (epoch 0 at first) with every batch of a query that has one.
+            if records and not self._input_names and all(r.watermark is None for r in records):
+                self.charts.set_empty_message("watermark", NO_WATERMARK)
             points = chart_points(records, len(self._operators))
             if self._input_names:
                 x, lanes = points["watermark"]
