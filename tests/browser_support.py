@@ -4,7 +4,8 @@
 with a random free port and a random token (authentication stays on), serving a temporary
 copy of a notebook folder. Every Jupyter and IPython folder (config, data, runtime,
 settings, workspaces, IPython profile) and every temporary folder of the server, its kernels
-and their Spark JVMs (``TMPDIR``, ``SPARK_LOCAL_DIRS``, ``java.io.tmpdir``) points into the
+and their Spark JVMs (``TMPDIR``, ``java.io.tmpdir``; the workbench keeps Spark's own scratch
+folder inside it) points into the
 same private folder, so a run leaves the user's home and ``/tmp`` alone. The only kernel is
 this interpreter with the repository importable. :meth:`LabServer.stop` shuts the kernels
 down through the REST API (so the workbench stops its streams and Spark exits cleanly),
@@ -131,7 +132,7 @@ class LabServer:
         folders = {
             "JUPYTER_CONFIG_DIR": "config", "JUPYTER_DATA_DIR": "data", "JUPYTER_RUNTIME_DIR": "runtime",
             "IPYTHONDIR": "ipython", "JUPYTERLAB_SETTINGS_DIR": "settings",
-            "JUPYTERLAB_WORKSPACES_DIR": "workspaces", "TMPDIR": "tmp", "SPARK_LOCAL_DIRS": "tmp",
+            "JUPYTERLAB_WORKSPACES_DIR": "workspaces", "TMPDIR": "tmp",
         }
         env = dict(os.environ)
         for variable, name in folders.items():

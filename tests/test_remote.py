@@ -62,7 +62,9 @@ def run(extra_env: dict[str, str]) -> dict:
     env.update(extra_env, PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           timeout=240, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # Spark's server log fills stderr: show the script's own traceback when there is one.
+    start = done.stderr.rfind("Traceback (most recent call last)")
+    assert done.returncode == 0, done.stderr[start:][:3000] if start >= 0 else done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

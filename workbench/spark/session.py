@@ -168,6 +168,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     if "spark.local.dir" not in settings and not os.environ.get("SPARK_LOCAL_DIRS"):
         scratch = _new_scratch()
         settings["spark.local.dir"] = str(scratch)
+        settings["spark.driver.extraJavaOptions"] = _with_tmpdir(settings.get("spark.driver.extraJavaOptions"), scratch)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -180,6 +181,18 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     _own_scratch(spark, scratch)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _with_tmpdir(options: str | None, scratch: Path) -> str:
+    """JVM options with ``java.io.tmpdir`` in ``scratch``, unless the user set one.
+
+    The JVM's own temporary files (native libraries it unpacks, Spark's artifact folders)
+    then go with the scratch folder, also when the JVM is killed at shutdown.
+    """
+    options = options or ""
+    if "-Djava.io.tmpdir=" in options:
+        return options
+    return f"{options} -Djava.io.tmpdir={scratch}".strip()
 
 
 def _new_scratch() -> Path:
@@ -224,6 +237,7 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
         "spark.connect.grpc.binding.address": settings.get("spark.connect.grpc.binding.address", "127.0.0.1"),
         "spark.connect.grpc.binding.port": str(port),
         "spark.local.dir": str(scratch),
+        "spark.driver.extraJavaOptions": _with_tmpdir(settings.get("spark.driver.extraJavaOptions"), scratch),
     }
     log.info("starting a local Spark Connect server (%s) on 127.0.0.1:%d", remote, port)
     try:
@@ -335,10 +349,15 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
     from pyspark import SparkContext
 
     local = not is_connect_session(spark) and is_local_master(_master_of(spark))
+    scratch = getattr(spark, "_workbench_scratch", None)
     if is_connect_session(spark) and not os.environ.get("SPARK_LOCAL_REMOTE"):
         _bounded(spark.stop, max(grace, 1.0), "closing the Spark Connect client")
     elif grace > 0 and not local:
         _bounded(spark.stop, grace, "stopping the session")
+    elif local and scratch is None:
+        # Spark's folders are in the user's spark.local.dir / SPARK_LOCAL_DIRS, not in a
+        # private folder removed below: let Spark remove them itself, for a bounded time.
+        _bounded(spark.stop, 2.0, "stopping the session")
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
     if proc is not None and proc.poll() is None:
@@ -348,7 +367,6 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
         except Exception:
             log.warning("the Spark JVM (pid %s) did not end within 2 s of being killed", proc.pid)
         log.debug("the Spark JVM (pid %s) has ended", proc.pid)
-    scratch = getattr(spark, "_workbench_scratch", None)
     _remove_folders([*folders, *([scratch] if scratch is not None else [])])
     _remove_perf_data(proc)
     if gateway is not None:
