@@ -403,19 +403,11 @@ def _forget_jvm(spark: Any) -> None:
     Unlike :func:`discard_dead_session` nothing is closed: the interpreter is ending, and
     pyspark's py4j threads are daemons.
     """
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
     for session in (spark, _classic_session()):
         context = getattr(session, "_sc", None)
         if context is not None:
             context._jsc = None  # spark_is_gone() and stop() see it as stopped
-    with SparkContext._lock:
-        SparkContext._active_spark_context = None
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None
+    _forget_pyspark_globals()
 
 
 def _classic_session() -> Any:
@@ -512,7 +504,6 @@ def discard_dead_session(spark: Any) -> None:
     them out again (every call then failing with ``ConnectionRefusedError``).
     """
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
     context = getattr(spark, "_sc", None)
     gateway = getattr(context, "_gateway", None) or SparkContext._gateway
@@ -529,6 +520,14 @@ def discard_dead_session(spark: Any) -> None:
     if context is not None:
         context._jsc = None  # so that stop() skips the JVM and only ends the Python side
         context.stop()
+    _forget_pyspark_globals()
+
+
+def _forget_pyspark_globals() -> None:
+    """Clear pyspark's process-wide handles on a JVM that is gone, so a new session starts one."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
     with SparkContext._lock:
         SparkContext._active_spark_context = None
         SparkContext._gateway = None
