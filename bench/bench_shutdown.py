@@ -27,9 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers import alive, family_of  # noqa: E402
 
 CELLS = [
     """\
@@ -105,7 +107,7 @@ def one_round(home: Path, restart: bool, debug: bool = False) -> dict:
             if printed.strip():
                 facts = json.loads(printed.strip().splitlines()[-1])
         process = manager.provisioner.process
-        family = {p.pid: p.name() for p in psutil.Process(process.pid).children(recursive=True)}
+        family = family_of(process.pid)
         began = time.monotonic()
         asked = time.time()
         if restart:
@@ -114,11 +116,9 @@ def one_round(home: Path, restart: bool, debug: bool = False) -> dict:
             manager.shutdown_kernel()
         seen = time.monotonic() - began
         deadline = time.monotonic() + 30
-        while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                  for pid in family) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in family) and time.monotonic() < deadline:
             time.sleep(0.2)
-        left = [name for pid, name in family.items()
-                if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        left = [name for pid, name in family.items() if alive(pid)]
         # The folders go in a detached `rm -rf` started just before the kernel exits.
         while any(Path(facts[what]).exists() for what in ("temp_dir", "scratch")) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 
@@ -30,3 +32,27 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, message=No
 def live_threads(prefix: str = "workbench-") -> list[threading.Thread]:
     """Workbench threads still alive (pollers and monitors name theirs with this prefix)."""
     return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
+
+
+def family_of(pid: int) -> dict[int, str]:
+    """Every live process that ``pid`` started, directly or not, by id, with its name.
+
+    A short-lived child (a Python worker ending its task) may exit between the listing and the
+    name read: it is gone already, so it cannot be left behind, and it is not counted.
+    """
+    family = {}
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            family[child.pid] = child.name()
+        except psutil.NoSuchProcess:
+            pass
+    return family
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

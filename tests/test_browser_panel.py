@@ -40,7 +40,6 @@ import shutil
 import signal
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any, Iterator
 
 import psutil
@@ -50,7 +49,7 @@ from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium,
     save_screenshot, served,
 )
-from .helpers import wait_for
+from .helpers import family_of, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -410,8 +409,8 @@ def test_a_killed_kernel(page, lab):
     wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
              text=lambda: f"status bar: {_status_text(page)!r}")
     kernel = _kernel_process(lab, "kill.ipynb")
-    spark = kernel.children(recursive=True)
-    assert any(p.name() == "java" for p in spark), f"no Spark JVM under the kernel: {spark}"
+    spark = family_of(kernel.pid)
+    assert "java" in spark.values(), f"no Spark JVM under the kernel: {spark}"
     kernel.send_signal(signal.SIGKILL)
     died = "The kernel died while 1 stream was running: they are gone with it."
     wait_for(lambda: died in _panel_text(page), 30, 0.25,

@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from tests.test_magics_kernel import alive, kernel  # noqa: F401  (kernel: the real-kernel fixture)
+from tests.helpers import alive, family_of
+from tests.test_magics_kernel import kernel  # noqa: F401  (kernel: the real-kernel fixture)
 
 pytestmark = pytest.mark.spark
 
@@ -76,10 +76,6 @@ def start_everything(kernel, log: Path) -> dict:
     return facts
 
 
-def descendants(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
-
-
 def wait_gone(pids: list[int], timeout: float = 30) -> list[int]:
     deadline = time.monotonic() + timeout
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
@@ -123,11 +119,6 @@ def assert_ended_in_time(process, log: Path) -> None:
     took = [float(t) for t in re.findall(r"^shutdown took ([\d.]+) s", log.read_text(), flags=re.MULTILINE)]
     assert took and took[0] < 2.5, f"the shutdown hook's clean-up took {took} s"
     assert process.returncode in (0, -signal.SIGTERM), f"the kernel ended with {process.returncode}"
-
-
-def family_of(pid: int) -> dict[int, str]:
-    """Every process the kernel ``pid`` started, directly or not, by id, with its name."""
-    return {p.pid: p.name() for p in descendants(pid)}
 
 
 def assert_nothing_left(family: dict[int, str], facts: dict) -> None:

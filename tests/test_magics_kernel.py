@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import alive
+
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,15 +141,6 @@ def batch_widget_texts(messages: list[dict]) -> list[str]:
             for m in messages
             if m["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
             and m["content"]["data"]["state"].get("_model_name") == "OutputModel"]
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def batch_ids(text: str) -> list[int]:

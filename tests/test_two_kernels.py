@@ -26,7 +26,8 @@ import psutil
 import pytest
 
 from tests.cluster_support import free_port
-from tests.test_magics_kernel import REPO, Kernel, alive
+from tests.helpers import alive, family_of
+from tests.test_magics_kernel import REPO, Kernel
 
 pytestmark = pytest.mark.spark
 
@@ -115,10 +116,6 @@ def report(kernel: Kernel, batches: int = 2) -> dict:
     return facts
 
 
-def family(pid: int) -> dict[int, str]:
-    return {p.pid: p.name() for p in psutil.Process(pid).children(recursive=True)}
-
-
 def listening_on_loopback_only(port: int) -> bool:
     """Whether ``port`` accepts connections on 127.0.0.1 and on no other local address."""
     with socket.create_connection(("127.0.0.1", port), timeout=5):
@@ -160,8 +157,8 @@ def test_two_kernels_run_streams_side_by_side_and_a_restart_leaves_the_other_alo
     assert fa["streams"] == fa["active"] == ["only_a", "ticks"], fa
     assert fb["streams"] == fb["active"] == ["only_b", "ticks"], fb
     # Separate JVMs, UIs on different ports of the loopback address, separate private folders.
-    jvms_a = [pid for pid, name in family(fa["pid"]).items() if name == "java"]
-    jvms_b = [pid for pid, name in family(fb["pid"]).items() if name == "java"]
+    jvms_a = [pid for pid, name in family_of(fa["pid"]).items() if name == "java"]
+    jvms_b = [pid for pid, name in family_of(fb["pid"]).items() if name == "java"]
     assert len(jvms_a) == len(jvms_b) == 1 and jvms_a != jvms_b
     ui_a, ui_b = urlsplit(fa["ui"]), urlsplit(fb["ui"])
     assert ui_a.hostname == ui_b.hostname == "127.0.0.1" and ui_a.port != ui_b.port, (fa["ui"], fb["ui"])
@@ -226,7 +223,7 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
     a.run("%%stream ticks --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
     fa = json.loads(a.stdout_of(a.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
     assert fa["kind"] == "pyspark.sql.connect.session" and fa["batches"] >= 2, fa
-    server = [pid for pid, name in family(fa["pid"]).items() if name == "java"]
+    server = [pid for pid, name in family_of(fa["pid"]).items() if name == "java"]
     assert len(server) == 1 and listening_on_loopback_only(port)
 
     # B asks for the same: one line, before any JVM starts, naming the port, its holder and the fix.
@@ -240,7 +237,7 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
     suggested = int(line.split("WORKBENCH_CONNECT_PORT=", 1)[1].split()[0])
     assert suggested != port
     b_pid = b.manager.provisioner.process.pid
-    assert "java" not in family(b_pid).values(), "the refused kernel started a JVM"
+    assert "java" not in family_of(b_pid).values(), "the refused kernel started a JVM"
 
     # With the port it suggests, B gets its own server; both stream, each lists only its own.
     b.run(f"%env WORKBENCH_CONNECT_PORT={suggested}\n" + SETUP.replace("%load_ext workbench\n", ""), timeout=400)
