@@ -18,7 +18,6 @@ exit code (0: exited by itself; negative: ended by a signal), and whatever outli
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -32,80 +31,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.helpers import alive, family_of  # noqa: E402
+from tests.kernels import Kernel, start_busy  # noqa: E402
 
-CELLS = [
-    """\
-%load_ext workbench
-import json, logging, os, time, workbench
-handler = logging.FileHandler({log!r})
-handler.setFormatter(logging.Formatter('%(created).3f %(name)s %(message)s'))
-logging.getLogger('workbench').addHandler(handler)
-logging.getLogger('workbench').setLevel(logging.DEBUG if {debug!r} else logging.INFO)
-if {debug!r}:  # where the interpreter spends its last moments: every thread's stack, every 0.3 s
-    import atexit, faulthandler
-    _stacks = open({log!r} + '.stacks', 'w')
-    atexit.register(lambda: (_stacks.write(f'{time.time():.3f} atexit\\n'), _stacks.flush(),
-                             faulthandler.dump_traceback_later(0.3, repeat=True, file=_stacks)))
-from pyspark.sql import functions as F
-from workbench.replay.spec import Replay, WindowCount
-spark = workbench.session()
-rate = spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 5).load()
-doubled = rate.select(F.udf(lambda v: v * 2, 'long')('value').alias('doubled'))
-""",
-    "%%stream doubled --trigger 0.3 seconds\ndoubled\n",
-    "%%stream per_key --mode complete --trigger 0.3 seconds\nrate.groupBy((rate.value % 3).alias('k')).count()\n",
-    """\
-panel = workbench.replay_panel(Replay(rows_per_batch=5), WindowCount(window='5 minutes', watermark='10 minutes'),
-                               name='replayed', output_mode='update')
-display(panel)
-panel.play(2.0)
-deadline = time.monotonic() + 180
-while (min(h.progress.total for h in workbench.spark.current_env().handles()) < 2
-       or panel.run.progress.total < 2) and time.monotonic() < deadline:
-    time.sleep(0.1)
-print(json.dumps({'temp_dir': str(workbench.spark.current_env().temp_dir),
-                  'scratch': str(spark._workbench_scratch)}))
-""",
-]
+#: With --debug: where the interpreter spends its last moments, every thread's stack every 0.3 s.
+STACKS = """\
+import atexit, faulthandler, time
+_stacks = open({stacks!r}, 'w')
+atexit.register(lambda: (_stacks.write(f'{time.time():.3f} atexit\\n'), _stacks.flush(),
+                         faulthandler.dump_traceback_later(0.3, repeat=True, file=_stacks)))
+"""
 
 PHASES = re.compile(r"shutdown took ([\d.]+) s \(streams ([\d.]+) s, Spark ([\d.]+) s, folders ([\d.]+) s\)")
 
 
-def run_cell(client, code: str, timeout: float = 300.0) -> str:
-    """Execute ``code`` and return what it printed; raise if it failed."""
-    msg_id = client.execute(code)
-    out: list[str] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        msg = client.get_iopub_msg(timeout=max(1.0, deadline - time.monotonic()))
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
-            out.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            raise RuntimeError("\n".join(msg["content"]["traceback"]))
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return "".join(out)
-
-
 def one_round(home: Path, restart: bool, debug: bool = False) -> dict:
-    from jupyter_client.manager import start_new_kernel
-
-    home.mkdir()
     log = home / "workbench.log"
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")},
-        "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-    }
-    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=90, env=env)
+    kernel = Kernel.start(home)
+    manager = kernel.manager
     try:
-        facts = {}
-        for cell in CELLS:
-            printed = run_cell(client, cell.replace("{log!r}", repr(str(log))).replace("{debug!r}", repr(debug)))
-            if printed.strip():
-                facts = json.loads(printed.strip().splitlines()[-1])
+        if debug:
+            kernel.run(STACKS.replace("{stacks!r}", repr(str(log) + ".stacks")))
+        facts = start_busy(kernel, log, level="DEBUG" if debug else "INFO")
         process = manager.provisioner.process
         family = family_of(process.pid)
         began = time.monotonic()
@@ -137,10 +83,7 @@ def one_round(home: Path, restart: bool, debug: bool = False) -> dict:
                 print(stacks.read_text())
         return {"phases": phases, "seen": seen, "code": process.returncode, "left": left}
     finally:
-        if manager.is_alive():
-            manager.shutdown_kernel(now=True)
-        client.stop_channels()
-        manager.cleanup_resources()
+        kernel.close()
 
 
 def main() -> None:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.test_magics_kernel import Kernel, REPO  # noqa: F401
+from tests.kernels import Kernel
 
 pytestmark = pytest.mark.spark
 
@@ -92,27 +91,15 @@ def run_interrupted(kernel: Kernel, code: str, ready, *, after: float = 0.0, tim
 
     The reply's content, with ``outputs``: the cell's output messages.
     """
-    msg_id = kernel.client.execute(code)
+    msg_id = kernel.send(code)
     deadline = time.monotonic() + timeout
     while not ready():
         assert time.monotonic() < deadline, f"the cell never reached the point to interrupt: {code!r}"
         time.sleep(0.05)
     time.sleep(after)
     kernel.manager.interrupt_kernel()
-    while True:
-        assert time.monotonic() < deadline, f"the interrupted cell did not end: {code!r}"
-        try:
-            msg = kernel.client.get_iopub_msg(timeout=1)
-        except Exception:  # queue.Empty
-            continue
-        kernel.messages.append(msg)
-        if (msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == msg_id
-                and msg["content"]["execution_state"] == "idle"):
-            break
-    reply = kernel.client.get_shell_msg(timeout=10)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = kernel.client.get_shell_msg(timeout=10)
-    return {**reply["content"], "outputs": kernel.outputs_of(msg_id)}
+    reply = kernel.wait(msg_id, max(1.0, deadline - time.monotonic()), what=f"the interrupted cell {code!r}")
+    return {**reply, "outputs": kernel.outputs_of(msg_id)}
 
 
 def json_out(kernel: Kernel, code: str, timeout: float = 120.0) -> dict:
@@ -121,29 +108,13 @@ def json_out(kernel: Kernel, code: str, timeout: float = 120.0) -> dict:
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    import os
-
-    from jupyter_client.manager import start_new_kernel
-
-    home = tmp_path_factory.mktemp("jupyter")
-    marks = tmp_path_factory.mktemp("marks")
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
-        "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-    }
-    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60, env=env)
-    kernel = Kernel(manager, client)
-    kernel.marks = marks
+    kernel = Kernel.start(tmp_path_factory.mktemp("jupyter"))
+    kernel.marks = tmp_path_factory.mktemp("marks")
     try:
-        kernel.run(SETUP.format(marks=str(marks)), timeout=240)
+        kernel.run(SETUP.format(marks=str(kernel.marks)), timeout=240)
         yield kernel
     finally:
-        if manager.is_alive():
-            manager.shutdown_kernel(now=True)
-        client.stop_channels()
-        manager.cleanup_resources()
+        kernel.close()
 
 
 def one_line_error(reply: dict) -> str:
@@ -153,6 +124,20 @@ def one_line_error(reply: dict) -> str:
     assert len(errors) == 1 and len(errors[0]["traceback"]) == 1, errors
     assert "Py4J" not in errors[0]["traceback"][0] and "Traceback" not in errors[0]["traceback"][0]
     return errors[0]["traceback"][0]
+
+
+def start_held_console(kernel: Kernel, variable: str, name: str):
+    """Start console stream ``name`` (as ``variable``) whose first batch holds; return the hold file.
+
+    A console stream renders each batch in a Python foreachBatch, which Spark's stop waits
+    for; this one's writer takes as long as the test keeps the hold file.
+    """
+    hold, entered = kernel.marks / "hold", kernel.marks / "entered"
+    hold.touch()
+    entered.unlink(missing_ok=True)
+    kernel.run(f"{variable} = workbench.start(rate, {name!r}, sink='console', console=held_console)", timeout=120)
+    assert _wait(entered.exists), "the held batch never started"
+    return hold
 
 
 def test_interrupting_a_starting_stream_leaves_no_query_and_the_next_start_works(kernel):
@@ -218,13 +203,7 @@ def test_interrupting_a_step_stops_its_query_and_the_panel_steps_again(kernel):
 
 
 def test_interrupting_a_stop_lets_it_finish_in_the_background_and_stop_again_works(kernel):
-    hold, entered = kernel.marks / "hold", kernel.marks / "entered"
-    hold.touch()
-    entered.unlink(missing_ok=True)
-    # A console stream renders each batch in a Python foreachBatch, which Spark's stop waits for;
-    # this one's writer takes as long as the test keeps HOLD.
-    kernel.run("slow = workbench.start(rate, 'held', sink='console', console=held_console)", timeout=120)
-    assert _wait(entered.exists), "the held batch never started"
+    hold = start_held_console(kernel, "slow", "held")
     # stop() waits its 1 s grace for the batch, then Spark's stop waits for the foreachBatch.
     reply = run_interrupted(kernel, "slow.stop()", lambda: True, after=3.0)
     assert one_line_error(reply) == (
@@ -254,6 +233,31 @@ def test_interrupting_a_stop_lets_it_finish_in_the_background_and_stop_again_wor
                              "print(json.dumps({'status': after.status, 'batches': after.progress.total, "
                              "'facts': json.loads(facts('after'))}))")
     assert after["status"] == "stopped" and after["batches"] >= 1 and after["facts"]["active"] == [], after
+
+
+def test_interrupting_stop_all_leaves_no_stream_running(kernel):
+    # The held stream comes first: stopping one stream after another would never reach the free one.
+    hold = start_held_console(kernel, "first", "held_first")
+    kernel.run("free = workbench.start(rate, 'free', trigger='0.5 seconds')\n"
+               "assert wait_until(lambda: free.progress.total >= 1)", timeout=120)
+    reply = run_interrupted(kernel, "%stream stop --all", lambda: True, after=3.0)
+    assert one_line_error(reply) == (
+        "interrupted: stream 'held_first' is still stopping in the background (Spark ends each once its running "
+        "batch returns); spark.streams.active lists them until then, and stopping again waits for them"
+    )
+    # Every stop had begun: the free stream ends while the held one's stop waits for its batch.
+    during = json_out(kernel, "wait_until(lambda: [q.name for q in spark.streams.active] == ['held_first'])\n"
+                              "print(json.dumps({'free': free.status, 'facts': json.loads(facts('held_first'))}))")
+    assert during["free"] == "stopped" and during["facts"]["active"] == ["held_first"], during
+    assert "workbench-stop-held_first" in during["facts"]["threads"], during
+
+    # Once the batch lets go, the same command finishes and nothing is left running.
+    hold.unlink()
+    done = json_out(kernel, "%stream stop --all\n"
+                            "print(json.dumps({'statuses': dict(workbench.streams()[['name', 'status']].values), "
+                            "'facts': json.loads(facts('held_first'))}))", timeout=180)
+    assert done["statuses"]["held_first"] == "stopped" and done["statuses"]["free"] == "stopped", done
+    assert done["facts"]["active"] == [] and done["facts"]["threads"] == [], done
 
 
 def _wait(predicate, timeout: float = 120.0) -> bool:

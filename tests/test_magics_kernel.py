@@ -21,7 +21,6 @@ therefore asserts that
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -29,85 +28,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import alive
+from tests.kernels import Kernel
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[1]
-OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
-
-
-class Kernel:
-    """A kernel and every iopub message it sent, in arrival order."""
-
-    def __init__(self, manager, client) -> None:
-        self.manager, self.client = manager, client
-        self.messages: list[dict] = []
-
-    def run(self, code: str, timeout: float = 60.0) -> str:
-        """Execute ``code``, collect iopub until the kernel is idle again; return the msg id."""
-        msg_id = self.client.execute(code)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"cell did not finish in {timeout}s: {code!r}"
-            try:
-                msg = self.client.get_iopub_msg(timeout=remaining)
-            except Exception:  # queue.Empty
-                continue
-            self.messages.append(msg)
-            if (msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == msg_id
-                    and msg["content"]["execution_state"] == "idle"):
-                break
-        reply = self.client.get_shell_msg(timeout=10)
-        while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a late kernel_info reply
-            reply = self.client.get_shell_msg(timeout=10)
-        errors = [m["content"] for m in self.outputs_of(msg_id) if m["msg_type"] == "error"]
-        assert reply["content"]["status"] == "ok", errors or reply["content"]
-        return msg_id
-
-    def outputs_of(self, msg_id: str) -> list[dict]:
-        return [m for m in self.messages
-                if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] in OUTPUT_TYPES]
-
-    def stdout_of(self, msg_id: str) -> str:
-        return "".join(m["content"]["text"] for m in self.outputs_of(msg_id)
-                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
-
-    def text_of(self, msg_id: str) -> str:
-        parts = []
-        for m in self.outputs_of(msg_id):
-            content = m["content"]
-            parts.append(content.get("text", ""))
-            parts.append(json.dumps(content.get("data", {})))
-            parts.extend(content.get("traceback", []))
-        return "\n".join(parts)
-
-
 @pytest.fixture
 def kernel(tmp_path):
-    from jupyter_client.manager import start_new_kernel
-
-    home = tmp_path / "jupyter"
-    home.mkdir()
-    # Without pytest's marker the kernel forwards its processes' stderr (the Spark JVM's) to the
-    # notebook as a kernel launched by Jupyter does; ipykernel skips that under pytest.
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "IPYTHONDIR": str(home / "ipython"),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-    }
-    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60, env=env)
-    kernel = Kernel(manager, client)
+    kernel = Kernel.start(tmp_path / "jupyter")
     try:
         yield kernel
     finally:
-        if manager.is_alive():
-            manager.shutdown_kernel(now=True)
-        client.stop_channels()
-        manager.cleanup_resources()
+        kernel.close()
 
 
 def widget_model_ids(messages: list[dict]) -> list[str]:

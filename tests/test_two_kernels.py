@@ -27,7 +27,7 @@ import pytest
 
 from tests.cluster_support import free_port
 from tests.helpers import alive, family_of
-from tests.test_magics_kernel import REPO, Kernel
+from tests.kernels import Kernel
 
 pytestmark = pytest.mark.spark
 
@@ -68,33 +68,6 @@ print(json.dumps({{
 """
 
 
-def start_kernel(tmp_path: Path, name: str, **extra: str) -> Kernel:
-    """A real kernel with its own Jupyter folders, as in ``tests/test_magics_kernel.py``."""
-    from jupyter_client.manager import start_new_kernel
-
-    home = tmp_path / name
-    home.mkdir()
-    env = {
-        **{k: v for k, v in os.environ.items()
-           if k not in ("PYTEST_CURRENT_TEST", "SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CONNECT_PORT")},
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "IPYTHONDIR": str(home / "ipython"),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-        **extra,
-    }
-    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=90, env=env)
-    return Kernel(manager, client)
-
-
-def close_kernel(kernel: Kernel) -> None:
-    if kernel.manager.is_alive():
-        kernel.manager.shutdown_kernel(now=True)
-    kernel.client.stop_channels()
-    kernel.manager.cleanup_resources()
-
-
 @pytest.fixture
 def two_kernels(tmp_path):
     """Kernels A and B, started side by side; ``extra`` environment variables go to both."""
@@ -102,8 +75,8 @@ def two_kernels(tmp_path):
         def make(**extra: str) -> tuple[Kernel, Kernel]:
             kernels = []
             for name in ("a", "b"):
-                kernel = start_kernel(tmp_path, name, **extra)
-                stack.callback(close_kernel, kernel)
+                kernel = Kernel.start(tmp_path / name, **extra)
+                stack.callback(kernel.close)
                 kernels.append(kernel)
             return kernels[0], kernels[1]
 

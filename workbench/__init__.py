@@ -244,6 +244,14 @@ def streams() -> pd.DataFrame:
 def stop_all() -> None:
     """Stop every stream and its progress poller. Also runs at interpreter exit.
 
+    Every stream's stop begins at once, each on its own thread, and this waits for them all.
+
+    Raises
+    ------
+    StreamInterrupted
+        On a KeyboardInterrupt while waiting: the stops go on in the background (no stream
+        is left running), and the message names the streams still stopping.
+
     Examples
     --------
     >>> workbench.stop_all()                                  # doctest: +SKIP

@@ -487,7 +487,9 @@ class Workbench:
     def stop_all(self, grace: float = 1.0, wait: float = 0.0) -> None:
         """Stop every stream and poller this workbench started, and any other active query.
 
-        ``grace`` is passed to each :meth:`StreamHandle.stop`. With ``grace=0`` (kernel
+        ``grace`` is passed to each :meth:`StreamHandle.stop`; every stop begins at once, and
+        a KeyboardInterrupt while this waits raises :class:`StreamInterrupted` naming the
+        streams still stopping (in the background). With ``grace=0`` (kernel
         shutdown, where Jupyter terminates a kernel that has not exited 2.5 s after the
         request) every active query is told to stop at once, side by side, and this returns
         after ``wait`` seconds at the latest (by default at once), even if stops are still
@@ -511,8 +513,21 @@ class Workbench:
                 log.debug("stopping remaining queries failed", exc_info=True)
 
         if grace > 0:
-            for handle in self.handles():
-                handle.stop(grace)
+            # Every stop begins at once on its own thread, then this waits for them all: an
+            # interrupt while it waits leaves no stream running, only stops still under way.
+            stoppers = [(handle, handle._begin_stop(grace)) for handle in self.handles()]
+            try:
+                for _, stopper in stoppers:
+                    if stopper is not None:
+                        stopper.wait()
+            except KeyboardInterrupt:
+                still = [handle.name for handle, stopper in stoppers
+                         if stopper is not None and not stopper.done.is_set()]
+                raise StreamInterrupted(
+                    f"interrupted: {_streams_are(still)} still stopping in the background (Spark ends each once its "
+                    "running batch returns); spark.streams.active lists them until then, and stopping again "
+                    "waits for them"
+                ) from None
             stop_others()
             return
         log.debug("stopping the streams side by side, for at most %.1f s", wait)
@@ -578,6 +593,12 @@ class Workbench:
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
+
+
+def _streams_are(names: list[str]) -> str:
+    """``stream 'a' is`` or ``streams 'a', 'b' are``."""
+    quoted = ", ".join(repr(name) for name in names)
+    return f"stream {quoted} is" if len(names) == 1 else f"streams {quoted} are"
 
 
 def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:

@@ -34,7 +34,7 @@ import logging
 import shutil
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -316,6 +316,9 @@ class ReplayRun:
             #: The same batches with input rows counting scripted rows, not padding.
             self.progress = ProgressHistory()
             self._data_batches: list[int] = []
+            #: late_rows() for (data batches, Spark records seen): a step, its report, the
+            #: panel's summary and its chart overlay all ask for the same one.
+            self._late_cache: tuple[tuple[int, int], pd.DataFrame] | None = None
             self._complete_tables: dict[int, pd.DataFrame] = {}
             self._error: str | None = None
             self._unsubscribe = self.raw_progress.subscribe(self._mirror)
@@ -690,6 +693,13 @@ class ReplayRun:
         ``partial`` or ``counted``), ``kept_windows`` and ``dropped_windows``, then the
         source's other columns. See :mod:`workbench.replay.late` for the rules.
         """
+        key = (len(self._data_batches), self.raw_progress.total)
+        cached = self._late_cache
+        if cached is None or cached[0] != key:
+            cached = self._late_cache = (key, self._classify_late_rows())
+        return cached[1].copy()
+
+    def _classify_late_rows(self) -> pd.DataFrame:
         records = {r.batch_id: r for r in self.raw_progress.records()}
         ids = list(self._data_batches)
         # Measured: batch b filters late rows against the watermark batch b - 1 reported
