@@ -409,8 +409,9 @@ def test_a_killed_kernel(page, lab):
     wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
              text=lambda: f"status bar: {_status_text(page)!r}")
     kernel = _kernel_process(lab, "kill.ipynb")
-    spark = family_of(kernel.pid)
-    assert "java" in spark.values(), f"no Spark JVM under the kernel: {spark}"
+    spark = kernel.children(recursive=True)  # the JVM and its Python workers
+    family = family_of(kernel.pid)
+    assert "java" in family.values(), f"no Spark JVM under the kernel: {family}"
     kernel.send_signal(signal.SIGKILL)
     died = "The kernel died while 1 stream was running: they are gone with it."
     wait_for(lambda: died in _panel_text(page), 30, 0.25,

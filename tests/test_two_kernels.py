@@ -234,3 +234,34 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
     again = json.loads(b.stdout_of(b.run(CONNECT_REPORT.replace("< 2", f"< {before + 3}"), timeout=240))
                        .strip().splitlines()[-1])
     assert again["batches"] >= before + 3 and again["streams"] == ["only_b", "ticks"], again
+
+
+def test_the_port_holder_named_is_the_process_that_opened_the_port():
+    """A child that inherited a listening socket holds it too; the one-line error names its opener."""
+    import subprocess
+    import sys
+
+    from workbench._spark_target import _opener, port_holder
+
+    # After process ids wrap around, an inheriting descendant may have a lower id than the
+    # opener, also with a process between them that does not hold the socket.
+    parents = {808: 900, 900: 32672, 32672: 32601, 32601: 1}
+    assert _opener({808, 32672}, parents.get) == 32672
+    assert _opener({32672}, parents.get) == 32672 and _opener(set(), parents.get) is None
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=[server.fileno()])
+        try:
+            inode = os.stat(server.fileno()).st_ino
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(
+                    os.readlink(f"/proc/{child.pid}/fd/{fd}") == f"socket:[{inode}]"
+                    for fd in os.listdir(f"/proc/{child.pid}/fd")):
+                time.sleep(0.05)
+            assert port_holder(port) == os.getpid()
+        finally:
+            child.kill()
+            child.wait()

@@ -14,7 +14,7 @@ import os
 import re
 import socket
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
 from .errors import WorkbenchError
@@ -337,6 +337,7 @@ def port_holder(port: int) -> int | None:
                 inodes.add(f"socket:[{fields[9]}]")
     if not inodes:
         return None
+    holders = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -347,10 +348,40 @@ def port_holder(port: int) -> int | None:
         for fd in fds:
             try:
                 if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
-                    return int(entry)
+                    holders.add(int(entry))
+                    break
             except OSError:
                 continue
-    return None
+    return _opener(holders, _parent_pid)
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _opener(holders: set[int], parent_of: Callable[[int], int | None]) -> int | None:
+    """Of the processes holding one socket, the one that opened it.
+
+    A descendant that inherited the socket holds it too, and process ids wrap around, so the
+    lowest id is not necessarily the oldest: the opener is the holder none of whose ancestors
+    is a holder.
+    """
+    def has_holding_ancestor(pid: int) -> bool:
+        seen = set()
+        parent = parent_of(pid)
+        while parent and parent not in seen:
+            if parent in holders:
+                return True
+            seen.add(parent)
+            parent = parent_of(parent)
+        return False
+
+    roots = [pid for pid in holders if not has_holding_ancestor(pid)]
+    return min(roots or holders) if holders else None
 
 
 def require_free_connect_port(port: int, remote: str) -> None:
