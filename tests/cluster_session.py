@@ -131,6 +131,7 @@ def part_memory(s: Session) -> dict[str, Any]:
         "monitor_batches": [int(b) for b in latency["triggerExecution"]],
         "monitor_header": monitor.header.value,
         "checkpoint": handle.checkpoint,
+        "table_note": handle.table_note,
     }
 
 

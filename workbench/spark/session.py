@@ -230,6 +230,8 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     require_free_connect_port(port, remote)
     # pyspark starts the server JVM here; keep it on loopback as well.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Its Python UDF workers must use this interpreter (and so this environment's packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     scratch = _new_scratch()
     server = {
         **settings,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -234,6 +235,8 @@ class StreamHandle:
         self.history_note: str | None = None
         #: The batch a stop cut after its rows reached the memory table (no progress record), or None.
         self.cut_batch: CutBatch | None = None
+        #: A doubt the stop left about the memory table that no check could settle (see table_note).
+        self._table_doubt: str | None = None
         self._reconciled = False
         self._stopper: _Worker | None = None
         self._lock = threading.Lock()
@@ -406,9 +409,14 @@ class StreamHandle:
     def table_note(self) -> str | None:
         """One line when the memory table holds rows the history does not account for, else None.
 
-        See :attr:`cut_batch`.
+        See :attr:`cut_batch`. On Spark Connect in complete mode the memory sink is out of
+        reach and the table's size says nothing about which batch wrote it: when the stop
+        interrupted a batch that Spark had started (it is in the checkpoint's offset log) but
+        never reported, the line says that the table may hold that batch.
         """
-        return self.cut_batch.note if self.cut_batch is not None else None
+        if self.cut_batch is not None:
+            return self.cut_batch.note
+        return self._table_doubt
 
     def _find_cut_batch(self) -> None:
         """After the query ended: find a batch whose rows reached the memory table without progress.
@@ -429,11 +437,30 @@ class StreamHandle:
             log.debug("reading the memory sink of %s failed", self.name, exc_info=True)
             return
         last = self.progress.last_batch_id
+        if (cut is None and getattr(self.query, "_jsq", None) is None and self.output_mode == "complete"
+                and self.replaced_by is None):
+            started = _newest_planned_batch(self.checkpoint)
+            if started is not None and (last is None or started > last) and not self._ended_with_error():
+                self._table_doubt = (
+                    f"The stop interrupted batch {started}, which Spark never reported; on Spark Connect the "
+                    "workbench cannot tell whether it wrote the memory table first, so the table may hold "
+                    f"batch {started}'s result while the history "
+                    + (f"ends at batch {last}." if last is not None else "has no batch.")
+                )
+                log.info(self._table_doubt)
+            return
         if cut is None or (last is not None and cut[0] <= last):
             return
         self.cut_batch = CutBatch(*cut)
         self._table_rows = cut[1] if self.output_mode == "complete" else self._table_rows + cut[1]
         log.info(self.cut_batch.note)
+
+    def _ended_with_error(self) -> bool:
+        """Whether the ended query failed (its last batch then failed rather than being cut)."""
+        try:
+            return self.query.exception() is not None
+        except Exception:
+            return True  # unknown: claim nothing
 
     def _sink_latest_batch(self) -> tuple[int, int] | None:
         """(batch id, rows) of the newest batch in the memory sink, or None when unknown."""
@@ -843,6 +870,20 @@ def run_query(
     handle.output_columns = tuple(df.columns)
     handle.poller.start()
     return handle
+
+
+def _newest_planned_batch(checkpoint: str | None) -> int | None:
+    """The newest batch id in a local checkpoint's offset log (Spark writes it as a batch starts)."""
+    if not checkpoint:
+        return None
+    path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
+    if "://" in path:
+        return None  # on a cluster file system: out of this process's reach
+    try:
+        ids = [int(entry.name) for entry in os.scandir(os.path.join(path, "offsets")) if entry.name.isdigit()]
+    except OSError:
+        return None
+    return max(ids, default=None)
 
 
 class _Worker:
