@@ -423,7 +423,9 @@ class StreamHandle:
 
         Classic sessions ask the memory sink which batch it holds last (and how many rows
         that batch wrote); on Spark Connect, where the sink is out of reach, the table's row
-        count is compared with the history's (append and update mode only).
+        count is compared with the history's in append and update mode, and in complete mode
+        a batch started (in the checkpoint's offset log) but never reported leaves a doubt
+        that :attr:`table_note` states.
         """
         with self._lock:
             if self._reconciled or self.sink != "memory":
