@@ -3,7 +3,7 @@
 Each case is the guide's code with only what a notebook needs changed: a local source
 instead of a cluster's (a socket server thread, a temporary folder, rate sources), and the
 query itself as the cell's last line instead of ``query.awaitTermination()`` (which would
-block the kernel; the README says so). Each asserts what the user sees: the line and the
+block the kernel; docs/watching.md says so). Each asserts what the user sees: the line and the
 monitor under the cell, the result, or a one-line refusal with its hint. The ``env``
 fixture checks that nothing is left running afterwards.
 """

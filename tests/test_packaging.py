@@ -3,7 +3,7 @@
 * ``environment.yml`` (conda) and ``pyproject.toml`` (pip) must describe the same
   environment. No conda channel can be solved on the project's machines, so this test is
   what keeps the conda file honest.
-* The package's shape (see the README's "Project layout"): only ``workbench/spark/`` talks
+* The package's shape (see "The layers" in docs/architecture.md): only ``workbench/spark/`` talks
   to Spark, ``progress/`` and ``replay/`` stay free of UI and Spark, ``views/`` reads the
   progress history and never Spark. Checked by parsing every module's imports with ``ast``.
 """

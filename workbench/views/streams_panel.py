@@ -9,7 +9,7 @@ listeners and stream starts only wake its thread, which coalesces them. Snapshot
 built from each handle's progress history, status and error, never by calling Spark.
 The page may ask ``{"kind": "stop", "name": ...}`` (the stream stops on a thread of its
 own, so the kernel's message loop never waits for a batch to end) or
-``{"kind": "refresh"}``. The protocol is written down in ``extensions/README.md``.
+``{"kind": "refresh"}``. The protocol is written down in ``docs/architecture.md``.
 
 This module never imports Spark: the workbench state is given as a callable returning an
 object with ``handles()``, ``get(name)``, ``on_stream_started`` and ``ui_web_url()``.
