@@ -98,7 +98,7 @@ SETUP = textwrap.dedent("""
 #: with the whole rolling window on every batch.
 BASELINE = textwrap.dedent("""
     import threading, numpy as np, plotly.graph_objects as go
-    from workbench.views.monitor import chart_specs, chart_points, operator_traces
+    from workbench.views.monitor_charts import chart_specs, chart_points, operator_traces
 
     class FigureWidgetMonitor:
         def __init__(self, handle, window=60):

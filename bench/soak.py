@@ -36,7 +36,8 @@ SETUP = textwrap.dedent(
     import json, threading
     import workbench
     from pyspark.sql import functions as F
-    from workbench.replay.spec import Replay, WindowCount, KeyColumn
+    from workbench.replay.columns import KeyColumn
+    from workbench.replay.spec import Replay, WindowCount
     threads_before = {t.name for t in threading.enumerate()}
     spark = workbench.session()
 

@@ -25,7 +25,8 @@ from IPython.core.error import UsageError
 import workbench
 from tests.helpers import live_threads
 from tests.test_magics import shell  # noqa: F401  (the fixture: a real shell with the magics loaded)
-from workbench.replay.spec import Disorder, KeyColumn, PayloadColumn, Replay, Script
+from workbench.replay.columns import Disorder, KeyColumn, PayloadColumn
+from workbench.replay.spec import Replay, Script
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ import pytest
 
 from workbench.progress import BatchProgress
 from workbench.views.charts import EMPTY_MESSAGE, ChartGrid
-from workbench.views.monitor import chart_points, chart_specs, operator_traces
+from workbench.views.monitor_charts import chart_points, chart_specs, operator_traces
 
 
 def grid_with_outbox(window: int = 3) -> tuple[ChartGrid, list[dict[str, Any]]]:

@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 from workbench.errors import StreamStartError
 from workbench.progress import DURATION_PARTS
 from workbench.spark.plan import plan_facts
-from workbench.views.monitor import NO_STATE, NO_WATERMARK, StreamMonitor
+from workbench.views.monitor import StreamMonitor
+from workbench.views.monitor_charts import NO_STATE, NO_WATERMARK
 from tests.helpers import live_threads, wait_for
 
 pytestmark = pytest.mark.spark

@@ -122,9 +122,11 @@ def test_start_error_keeps_details():
     "module",
     ["workbench.options", "workbench.errors", "workbench.progress.records",
      "workbench.progress.history", "workbench.progress.poller", "workbench.spark.session",
-     "workbench.spark.streams", "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.scenarios",
+     "workbench.spark.streams", "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.values",
+     "workbench.replay.columns", "workbench.replay.scenarios",
      "workbench.replay.late", "workbench.progress.diagnosis", "workbench.magics.parser", "workbench.cli",
-     "workbench.views.console", "workbench._java"],
+     "workbench.views.console", "workbench.views.monitor_charts",
+     "workbench.views.monitor_header", "workbench._java"],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -290,3 +290,12 @@ def test_speed_control_paces_play_and_pause_keeps_state(env):
         assert (panel.history()["batch_id"].diff().dropna() == 1).all()
     finally:
         panel.close()
+
+
+def test_replay_stream_builds_the_specs_streaming_frame_on_the_workbench_session(env, spark):
+    script = Script([[("12:07", "dog"), ("12:08", "owl")], [("12:14", "dog")]], ["event_time", "word"])
+    events = workbench.replay_stream(script)
+    assert events.isStreaming and events.columns == ["event_time", "word"]
+    assert events.sparkSession is spark
+    generated = workbench.replay_stream(Replay(keys=KeyColumn("user", 3)), spark)
+    assert generated.isStreaming and generated.columns == ["value", "timestamp", "event_time", "user"]

@@ -128,9 +128,23 @@ def test_guide_scenario_states_what_spark_really_does():
 
 def test_public_replay_names_do_not_import_pyspark():
     code = (
-        "import sys, workbench\n"
+        "import sys, workbench, workbench.replay\n"
         "spec = workbench.Replay(rows_per_batch=3); s = workbench.scenarios.guide_word_count()\n"
-        "assert workbench.Script is type(s.source)\n"
+        "assert workbench.Script is type(s.source) is workbench.replay.Script\n"
+        "assert callable(workbench.replay_stream) and 'replay_stream' in workbench.__all__\n"
         "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, env={"PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("value, message", [
+    ("12:07", "replay_stream needs a workbench.Replay or workbench.Script, got '12:07' (str)"),
+    (pd.DataFrame({"event_time": range(100)}), "replay_stream needs a workbench.Replay or workbench.Script, got a DataFrame"),
+    (scenarios.guide_word_count(), "got the scenario 'guide_word_count': pass its .source"),
+])
+def test_replay_stream_refuses_what_is_not_a_spec_before_spark_starts(value, message):
+    import workbench
+
+    with pytest.raises(TypeError) as raised:
+        workbench.replay_stream(value)
+    assert message in str(raised.value) and "\n" not in str(raised.value)

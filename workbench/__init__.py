@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "session", "start", "stream", "streams", "stop_all", "watch", "load_ipython_extension",
     "unload_ipython_extension", "StreamHandle",
-    "Replay", "Script", "ReplayPanel", "replay_panel", "compare", "scenarios",
+    "Replay", "Script", "replay_stream", "ReplayPanel", "replay_panel", "compare", "scenarios",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +39,7 @@ _LAZY = {
     "Replay": ("workbench.replay.spec", "Replay"),
     "Script": ("workbench.replay.spec", "Script"),
     "ReplayPanel": ("workbench.views.replay_panel", "ReplayPanel"),
+    "replay_stream": ("workbench.replay_api", "replay_stream"),
     "replay_panel": ("workbench.replay_api", "replay_panel"),
     "compare": ("workbench.replay_api", "compare"),
     "scenarios": ("workbench.replay", "scenarios"),

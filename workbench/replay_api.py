@@ -1,8 +1,8 @@
-"""The replay facade: ``workbench.replay_panel`` and ``workbench.compare``.
+"""The replay facade: ``workbench.replay_stream``, ``workbench.replay_panel`` and ``workbench.compare``.
 
-Composes the Spark controller (``workbench.spark.replay_run``) with the panel view
-(``workbench.views.replay_panel``); both are imported on first call so that
-``import workbench`` stays free of pyspark.
+Composes the pure specs (``workbench.replay``) with the Spark layer (``workbench.spark.replay_source``
+and ``workbench.spark.replay_run``) and the panel view (``workbench.views.replay_panel``); those
+are imported on first call so that ``import workbench`` stays free of pyspark.
 """
 
 from __future__ import annotations
@@ -16,7 +16,57 @@ from .replay.saved import SavedRun, load_run, run_metrics
 from .replay.scenarios import Scenario
 from .replay.spec import Replay, Script, WindowCount
 
-__all__ = ["replay_panel", "replay_run", "compare"]
+__all__ = ["replay_stream", "replay_panel", "replay_run", "compare"]
+
+
+def replay_stream(spec: Replay | Script, spark: Any = None) -> Any:
+    """The streaming DataFrame of a replay spec: generated (:class:`Replay`) or scripted (:class:`Script`) rows.
+
+    The spec plays on Spark's ``rate-micro-batch`` source, so the same spec gives the same
+    rows in the same micro-batches on every run. Start the query with :func:`workbench.start`
+    (or ``%%stream``); :func:`replay_panel` adds play, pause and step controls instead.
+
+    Parameters
+    ----------
+    spec : Replay or Script
+        The input stream. For a scenario, pass its ``.source``.
+    spark : pyspark.sql.SparkSession, optional
+        The session to build the stream on; the workbench's session
+        (:func:`workbench.session`) when left out.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        A streaming DataFrame with the spec's columns (a Replay's ``value`` and
+        ``timestamp`` first, then the event time and generated columns; a Script's named columns).
+
+    Raises
+    ------
+    TypeError
+        For anything but a Replay or a Script.
+
+    Examples
+    --------
+    >>> script = workbench.Script([[("12:07", "dog"), ("12:08", "owl")], [("12:14", "dog")]],
+    ...                           ["event_time", "word"])                     # doctest: +SKIP
+    >>> events = workbench.replay_stream(script)                              # doctest: +SKIP
+    >>> events.columns                                                        # doctest: +SKIP
+    ['event_time', 'word']
+    >>> handle = workbench.start(events.groupBy("word").count(), "words", output_mode="complete")  # doctest: +SKIP
+    """
+    if not isinstance(spec, (Replay, Script)):
+        if isinstance(spec, Scenario):
+            raise TypeError(f"replay_stream needs a workbench.Replay or workbench.Script, got the scenario "
+                            f"{spec.name!r}: pass its .source")
+        text = repr(spec)
+        shown = f"{text} ({type(spec).__name__})" if len(text) <= 60 and "\n" not in text else f"a {type(spec).__name__}"
+        raise TypeError(f"replay_stream needs a workbench.Replay or workbench.Script, got {shown}")
+    from .spark import current_env
+    from .spark.replay_source import build_stream
+
+    if spark is None:
+        spark = current_env().session()  # what workbench.session() returns
+    return build_stream(spark, spec)
 
 
 def replay_run(source: Any, query: Any = None, *, name: str | None = None, output_mode: str | None = None,

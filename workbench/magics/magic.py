@@ -356,7 +356,7 @@ class StreamMagics(Magics):
         return python_query
 
     def _start_replay(self, command: StartCommand) -> None:
-        import workbench
+        from ..replay_api import replay_panel
 
         source, scenario_query, scenario_mode = self._replay_source(command.replay or "")
         if command.body.strip():
@@ -371,7 +371,7 @@ class StreamMagics(Magics):
         self._close_panel(command.name)
         current_env().stop(command.name, missing_ok=True)
         try:
-            panel = workbench.replay_panel(
+            panel = replay_panel(
                 source, query, name=command.name, output_mode=command.output_mode or scenario_mode,
                 sink=command.sink, monitor=command.monitor,
             )

@@ -7,10 +7,9 @@ specs into streaming DataFrames, ``workbench.spark.replay_run`` plays them and
 
 from . import scenarios
 from .late import FATES, LATE_COLUMNS, WindowShape, late_row_fates, late_totals, window_spans
-from .spec import (
-    DISTRIBUTIONS, PAYLOAD_KINDS, Disorder, KeyColumn, PayloadColumn, Replay, Script, WindowCount,
-    parse_duration, parse_event_time, source_from_json,
-)
+from .columns import DISTRIBUTIONS, PAYLOAD_KINDS, Disorder, KeyColumn, PayloadColumn
+from .spec import Replay, Script, WindowCount, source_from_json
+from .values import parse_duration, parse_event_time
 
 __all__ = [
     "Replay", "Script", "KeyColumn", "Disorder", "PayloadColumn", "WindowCount", "parse_event_time",

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import Disorder, KeyColumn, PayloadColumn, Replay, Script, WindowCount
+from .columns import Disorder, KeyColumn, PayloadColumn
+from .spec import Replay, Script, WindowCount
 
 __all__ = ["Scenario", "guide_word_count", "late_clicks", "SCENARIOS", "get"]
 

@@ -1,254 +1,33 @@
 """Replay specs: pure, JSON-serialisable descriptions of deterministic input streams.
 
-Two kinds of source, both played on Spark's ``rate-micro-batch`` source (see
-``workbench.spark.replay_source`` for how they become streaming DataFrames):
+Two kinds of source, both played on Spark's ``rate-micro-batch`` source:
 
 * :class:`Replay` generates rows: key columns with a cardinality and a skew, event-time
-  disorder (a share of rows that arrive late, and how late) and payload columns, all as
-  deterministic functions of the rate source's ``value`` and a seed. ``rate-micro-batch``
-  gives every row of a batch the same timestamp, so disorder has to come from ``value``.
+  disorder (a share of rows that arrive late, and how late) and payload columns (see
+  ``workbench.replay.columns``), all as deterministic functions of the rate source's
+  ``value`` and a seed. ``rate-micro-batch`` gives every row of a batch the same timestamp,
+  so disorder has to come from ``value``.
 * :class:`Script` lists the rows of every micro-batch explicitly.
 
 :class:`WindowCount` describes the most common teaching query (counts per event-time
 window and key, with a watermark) declaratively, so that scenarios can carry their query
 and saved experiments can describe it. Nothing here imports Spark; every value is checked
-when a spec is built, so a mistake raises before Spark starts anything.
+when a spec is built, so a mistake raises before Spark starts anything. A spec becomes a
+streaming DataFrame through ``workbench.replay_stream(spec)`` (which calls
+``workbench.spark.replay_source.build_stream``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..progress.diagnosis import parse_interval
+from .columns import Disorder, KeyColumn, PayloadColumn
+from .values import DEFAULT_DAY, check_ident, check_int, duration_text, parse_duration, parse_event_time, time_text
 
-__all__ = [
-    "Replay", "Script", "KeyColumn", "Disorder", "PayloadColumn", "WindowCount",
-    "parse_event_time", "parse_duration", "source_from_json", "DISTRIBUTIONS", "PAYLOAD_KINDS",
-]
-
-#: How late rows' delays are spread between ``min_delay`` and ``max_delay``.
-DISTRIBUTIONS: tuple[str, ...] = ("uniform", "fixed", "exponential")
-#: Kinds of generated payload column.
-PAYLOAD_KINDS: tuple[str, ...] = ("int", "float", "choice")
-
-_TIME_ONLY = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DEFAULT_DAY = "2024-01-01"
-
-
-def parse_event_time(value: Any, *, day: str | date = _DEFAULT_DAY) -> datetime:
-    """Parse a readable event time into a timezone-aware UTC datetime.
-
-    Parameters
-    ----------
-    value : str or datetime
-        ``"2024-01-01 12:07"``, ``"2024-01-01T12:07:30Z"``, or a time of day such as
-        ``"12:07"`` (on ``day``). Naive datetimes are taken as UTC.
-    day : str or date, default "2024-01-01"
-        The day of time-of-day values.
-
-    Raises
-    ------
-    ValueError
-        For text that is not a time, naming the accepted forms.
-
-    Examples
-    --------
-    >>> parse_event_time("12:07")
-    datetime.datetime(2024, 1, 1, 12, 7, tzinfo=datetime.timezone.utc)
-    >>> parse_event_time("2024-03-05 08:00:30").isoformat()
-    '2024-03-05T08:00:30+00:00'
-    >>> parse_event_time("noon")
-    Traceback (most recent call last):
-    ...
-    ValueError: cannot read event time 'noon': use 'HH:MM[:SS]' or 'YYYY-MM-DD HH:MM[:SS]' (UTC), or a datetime
-    """
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-    if isinstance(value, str):
-        text = value.strip()
-        match = _TIME_ONLY.match(text)
-        if match:
-            base = day if isinstance(day, date) else date.fromisoformat(str(day))
-            hour, minute = int(match.group(1)), int(match.group(2))
-            second = int(match.group(3) or 0)
-            micro = int((match.group(4) or "0").ljust(6, "0"))
-            if hour < 24 and minute < 60 and second < 60:
-                return datetime.combine(base, time(hour, minute, second, micro), timezone.utc)
-        else:
-            try:
-                parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            except ValueError:
-                parsed = None
-            if parsed is not None:
-                return parse_event_time(parsed)
-    raise ValueError(
-        f"cannot read event time {value!r}: use 'HH:MM[:SS]' or 'YYYY-MM-DD HH:MM[:SS]' (UTC), or a datetime"
-    )
-
-
-def parse_duration(value: Any, what: str = "duration", *, allow_zero: bool = True) -> timedelta:
-    """Parse ``"10 minutes"``, ``"500 ms"``, a number of seconds or a timedelta.
-
-    Examples
-    --------
-    >>> parse_duration("10 minutes")
-    datetime.timedelta(seconds=600)
-    >>> parse_duration(1.5)
-    datetime.timedelta(seconds=1, microseconds=500000)
-    >>> parse_duration("-1 minute", "advance")
-    Traceback (most recent call last):
-    ...
-    ValueError: advance must not be negative, got '-1 minute'
-    """
-    if isinstance(value, timedelta):
-        result = value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        result = timedelta(seconds=value)
-    elif isinstance(value, str) and parse_interval(value) is not None:
-        result = parse_interval(value)  # type: ignore[assignment]
-    else:
-        raise ValueError(f"cannot read {what} {value!r}: use text such as '10 minutes' or '500 ms', or seconds")
-    if result < timedelta(0):
-        raise ValueError(f"{what} must not be negative, got {value!r}")
-    if not allow_zero and result == timedelta(0):
-        raise ValueError(f"{what} must be positive, got {value!r}")
-    return result
-
-
-def _duration_text(value: timedelta) -> str:
-    ms = round(value.total_seconds() * 1000)
-    if ms % 60_000 == 0:
-        return f"{ms // 60_000} minutes"
-    if ms % 1000 == 0:
-        return f"{ms // 1000} seconds"
-    return f"{ms} milliseconds"
-
-
-def _time_text(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_number(name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
-    return float(value)
-
-
-def _check_ident(what: str, name: Any) -> str:
-    if not isinstance(name, str) or not _IDENT.match(name):
-        raise ValueError(f"bad {what} name {name!r}: use letters, digits and underscores (e.g. 'key')")
-    return name
-
-
-@dataclass(frozen=True)
-class KeyColumn:
-    """A generated key column: ``cardinality`` distinct values ``prefix0 .. prefixN-1``.
-
-    ``skew`` 0 spreads rows evenly; larger values put more rows on the low keys (a key's
-    index is ``floor(cardinality * u ** (1 + skew))`` for a uniform ``u``).
-
-    Examples
-    --------
-    >>> KeyColumn("user", cardinality=3, skew=2.0).prefix
-    'user_'
-    """
-
-    name: str = "key"
-    cardinality: int = 10
-    skew: float = 0.0
-    prefix: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_ident("key column", self.name)
-        _check_int(f"cardinality of key {self.name!r}", self.cardinality, 1)
-        _check_number(f"skew of key {self.name!r}", self.skew, 0.0, 100.0)
-        if self.prefix is None:
-            object.__setattr__(self, "prefix", f"{self.name}_")
-        elif not isinstance(self.prefix, str):
-            raise ValueError(f"prefix of key {self.name!r} must be text, got {self.prefix!r}")
-
-
-@dataclass(frozen=True)
-class Disorder:
-    """Event-time disorder: a ``share`` of rows arrive late by ``min_delay .. max_delay``.
-
-    On-time rows get event times spread over their batch's interval (``jitter``); late
-    rows get their batch's time minus a delay drawn from ``distribution``
-    (``uniform``, ``fixed`` = always ``max_delay``, or ``exponential`` with mean
-    ``(max_delay - min_delay) / 3`` above ``min_delay``, capped at ``max_delay``).
-
-    Examples
-    --------
-    >>> Disorder(share=0.2, min_delay="1 minute", max_delay="12 minutes").max_delay
-    datetime.timedelta(seconds=720)
-    >>> Disorder(distribution="normalish")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown distribution 'normalish': use one of uniform, fixed, exponential
-    """
-
-    share: float = 0.1
-    min_delay: Any = "1 minute"
-    max_delay: Any = "5 minutes"
-    distribution: str = "uniform"
-    jitter: bool = True
-
-    def __post_init__(self) -> None:
-        _check_number("late share", self.share, 0.0, 1.0)
-        low = parse_duration(self.min_delay, "min_delay")
-        high = parse_duration(self.max_delay, "max_delay")
-        if high < low:
-            raise ValueError(f"max_delay ({self.max_delay!r}) must not be below min_delay ({self.min_delay!r})")
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"unknown distribution {self.distribution!r}: use one of {', '.join(DISTRIBUTIONS)}")
-        object.__setattr__(self, "min_delay", low)
-        object.__setattr__(self, "max_delay", high)
-        object.__setattr__(self, "jitter", bool(self.jitter))
-
-
-@dataclass(frozen=True)
-class PayloadColumn:
-    """A generated payload column: ``int`` or ``float`` in ``[low, high)``, or a ``choice``.
-
-    Examples
-    --------
-    >>> PayloadColumn("amount", "float", low=0, high=100).kind
-    'float'
-    >>> PayloadColumn("colour", "choice", choices=("red", "blue")).choices
-    ('red', 'blue')
-    """
-
-    name: str
-    kind: str = "int"
-    low: float = 0
-    high: float = 100
-    choices: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        _check_ident("payload column", self.name)
-        if self.kind not in PAYLOAD_KINDS:
-            raise ValueError(f"unknown payload kind {self.kind!r} for {self.name!r}: use one of {', '.join(PAYLOAD_KINDS)}")
-        object.__setattr__(self, "choices", tuple(self.choices))
-        if self.kind == "choice":
-            if not self.choices or not all(isinstance(c, str) for c in self.choices):
-                raise ValueError(f"payload {self.name!r} of kind 'choice' needs choices=(text, ...)")
-        else:
-            for bound in (self.low, self.high):
-                if isinstance(bound, bool) or not isinstance(bound, (int, float)):
-                    raise ValueError(f"payload {self.name!r} bounds must be numbers, got {bound!r}")
-            if not self.low < self.high:
-                raise ValueError(f"payload {self.name!r} needs low < high, got {self.low!r} .. {self.high!r}")
+__all__ = ["Replay", "Script", "WindowCount", "source_from_json"]
 
 
 @dataclass(frozen=True)
@@ -272,28 +51,28 @@ class WindowCount:
     keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_ident("time column", self.time_column)
+        check_ident("time column", self.time_column)
         object.__setattr__(self, "window", parse_duration(self.window, "window", allow_zero=False))
         object.__setattr__(self, "slide", parse_duration(self.slide, "slide", allow_zero=False)
                            if self.slide is not None else self.window)
         if self.watermark is not None:
             object.__setattr__(self, "watermark", parse_duration(self.watermark, "watermark"))
         keys = (self.keys,) if isinstance(self.keys, str) else tuple(self.keys)
-        object.__setattr__(self, "keys", tuple(_check_ident("key column", k) for k in keys))
+        object.__setattr__(self, "keys", tuple(check_ident("key column", k) for k in keys))
 
     def describe(self) -> str:
         """The query as the DataFrame calls it stands for."""
-        window = f"window({self.time_column!r}, {_duration_text(self.window)!r}, {_duration_text(self.slide)!r})"
+        window = f"window({self.time_column!r}, {duration_text(self.window)!r}, {duration_text(self.slide)!r})"
         grouping = ", ".join([window] + [repr(k) for k in self.keys])
-        head = (f"withWatermark({self.time_column!r}, {_duration_text(self.watermark)!r})."
+        head = (f"withWatermark({self.time_column!r}, {duration_text(self.watermark)!r})."
                 if self.watermark is not None else "")
         return f"{head}groupBy({grouping}).count()"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": "window_count", "time_column": self.time_column, "window": _duration_text(self.window),
-            "slide": _duration_text(self.slide),
-            "watermark": None if self.watermark is None else _duration_text(self.watermark),
+            "kind": "window_count", "time_column": self.time_column, "window": duration_text(self.window),
+            "slide": duration_text(self.slide),
+            "watermark": None if self.watermark is None else duration_text(self.watermark),
             "keys": list(self.keys),
         }
 
@@ -333,7 +112,7 @@ class Replay:
     >>> spec = Replay(rows_per_batch=5, disorder=Disorder(share=0.2), seed=7)
     >>> Replay.from_json(spec.to_json()) == spec
     True
-    >>> df = spec.stream(spark)            # doctest: +SKIP
+    >>> df = workbench.replay_stream(spec)   # doctest: +SKIP
     >>> Replay(rows_per_batch=-1)
     Traceback (most recent call last):
     ...
@@ -352,9 +131,9 @@ class Replay:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        _check_int("rows_per_batch", self.rows_per_batch, 1)
-        _check_int("num_partitions", self.num_partitions, 1)
-        _check_int("seed", self.seed, -(2**31))
+        check_int("rows_per_batch", self.rows_per_batch, 1)
+        check_int("num_partitions", self.num_partitions, 1)
+        check_int("seed", self.seed, -(2**31))
         object.__setattr__(self, "start", parse_event_time(self.start))
         object.__setattr__(self, "advance", parse_duration(self.advance, "advance"))
         keys = (self.keys,) if isinstance(self.keys, KeyColumn) else tuple(self.keys)
@@ -367,7 +146,7 @@ class Replay:
                 raise TypeError(f"payload must be PayloadColumn(...) values, got {item!r}")
         if self.disorder is not None and not isinstance(self.disorder, Disorder):
             raise TypeError(f"disorder must be Disorder(...) or None, got {self.disorder!r}")
-        _check_ident("event time column", self.event_time)
+        check_ident("event time column", self.event_time)
         names = [self.event_time, *(k.name for k in keys), *(p.name for p in payload)]
         reserved = {"value", "timestamp"}
         clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & reserved))
@@ -397,14 +176,14 @@ class Replay:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "kind": "replay", "rows_per_batch": self.rows_per_batch, "num_partitions": self.num_partitions,
-            "start": _time_text(self.start), "advance": _duration_text(self.advance), "seed": self.seed,
+            "start": time_text(self.start), "advance": duration_text(self.advance), "seed": self.seed,
             "keys": [asdict(k) for k in self.keys], "payload": [{**asdict(p), "choices": list(p.choices)}
                                                                 for p in self.payload],
             "disorder": None, "event_time": self.event_time, "notes": self.notes,
         }
         if self.disorder is not None:
-            data["disorder"] = {**asdict(self.disorder), "min_delay": _duration_text(self.disorder.min_delay),
-                                "max_delay": _duration_text(self.disorder.max_delay)}
+            data["disorder"] = {**asdict(self.disorder), "min_delay": duration_text(self.disorder.min_delay),
+                                "max_delay": duration_text(self.disorder.max_delay)}
         return data
 
     def to_json(self) -> str:
@@ -430,14 +209,6 @@ class Replay:
     def from_json(cls, text: str) -> Replay:
         """Read a spec written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
-
-    def stream(self, spark: Any) -> Any:
-        """The streaming DataFrame of this spec on ``spark`` (see ``workbench.spark.replay_source``)."""
-        # The one call from the pure spec into the Spark layer, made only when a user asks
-        # for the DataFrame: importing the spec stays free of pyspark.
-        from ..spark.replay_source import build_stream
-
-        return build_stream(spark, self)
 
 
 _TYPES = {str: "string", int: "bigint", float: "double", bool: "boolean"}
@@ -474,19 +245,19 @@ class Script:
 
     batches: tuple[tuple[tuple[Any, ...], ...], ...]
     columns: tuple[str, ...]
-    day: str = _DEFAULT_DAY
+    day: str = DEFAULT_DAY
     num_partitions: int = 1
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.columns, str) or not isinstance(self.columns, Iterable):
             raise TypeError(f"columns must be a list of names such as ['event_time', 'word'], got {self.columns!r}")
-        columns = tuple(_check_ident("script column", c) for c in self.columns)
+        columns = tuple(check_ident("script column", c) for c in self.columns)
         if not columns:
             raise ValueError("columns is empty: name at least the event-time column, e.g. ['event_time']")
         if len(set(columns)) != len(columns) or {"value", "timestamp"} & set(columns):
             raise ValueError(f"script columns must be distinct and not 'value'/'timestamp', got {list(columns)}")
-        _check_int("num_partitions", self.num_partitions, 1)
+        check_int("num_partitions", self.num_partitions, 1)
         try:
             date.fromisoformat(str(self.day))
         except ValueError:
@@ -558,7 +329,7 @@ class Script:
         return {
             "kind": "script", "columns": list(self.columns), "day": str(self.day),
             "num_partitions": self.num_partitions, "notes": self.notes,
-            "batches": [[[_time_text(row[0]), *row[1:]] for row in batch] for batch in self.batches],
+            "batches": [[[time_text(row[0]), *row[1:]] for row in batch] for batch in self.batches],
         }
 
     def to_json(self) -> str:
@@ -579,14 +350,6 @@ class Script:
     def from_json(cls, text: str) -> Script:
         """Read a script written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
-
-    def stream(self, spark: Any) -> Any:
-        """The streaming DataFrame delivering exactly these rows (see ``workbench.spark.replay_source``)."""
-        # The one call from the pure spec into the Spark layer, made only when a user asks
-        # for the DataFrame: importing the spec stays free of pyspark.
-        from ..spark.replay_source import build_stream
-
-        return build_stream(spark, self)
 
 
 def source_from_json(text: str) -> Replay | Script:

@@ -8,7 +8,9 @@ thread per monitor sends the new points to its charts. The four charts are one
 extension (plotly.js reaches the page once, as the extension's static file); each update
 carries only the batches that are new, and the page keeps the last ``window`` of them.
 
-The view never imports Spark: it reads the stream through
+What the charts draw is built by ``workbench.views.monitor_charts`` and the header's text
+by ``workbench.views.monitor_header``; this module owns the widget, its threads and the
+user's buttons. The view never imports Spark: it reads the stream through
 :class:`~workbench.views.protocol.MonitoredStream`.
 """
 
@@ -18,204 +20,26 @@ import html
 import logging
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from ..progress.diagnosis import EPOCH, OutputSummary, format_time, why_no_output
+from ..progress.diagnosis import OutputSummary
 from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
-from ..progress.records import DURATION_PARTS, BatchProgress
+from ..progress.records import BatchProgress
 from .charts import ChartGrid
+from .monitor_charts import (
+    NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
+)
+from .monitor_header import diagnosis_html, header_html, no_output_reason
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
 
-__all__ = ["StreamMonitor", "chart_specs", "chart_points", "operator_traces"]
+__all__ = ["StreamMonitor"]
 
 log = logging.getLogger(__name__)
-
-_TIME_HOVER = "%{y|%Y-%m-%d %H:%M:%S.%L}"
-_STATE_METRICS = (
-    ("total", "num_rows_total"), ("updated", "num_rows_updated"),
-    ("removed", "num_rows_removed"), ("dropped by watermark", "num_rows_dropped_by_watermark"),
-)
-_FIGURE_HEIGHT = 320
-#: Charts are drawn at this fixed width in a grid that wraps to one column when two do not
-#: fit (the extension's view uses the same width).
-_FIGURE_WIDTH = 560
-#: How the header names a query the workbench did not start itself (``handle.started_by``).
-_STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
-#: What the state chart says once batches have run without a stateful operator.
-NO_STATE = "No state: this query has no stateful operator"
-NO_WATERMARK = "No watermark: this query has none (withWatermark sets one)"
-_AXIS = {"gridcolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "linecolor": "#c8d4e3", "automargin": True}
-
-
-def _utc_text(value: datetime | None) -> str | None:
-    # plotly.js has no time zones: give it UTC wall-clock text and say "UTC" on the axis.
-    if value is None:
-        return None
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def _watermark(value: datetime | None) -> datetime | None:
-    # Spark's initial watermark is epoch 0, meaning "none yet": plotting 1970 next to
-    # today's event times would flatten the chart, so it is left out.
-    return None if value is None or value <= EPOCH else value
-
-
-def _number(value: float | int | None) -> float | int | None:
-    # NaN (Spark's rate for a batch that took no time) is not JSON: send "no value".
-    return None if value is None or value != value else value
-
-
-def _layout(title: str, **axes: Any) -> dict[str, Any]:
-    return {
-        "title": {"text": title, "x": 0.02, "font": {"size": 14}}, "height": _FIGURE_HEIGHT,
-        "width": _FIGURE_WIDTH, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}, "hovermode": "x unified",
-        # Below the batch axis and its title, not over them.
-        "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "font": {"size": 10}},
-        "paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
-        **{name: {**_AXIS, **axis} for name, axis in axes.items()},
-    }
-
-
-def _two_rows(title: str, top: dict[str, Any], bottom: dict[str, Any], split: float) -> dict[str, Any]:
-    # Two y axes stacked over one shared batch axis (what make_subplots(rows=2) draws).
-    return _layout(title, xaxis={"anchor": "y2", "title": {"text": "batch", "standoff": 4}},
-                   yaxis={"domain": [split + 0.06, 1.0], "anchor": "x", **top},
-                   yaxis2={"domain": [0.0, split], "anchor": "x", **bottom})
-
-
-def _line(name: str, hover: str, **style: Any) -> dict[str, Any]:
-    return {"type": "scatter", "name": name, "hovertemplate": f"{hover}<extra></extra>", **style}
-
-
-def chart_specs() -> list[dict[str, Any]]:
-    """The monitor's four charts (layout and trace styles, no data), in display order.
-
-    State traces are not listed: they depend on how many stateful operators the query
-    has, which progress tells only with the first batch (see :func:`operator_traces`).
-
-    Examples
-    --------
-    >>> [spec["key"] for spec in chart_specs()]
-    ['watermark', 'state', 'latency', 'rates']
-    """
-    watermark = {
-        "key": "watermark",
-        "layout": _two_rows("Watermark and event time (UTC)",
-                            {"title": {"text": "UTC"}, "type": "date", "tickformat": "%H:%M:%S"},
-                            {"title": {"text": "gap s"}, "rangemode": "tozero"}, 0.3),
-        "traces": [
-            _line("event time min", f"min event time {_TIME_HOVER}", mode="lines",
-                  line={"width": 0.5, "color": "#9ecae1"}),
-            _line("event time max", f"max event time {_TIME_HOVER}", mode="lines",
-                  line={"width": 0.5, "color": "#9ecae1"}, fill="tonexty", fillcolor="rgba(158,202,225,0.45)"),
-            _line("watermark", f"watermark {_TIME_HOVER}", mode="lines+markers",
-                  line={"shape": "hv", "width": 2, "color": "#d62728"}, marker={"size": 4}),
-            _line("gap (s)", "gap %{y:.3f} s", mode="lines", line={"shape": "hv", "color": "#7f7f7f"},
-                  yaxis="y2"),
-        ],
-    }
-    state = {
-        "key": "state",
-        "layout": _two_rows("State rows", {"title": {"text": "rows"}, "rangemode": "tozero"},
-                            {"title": {"text": "memory"}, "rangemode": "tozero", "ticksuffix": "B"}, 0.32),
-        "traces": [],
-    }
-    latency = {
-        "key": "latency",
-        "layout": {**_layout("Batch duration (ms)", xaxis={"title": {"text": "batch"}},
-                             yaxis={"title": {"text": "ms"}, "rangemode": "tozero"}),
-                   "barmode": "stack", "bargap": 0.1},
-        "traces": [
-            *({"type": "bar", "name": key, "hovertemplate": f"{key} %{{y}} ms<extra></extra>"}
-              for key in DURATION_PARTS),
-            _line("triggerExecution", "triggerExecution %{y} ms", mode="lines+markers",
-                  line={"color": "black", "width": 1.5}, marker={"size": 4}),
-        ],
-    }
-    rates = {
-        "key": "rates",
-        "layout": _layout("Rows per second", xaxis={"title": {"text": "batch"}},
-                          yaxis={"title": {"text": "rows/s"}, "rangemode": "tozero"}),
-        "traces": [
-            _line("input rows/s", "input %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
-            _line("processed rows/s", "processed %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
-        ],
-    }
-    return [watermark, state, latency, rates]
-
-
-def operator_traces(names: Sequence[str], start: int = 0) -> list[dict[str, Any]]:
-    """State-chart traces for operators ``start..`` of ``names``: four row counts and memory each.
-
-    Trace names carry ``"<index>:<operator> "`` when the query has several operators.
-
-    Examples
-    --------
-    >>> [t["name"] for t in operator_traces(["stateStoreSave"])]
-    ['total', 'updated', 'removed', 'dropped by watermark', 'memory']
-    """
-    traces = []
-    for index in range(start, len(names)):
-        label = names[index] or f"operator {index}"
-        prefix = f"{index}:{label} " if len(names) > 1 else ""
-        traces += [_line(f"{prefix}{metric}", f"{prefix}{metric} %{{y}}", mode="lines")
-                   for metric, _ in _STATE_METRICS]
-        traces.append(_line(f"{prefix}memory", f"{prefix}memory %{{y:,}} B", mode="lines",
-                            line={"dash": "dot"}, yaxis="y2"))
-    return traces
-
-
-def input_traces(names: Sequence[str]) -> list[dict[str, Any]]:
-    """Watermark-chart traces for each observed input: the watermark that input proposes.
-
-    Examples
-    --------
-    >>> [t["name"] for t in input_traces(["clicks", "views"])]
-    ['watermark: clicks', 'watermark: views']
-    """
-    return [_line(f"watermark: {name}", f"{name} watermark {_TIME_HOVER}", mode="lines",
-                  line={"shape": "hv", "width": 1.5, "dash": "dash"}) for name in names]
-
-
-def chart_points(records: Sequence[BatchProgress], operators: int) -> dict[str, tuple[list[Any], list[list[Any]]]]:
-    """The points the monitor draws for ``records``: ``{chart: (batch ids, [values per trace])}``.
-
-    Times are UTC wall-clock text (``None`` where Spark gave none; Spark's initial epoch-0
-    watermark is ``None``), numbers are plain (``None`` for missing or NaN), the gap is max
-    event time minus watermark in seconds. ``operators`` is the number of stateful
-    operators whose traces the state chart has.
-
-    Examples
-    --------
-    >>> record = BatchProgress.from_json({"batchId": 4, "numInputRows": 3,
-    ...     "durationMs": {"addBatch": 20, "triggerExecution": 50},
-    ...     "eventTime": {"max": "2024-01-01T12:00:10.000Z", "watermark": "2024-01-01T12:00:00.000Z"}})
-    >>> points = chart_points([record], operators=0)
-    >>> points["watermark"][1][2:], points["latency"][1][0]
-    ([['2024-01-01 12:00:00.000000'], [10.0]], [20])
-    """
-    x = [r.batch_id for r in records]
-    watermarks = [_watermark(r.watermark) for r in records]
-    gaps = [r.watermark_gap_seconds for r in records]
-    state: list[list[Any]] = []
-    for index in range(operators):
-        for attr in (*(attr for _, attr in _STATE_METRICS), "memory_used_bytes"):
-            state.append([getattr(r.operators[index], attr) if index < len(r.operators) else None for r in records])
-    return {
-        "watermark": (x, [[_utc_text(r.event_time_min) for r in records],
-                          [_utc_text(r.event_time_max) for r in records],
-                          [_utc_text(w) for w in watermarks], gaps]),
-        "state": (x, state),
-        "latency": (x, [[getattr(r, attr) for r in records] for attr in DURATION_PARTS.values()]
-                    + [[r.trigger_execution_ms for r in records]]),
-        "rates": (x, [[_number(r.input_rows_per_second) for r in records],
-                      [_number(r.processed_rows_per_second) for r in records]]),
-    }
 
 
 def _check_positive(name: str, value: Any) -> int:
@@ -404,7 +228,7 @@ class StreamMonitor(widgets.VBox):
         for record in records:
             # Drawn at batch b: the watermark each input proposed after the batch before
             # (what batch b ran with), like the global watermark lane.
-            self._input_lanes[record.batch_id] = [_utc_text(_watermark(previous.get(name)))
+            self._input_lanes[record.batch_id] = [utc_text(known_watermark(previous.get(name)))
                                                   for name in self._input_names]
             previous.update((row.input, row.watermark) for row in rows if row.batch_id == record.batch_id)
         self._input_rows = [row for row in rows if row.batch_id == records[-1].batch_id]
@@ -501,52 +325,16 @@ class StreamMonitor(widgets.VBox):
         status, error = ("active", None)
         if finished:
             status, error = handle.status, handle.error
-        name = html.escape(str(getattr(handle, "name", "stream")))
-        colour = {"active": "#2ca02c", "stopped": "#7f7f7f", "failed": "#d62728"}.get(status, "black")
-        parts = [f"<b>{name}</b>", f"<span style='color:{colour}'><b>{status}</b></span>"]
-        sink = getattr(handle, "sink", None)
-        if sink:
-            tooltip = html.escape(str(getattr(handle, "sink_description", None) or sink), quote=True)
-            parts.append(f"<span title='{tooltip}'>{html.escape(str(sink))} sink</span>")
-        started_by = getattr(handle, "started_by", "workbench")
-        if started_by in _STARTED_BY:
-            parts.append(_STARTED_BY[started_by])
-        if last is not None:
-            parts.append(f"batch {last.batch_id}")
-            parts.append(f"input {_rate(last.input_rows_per_second)} rows/s")
-            parts.append(f"processed {_rate(last.processed_rows_per_second)} rows/s")
-            watermark = _watermark(last.watermark)
-            if watermark is not None:
-                parts.append(f"watermark {html.escape(format_time(watermark))}")
-        else:
-            parts.append("no batch yet")
-        text = " · ".join(parts)
-        resumed = getattr(handle, "resumed_from", None)
-        notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
-                 getattr(handle, "table_note", None),
-                 f"Resumed from its checkpoint: continues with batch {resumed}." if resumed is not None else None]
-        for note in filter(None, notes):
-            text += f"<br><small>{html.escape(str(note))}</small>"
-        if error:
-            text += f"<br><span style='color:#d62728'>{html.escape(error)}</span>"
-        self.header.value = text
+        self.header.value = header_html(handle, status, error, last)
         if finished:
             self.stop_button.disabled = True
         message = None
         if not finished or status == "stopped":
-            started = getattr(handle, "started_at", None)
-            elapsed = datetime.now(timezone.utc) - started if started is not None else None
             with self._lock:
                 inputs = list(self._input_rows)
-            message = why_no_output(
-                summary, output_mode=getattr(handle, "output_mode", None),
-                plan=getattr(handle, "plan", None), elapsed=elapsed,
-                min_batches=self.min_batches, quiet_time=self.quiet_time,
-                inputs=inputs or None, policy=getattr(handle, "watermark_policy", "min"),
-            )
-        self.diagnosis.value = (
-            f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
-        )
+            message = no_output_reason(handle, summary, inputs, min_batches=self.min_batches,
+                                       quiet_time=self.quiet_time)
+        self.diagnosis.value = diagnosis_html(message)
 
     def _update_preview(self) -> None:
         # One query of the memory table per batch that output rows (at most one per
@@ -663,9 +451,3 @@ class StreamMonitor(widgets.VBox):
 
     def __repr__(self) -> str:
         return f"<StreamMonitor {getattr(self.handle, 'name', '?')!r} window={self.window}>"
-
-
-def _rate(value: float | None) -> str:
-    if value is None or value != value:  # Spark writes NaN for batches that took no time
-        return "–"
-    return f"{value:,.1f}"

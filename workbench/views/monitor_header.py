@@ -1,0 +1,107 @@
+"""The stream monitor's text: the status line over the charts and the "why no output?" note.
+
+Pure functions of what a :class:`~workbench.views.protocol.MonitoredStream` tells (name,
+status, sink, who started it, the newest batch, and the notes a handle may carry: a gap
+in its history, a batch a stop cut, a resumed checkpoint) returning the HTML that
+:class:`~workbench.views.monitor.StreamMonitor` shows.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timedelta, timezone
+from typing import Sequence
+
+from ..progress.diagnosis import OutputSummary, format_time, why_no_output
+from ..progress.input_watermarks import InputWatermark
+from ..progress.records import BatchProgress
+from .monitor_charts import known_watermark
+from .protocol import MonitoredStream
+
+__all__ = ["header_html", "no_output_reason", "diagnosis_html"]
+
+#: How the header names a query the workbench did not start itself (``handle.started_by``).
+_STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
+
+
+def header_html(handle: MonitoredStream, status: str, error: str | None, last: BatchProgress | None) -> str:
+    """The monitor's status line: name, status, sink, newest batch, and the handle's notes.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> header_html(SimpleNamespace(name="counts", sink="memory"), "active", None, None)
+    "<b>counts</b> · <span style='color:#2ca02c'><b>active</b></span> · <span title='memory'>memory sink</span> · no batch yet"
+    """
+    name = html.escape(str(getattr(handle, "name", "stream")))
+    colour = {"active": "#2ca02c", "stopped": "#7f7f7f", "failed": "#d62728"}.get(status, "black")
+    parts = [f"<b>{name}</b>", f"<span style='color:{colour}'><b>{status}</b></span>"]
+    sink = getattr(handle, "sink", None)
+    if sink:
+        tooltip = html.escape(str(getattr(handle, "sink_description", None) or sink), quote=True)
+        parts.append(f"<span title='{tooltip}'>{html.escape(str(sink))} sink</span>")
+    started_by = getattr(handle, "started_by", "workbench")
+    if started_by in _STARTED_BY:
+        parts.append(_STARTED_BY[started_by])
+    if last is not None:
+        parts.append(f"batch {last.batch_id}")
+        parts.append(f"input {_rate(last.input_rows_per_second)} rows/s")
+        parts.append(f"processed {_rate(last.processed_rows_per_second)} rows/s")
+        watermark = known_watermark(last.watermark)
+        if watermark is not None:
+            parts.append(f"watermark {html.escape(format_time(watermark))}")
+    else:
+        parts.append("no batch yet")
+    text = " · ".join(parts)
+    resumed = getattr(handle, "resumed_from", None)
+    notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
+             getattr(handle, "table_note", None),
+             f"Resumed from its checkpoint: continues with batch {resumed}." if resumed is not None else None]
+    for note in filter(None, notes):
+        text += f"<br><small>{html.escape(str(note))}</small>"
+    if error:
+        text += f"<br><span style='color:#d62728'>{html.escape(error)}</span>"
+    return text
+
+
+def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Sequence[InputWatermark], *,
+                     min_batches: int, quiet_time: timedelta) -> str | None:
+    """Why the stream has output nothing yet (see :func:`~workbench.progress.diagnosis.why_no_output`), or None.
+
+    ``inputs`` are each input's watermark after the newest batch (empty unless the query
+    measures them); the elapsed time runs from ``handle.started_at``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> no_output_reason(SimpleNamespace(started_at=None), OutputSummary(), [], min_batches=3,
+    ...                  quiet_time=timedelta(seconds=10)) is None
+    True
+    """
+    started = getattr(handle, "started_at", None)
+    elapsed = datetime.now(timezone.utc) - started if started is not None else None
+    return why_no_output(
+        summary, output_mode=getattr(handle, "output_mode", None),
+        plan=getattr(handle, "plan", None), elapsed=elapsed,
+        min_batches=min_batches, quiet_time=quiet_time,
+        inputs=list(inputs) or None, policy=getattr(handle, "watermark_policy", "min"),
+    )
+
+
+def diagnosis_html(message: str | None) -> str:
+    """The "why no output?" note as HTML (empty without a message).
+
+    Examples
+    --------
+    >>> diagnosis_html(None)
+    ''
+    >>> diagnosis_html("No input has arrived.")
+    "<div style='color:#8a6d3b'><b>Why no output?</b> No input has arrived.</div>"
+    """
+    return f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
+
+
+def _rate(value: float | None) -> str:
+    if value is None or value != value:  # Spark writes NaN for batches that took no time
+        return "–"
+    return f"{value:,.1f}"
