@@ -122,7 +122,8 @@ def test_start_error_keeps_details():
     "module",
     ["workbench.options", "workbench.errors", "workbench.progress.records",
      "workbench.progress.history", "workbench.progress.poller", "workbench.spark.session",
-     "workbench.spark.streams", "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.scenarios",
+     "workbench.spark.console", "workbench.spark.memory_table", "workbench.spark.stopping",
+     "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.scenarios",
      "workbench.replay.late", "workbench.progress.diagnosis", "workbench.magics.parser", "workbench.cli",
      "workbench.views.console", "workbench._java"],
 )

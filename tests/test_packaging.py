@@ -263,7 +263,7 @@ def package_modules() -> dict[Path, str]:
         ("workbench.progress.poller", False, "from ipywidgets import widgets", True),
         ("workbench.views.monitor", False, "from ..progress.records import BatchProgress", False),
         ("workbench.views.monitor", False, "import ipywidgets", False),
-        ("workbench.views.monitor", False, "from ..spark.streams import StreamHandle", True),
+        ("workbench.views.monitor", False, "from ..spark.handle import StreamHandle", True),
         ("workbench.views.monitor", False, "from workbench.spark import current_env", True),
         ("workbench.views.monitor", False, "from pyspark.sql import functions", True),
         ("workbench.magics", True, "import py4j", True),
