@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 
 def test_memory_table_rows_are_counted_and_a_big_table_warns(env, rate_stream, monkeypatch, caplog):
     monkeypatch.setenv("WORKBENCH_TABLE_WARN_ROWS", "120")
-    caplog.set_level(logging.WARNING, logger="workbench.spark.streams")
+    caplog.set_level(logging.WARNING, logger="workbench.spark.memory_table")
     df = rate_stream(rows_per_batch=50)
     growing = env.start(df, "growing", trigger="0.2 seconds")
     counts = env.start(df.groupBy((df.value % 4).alias("k")).count(), "per_key", output_mode="complete",

@@ -27,7 +27,7 @@ JVM_DIES = textwrap.dedent(
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
     import workbench
-    from workbench.spark.streams import SPARK_STOPPED
+    from workbench.spark.progress_source import SPARK_STOPPED
 
     def wait(predicate, timeout=240):
         deadline = time.monotonic() + timeout

@@ -363,7 +363,7 @@ def package_imports() -> dict[str, list[Import]]:
         ("workbench.views.monitor", False, "from ..progress.records import BatchProgress", False),
         ("workbench.views.monitor", False, "import ipywidgets", False),
         ("workbench.views.monitor", False, "from .monitor_charts import chart_specs", False),
-        ("workbench.views.monitor", False, "from ..spark.streams import StreamHandle", True),
+        ("workbench.views.monitor", False, "from ..spark.handle import StreamHandle", True),
         ("workbench.views.monitor", False, "from workbench.spark import current_env", True),
         ("workbench.views.monitor", False, "from pyspark.sql import functions", True),
         ("workbench.views.replay_panel", False, "def f():\n    from ..magics.parser import parse", True),

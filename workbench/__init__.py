@@ -30,12 +30,12 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .spark.streams import StreamHandle
+    from .spark.handle import StreamHandle
 
 # Public names that live in submodules, imported on first use so that `import workbench`
 # (and the command line) stays fast and free of pyspark.
 _LAZY = {
-    "StreamHandle": ("workbench.spark.streams", "StreamHandle"),
+    "StreamHandle": ("workbench.spark.handle", "StreamHandle"),
     "Replay": ("workbench.replay.spec", "Replay"),
     "Script": ("workbench.replay.spec", "Script"),
     "ReplayPanel": ("workbench.views.replay_panel", "ReplayPanel"),

@@ -4,6 +4,6 @@ No other part of the workbench imports pyspark; they go through this package.
 """
 
 from .environment import STREAM_COLUMNS, CheckpointWarning, Workbench, current_env, new_env
-from .streams import StreamHandle
+from .handle import StreamHandle
 
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env", "StreamHandle", "STREAM_COLUMNS"]

@@ -33,7 +33,9 @@ from ..options import check_name, check_output_mode, check_rows, check_sink, par
 from ..errors import StreamStartError, refusal_line
 from .plan import output_mode_problem, plan_facts, plan_text
 from .session import build_session, discard_dead_session, is_connect_session, session_target, spark_is_gone
-from .streams import StreamHandle, StreamInterrupted, StreamSpec, run_query
+from .handle import StreamHandle, StreamSpec
+from .query_start import run_query
+from .stopping import StreamInterrupted
 from .watch import SessionWatcher, find_query, watched_handle
 
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env", "STREAM_COLUMNS"]
@@ -352,7 +354,7 @@ class Workbench:
 
     @staticmethod
     def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
-        stopper = handle._begin_stop(0.0)
+        stopper = handle.begin_stop(0.0)
         if stopper is not None:
             stopper.wait()
         if remove_checkpoint:
@@ -515,7 +517,7 @@ class Workbench:
         if grace > 0:
             # Every stop begins at once on its own thread, then this waits for them all: an
             # interrupt while it waits leaves no stream running, only stops still under way.
-            stoppers = [(handle, handle._begin_stop(grace)) for handle in self.handles()]
+            stoppers = [(handle, handle.begin_stop(grace)) for handle in self.handles()]
             try:
                 for _, stopper in stoppers:
                     if stopper is not None:

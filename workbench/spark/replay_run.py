@@ -49,7 +49,8 @@ from .environment import Workbench, check_streaming_frame, current_env
 from .frames import flat_select, utc_times
 from .plan import output_mode_problem, plan_facts
 from .replay_source import build_stream, build_window_count, replay_input, script_input
-from .streams import StreamHandle, StreamInterrupted
+from .handle import StreamHandle
+from .stopping import StreamInterrupted
 
 __all__ = ["ReplayRun", "StepReport", "ReplayError"]
 
@@ -120,9 +121,9 @@ def _results_writer(folder: str, console: Callable[[str], None] | None) -> Calla
         flat = flat_select(batch_df)
         flat.write.mode("overwrite").parquet(f"{folder}/batch_id={batch_id}")
         if console is not None:
-            from .streams import format_console_batch
+            from .console import format_console_batch, show_string
 
-            console(format_console_batch(batch_id, batch_df._show_string(20, 20)))
+            console(format_console_batch(batch_id, show_string(batch_df, 20, 20)))
 
     return write
 
@@ -445,7 +446,7 @@ class ReplayRun:
 
     def _interrupted_step(self, handle: StreamHandle, before: int | None) -> StreamInterrupted:
         """Stop an interrupted step's query without waiting for it; say what became of its batch."""
-        handle._begin_stop(0.0)  # Spark waits for the running foreachBatch: not the user
+        handle.begin_stop(0.0)  # Spark waits for the running foreachBatch: not the user
         batch = 0 if before is None else before + 1
         last = self.raw_progress.last_batch_id
         if handle.finished and last is not None and last >= batch:

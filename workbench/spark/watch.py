@@ -18,7 +18,8 @@ from typing import Any, Callable
 from ..options import Trigger
 from ..progress import ProgressHistory
 from ..progress.recorder import QueryRecorder, RunRecord
-from .streams import StreamHandle, StreamSpec, progress_json
+from .handle import StreamHandle, StreamSpec
+from .progress_source import progress_json
 
 __all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
 

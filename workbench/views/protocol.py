@@ -1,7 +1,7 @@
 """What the views need from a stream, written down once.
 
 The live monitor reads a stream through this small protocol, so that a stream the
-workbench started (:class:`~workbench.spark.streams.StreamHandle`), a query it watches and
+workbench started (:class:`~workbench.spark.handle.StreamHandle`), a query it watches and
 a replayed run (:class:`~workbench.spark.replay_run.ReplayRun`'s view of its restarts) are
 each an honest implementation rather than a stand-in imitating a handle. The views never
 import Spark: everything they show comes through these members.

@@ -48,7 +48,7 @@ UI_RETRY = 5.0
 
 
 class StreamLike(Protocol):
-    """What the panel reads from a stream (a :class:`~workbench.spark.streams.StreamHandle`)."""
+    """What the panel reads from a stream (a :class:`~workbench.spark.handle.StreamHandle`)."""
 
     name: str
     sink: str

@@ -1,0 +1,463 @@
+"""The handle users hold for each stream the workbench started or watches.
+
+:class:`StreamHandle` is a facade over its parts: the query's status and error (settled
+once it ends), its :class:`~workbench.progress.ProgressHistory` and the poller that fills
+it, the stop (:class:`~workbench.spark.stopping.Stopper`), the memory table's accounting
+(:class:`~workbench.spark.memory_table.MemoryTable`), result reads
+(:class:`~workbench.spark.results.TableReader`) and the state inspector. :class:`StreamSpec`
+says how a query is started (see :mod:`workbench.spark.query_start`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from ..options import Trigger
+from ..progress import ProgressHistory, ProgressPoller
+from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_watermarks
+from .memory_table import CutBatch, MemoryTable
+from .progress_source import QueryProgressSource
+from .results import TableReader
+from .session import spark_is_gone
+from .stopping import QueryEnd, Stopper, Worker
+
+__all__ = ["StreamHandle", "StreamSpec"]
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Everything needed to start one query, already validated."""
+
+    name: str
+    sink: str
+    output_mode: str | None
+    trigger: Trigger
+    checkpoint: str
+    rows: int = 20
+    truncate: bool = True
+    poll_interval: float = 0.5
+    history_cap: int = 100_000
+    #: Rows in a memory sink's table past which the handle warns (0: never).
+    table_warn_rows: int = 1_000_000
+
+
+class StreamHandle:
+    """A streaming query started by the workbench.
+
+    Use :func:`workbench.start` to get one. The handle keeps the query's complete
+    per-batch progress history (not just Spark's last 99 entries) and reports the query's
+    status and error in readable form.
+
+    Attributes
+    ----------
+    name : str
+        The stream's name (also the memory sink's table name).
+    query : pyspark.sql.streaming.StreamingQuery
+        The underlying query.
+    progress : ProgressHistory
+        The live progress model that the monitor reads.
+    sink, output_mode, trigger, checkpoint
+        How the query was started.
+
+    Examples
+    --------
+    >>> handle = workbench.start(df, "counts")        # doctest: +SKIP
+    >>> handle.status                                  # doctest: +SKIP
+    'active'
+    >>> handle.history()[["batch_id", "num_input_rows"]].tail(2)   # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        spec: StreamSpec,
+        query: Any,
+        spark: Any,
+        on_event: Callable[[StreamHandle], None] | None = None,
+        history: ProgressHistory | None = None,
+        output_rows: Mapping[int, int] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.sink = spec.sink
+        self.output_mode = spec.output_mode
+        self.trigger = spec.trigger.text
+        self.checkpoint = spec.checkpoint
+        self.query = query
+        self.started_at = datetime.now(timezone.utc)
+        self.progress = history if history is not None else ProgressHistory(cap=spec.history_cap)
+        self._spark = spark
+        # Read once: after the JVM dies, streams() and repr must still answer without Spark.
+        self._id, self._run_id = str(query.id), str(query.runId)
+        #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
+        self.plan: Any = None
+        #: The batch id this run continued with when it restarted from a user's checkpoint
+        #: that already held committed batches (the monitor can say "resumed from batch N").
+        self.resumed_from: int | None = None
+        #: The newer stream that took this one's name (and with it the memory sink's table).
+        self.replaced_by: StreamHandle | None = None
+        #: The query's output columns (names the state inspector's grouping keys).
+        self.output_columns: tuple[str, ...] = ()
+        #: The observed watermarked inputs (``input_watermarks=True``), else empty.
+        self.inputs: tuple[InputSpec, ...] = ()
+        #: Spark's ``multipleWatermarkPolicy`` when the stream started.
+        self.watermark_policy = "min"
+        #: Who started the query: ``"workbench"`` (``start``/``%%stream``), ``"cell"`` (the code of a
+        #: ``%%stream`` cell) or ``"user"`` (any other code; the handle only watches it).
+        self.started_by = "workbench"
+        #: Spark's description of the sink (e.g. ``FileSink[/data/out]``), when known.
+        self.sink_description: str | None = None
+        #: Which batches the history lacks (a query watched after it started), or None.
+        self.history_note: str | None = None
+        # The parts the handle delegates to.
+        self._end = QueryEnd(query, spark, subject=self)
+        if on_event is not None:
+            self._end.on_finished(on_event)
+        self._memory = MemoryTable(spec.name, spec.output_mode, spec.checkpoint, spec.table_warn_rows, query, spark,
+                                   self.progress)
+        if self.sink == "memory":
+            self.progress.subscribe(self._memory.count_rows)
+        self._reader = TableReader(spec.name, self._run_id, spec.sink, spec.output_mode, spark)
+        self.poller = ProgressPoller(
+            QueryProgressSource(query, output_rows, spark), self.progress, interval=spec.poll_interval,
+            on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
+        )
+        self._stopping = Stopper(spec.name, query, spark, self.poller, self._end, self._find_cut_batch)
+
+    # -- status --------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The query's id (stable across restarts from the same checkpoint)."""
+        return self._id
+
+    @property
+    def run_id(self) -> str:
+        """The id of this run of the query."""
+        return self._run_id
+
+    @functools.cached_property
+    def spark_ui_url(self) -> str | None:
+        """The Spark UI of the query's session (``sparkContext.uiWebUrl``); None on Spark Connect."""
+        try:
+            return self._spark.sparkContext.uiWebUrl
+        except Exception:  # Spark Connect sessions have no SparkContext, and no UI here
+            return None
+
+    @property
+    def status(self) -> str:
+        """``"active"``, ``"stopped"`` or ``"failed"``."""
+        if self._end.status is not None:
+            return self._end.status
+        if self.spark_gone:
+            return self._end.settle()
+        try:
+            if self.query.isActive:
+                return "active"
+        except Exception:  # the session is gone
+            return self._end.settle()
+        return self._end.settle()
+
+    @property
+    def error(self) -> str | None:
+        """One readable line for a failed query (the user's own error first), else None.
+
+        The full text is in :attr:`error_details`.
+        """
+        self.status  # settles a terminated query's error
+        return self._end.error
+
+    @property
+    def error_details(self) -> str | None:
+        """Spark's full error text for a failed query, else None."""
+        self.status
+        return self._end.error_details
+
+    @property
+    def spark_gone(self) -> bool:
+        """Whether the stream's Spark session stopped or its JVM died (nothing runs any more)."""
+        return spark_is_gone(self._spark)
+
+    def _on_poller_finished(self) -> None:
+        self._end.settle()
+        self._find_cut_batch()
+        self._end.mark_finished()
+
+    @property
+    def finished(self) -> bool:
+        """Whether the query has ended and its last batches are in the history."""
+        return self._end.finished
+
+    def wait_finished(self, timeout: float | None = None) -> bool:
+        """Wait until the query has ended and its last batches are in the history."""
+        return self._end.wait_finished(timeout)
+
+    def on_finished(self, callback: Callable[[StreamHandle], None]) -> None:
+        """Call ``callback(handle)`` once the query has ended (at once if it already has).
+
+        After that, :attr:`status` and :attr:`error` no longer call Spark. The callback runs
+        on the poller's thread (or the caller's): keep it short.
+        """
+        self._end.on_finished(callback)
+
+    def monitor(self, **options: Any) -> Any:
+        """The live dashboard of this stream (an ipywidgets widget); see ``StreamMonitor``."""
+        from ..views.monitor import StreamMonitor
+
+        return StreamMonitor(self, **options)
+
+    # -- memory table ------------------------------------------------------------------------
+
+    @property
+    def table_rows(self) -> int | None:
+        """Rows in the memory sink's table, counted from the progress history (no Spark job).
+
+        The table lives in the driver's memory and Spark never trims it: in append and
+        update mode it grows by every batch's output. None for other sinks.
+
+        Examples
+        --------
+        >>> handle.table_rows                                    # doctest: +SKIP
+        12500
+        """
+        return self._memory.rows if self.sink == "memory" else None
+
+    @property
+    def table_warning(self) -> str | None:
+        """One line once the memory table has passed ``table_warn_rows`` rows, else None."""
+        return self._memory.warning
+
+    @property
+    def cut_batch(self) -> CutBatch | None:
+        """The batch a stop cut after its rows reached the memory table (no progress record), or None."""
+        return self._memory.cut_batch
+
+    @property
+    def table_note(self) -> str | None:
+        """One line when the memory table holds rows the history does not account for, else None.
+
+        See :attr:`cut_batch`. On Spark Connect in complete mode the memory sink is out of
+        reach and the table's size says nothing about which batch wrote it: when the stop
+        interrupted a batch that Spark had started (it is in the checkpoint's offset log) but
+        never reported, the line says that the table may hold that batch.
+        """
+        return self._memory.note
+
+    def _find_cut_batch(self) -> None:
+        """After the query ended: find a batch whose rows reached the memory table without progress."""
+        if self.sink == "memory":
+            self._memory.find_cut_batch(replaced=self.replaced_by is not None)
+
+    # -- data ------------------------------------------------------------------------------
+
+    def history(self, *, operators: bool = False) -> pd.DataFrame:
+        """Every batch since the stream started, one row per batch (see ``HISTORY_COLUMNS``).
+
+        Parameters
+        ----------
+        operators : bool, default False
+            One row per batch and stateful operator instead of state summed over operators.
+
+        Examples
+        --------
+        >>> handle.history()[["batch_id", "watermark", "state_rows_total"]]   # doctest: +SKIP
+        """
+        return self.progress.to_frame(operators=operators)
+
+    def result(self) -> pd.DataFrame:
+        """The memory sink's table as a pandas DataFrame (what the query has output so far).
+
+        Struct columns are split (``window`` becomes ``window_start`` and ``window_end``)
+        and times are UTC, as in a replay panel's results.
+
+        Raises
+        ------
+        ValueError
+            For a console-sink stream, which keeps no table.
+        """
+        return self._reader.result(replaced=self.replaced_by is not None)
+
+    def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
+        """A few rows of the memory sink's table and its row count, without fetching it all.
+
+        In complete mode the table is the whole result, so its first ``rows`` rows are
+        returned; otherwise the newest ``rows`` rows (Spark's ``tail``).
+
+        Returns
+        -------
+        (pandas.DataFrame, int)
+            The rows and the number of rows in the table.
+        """
+        return self._reader.preview(rows, replaced=self.replaced_by is not None)
+
+    def input_watermarks(self) -> pd.DataFrame:
+        """Each watermarked input's max event time and watermark, one row per batch and input.
+
+        Only for a stream started with ``input_watermarks=True`` (``%%stream
+        --input-watermarks``). Columns: ``batch_id``, ``input`` (its temp view, alias or
+        source), ``max_event_time`` (the latest it has had so far), ``delay``,
+        ``watermark`` (max event time minus delay: what it proposes after the batch),
+        ``rows`` (in the batch), ``quiet_batches`` (batches in a row without rows) and
+        ``global_watermark`` (what Spark derives from the inputs under its
+        ``multipleWatermarkPolicy``; the next batch runs with it).
+
+        Raises
+        ------
+        ValueError
+            For a stream started without ``input_watermarks=True``.
+
+        Examples
+        --------
+        >>> joined = workbench.start(clicks.join(views, "ad_id"), "joined", input_watermarks=True)  # doctest: +SKIP
+        >>> joined.input_watermarks().query("batch_id == 3")                                        # doctest: +SKIP
+        """
+        if not self.inputs:
+            raise ValueError(f"stream {self.name!r} was started without input_watermarks=True: start it with "
+                             "workbench.start(..., input_watermarks=True) or %%stream --input-watermarks")
+        rows = input_watermarks(self.progress.records(), self.inputs, self.watermark_policy)
+        return input_watermark_frame(rows)
+
+    # -- state: thin wrappers over workbench.spark.state ------------------------------------
+
+    def state(self, batch_id: int | None = None, operator: int | str | None = None,
+              side: str | None = None) -> pd.DataFrame:
+        """The state rows the query holds after batch ``batch_id`` (default: the latest committed).
+
+        Parameters
+        ----------
+        batch_id : int, optional
+            A committed batch id.
+        operator : int or str, optional
+            The stateful operator, by id or name (``state_summary()`` lists them); needed
+            only when the query has several.
+        side : {"left", "right"}, optional
+            For a stream-stream join, which input's buffered rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Readable key columns (e.g. ``window_start``, ``window_end``, ``word``), value
+            columns (e.g. ``count``) and ``partition_id``.
+
+        Raises
+        ------
+        ValueError
+            Unknown operator or side, a batch not in the checkpoint, a stateless query or
+            a removed checkpoint.
+
+        Examples
+        --------
+        >>> handle.state(batch_id=3)                        # doctest: +SKIP
+        >>> joined.state(side="left")                      # doctest: +SKIP
+        """
+        return self._state().state(batch_id, operator, side)
+
+    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
+                      side: str | None = None) -> pd.DataFrame:
+        """What changed in state from ``start_batch`` to ``end_batch`` (default: the latest), both included.
+
+        One row per change: ``batch_id``, ``change_type`` (``update`` / ``delete``), key
+        and value columns, ``watermark`` (for a delete: the watermark of that batch, which
+        evicted the row) and ``partition_id``.
+
+        Examples
+        --------
+        >>> handle.state_changes(0, 5).query("change_type == 'delete'")   # doctest: +SKIP
+        """
+        return self._state().changes(start_batch, end_batch, operator, side)
+
+    def state_summary(self) -> pd.DataFrame:
+        """The query's stateful operators: name, kind, sides, batch range, partitions.
+
+        Examples
+        --------
+        >>> handle.state_summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
+        """
+        return self._state().summary()
+
+    def _state(self) -> Any:
+        from .state import inspector_for
+
+        return inspector_for(self._spark, self.checkpoint, name=self.name, progress=self.progress,
+                             result_columns=self.output_columns)
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop the query and its poller; the history keeps every batch that ran.
+
+        Parameters
+        ----------
+        grace : float, default 1.0
+            Seconds to wait for a running micro-batch to end before interrupting it.
+            Interrupting a batch is safe (it runs again on restart from the checkpoint)
+            but makes Spark print an interruption trace to the process's stderr. A batch
+            interrupted after its sink write leaves its rows in the memory table without
+            a progress record (Spark never reported it): :attr:`cut_batch` then names it
+            and :attr:`table_rows` counts its rows. With the default trigger batches run
+            back to back, so that can happen whatever the grace.
+
+        Raises
+        ------
+        StreamInterrupted
+            On a KeyboardInterrupt while waiting (Spark waits for a running Python
+            ``foreachBatch`` function to return). The stop goes on in the background; the
+            next ``stop()`` waits for it.
+
+        Examples
+        --------
+        >>> handle.stop()                          # doctest: +SKIP
+        >>> handle.status, handle.cut_batch        # doctest: +SKIP
+        ('stopped', None)
+        """
+        self._stopping.stop(grace)
+
+    def begin_stop(self, grace: float) -> Worker | None:
+        """Begin stopping the query on a thread of its own (once), so that an interrupt cannot cut the stop short.
+
+        Parameters
+        ----------
+        grace : float
+            As for :meth:`stop`.
+
+        Returns
+        -------
+        Worker or None
+            The stop to wait for (``.wait()``; ``.done`` is set once it has ended), or None
+            when the stop already ran on the caller's thread (or the caller is the stop's own).
+
+        Examples
+        --------
+        >>> stopper = handle.begin_stop(0.0)       # doctest: +SKIP
+        >>> if stopper is not None:                # doctest: +SKIP
+        ...     stopper.wait()
+        """
+        return self._stopping.begin(grace)
+
+    def summary(self) -> dict[str, Any]:
+        """One row of :func:`workbench.streams`."""
+        last = self.progress.last()
+        status = self.status
+        return {
+            "name": self.name,
+            "id": self.id,
+            "run_id": self.run_id,
+            "status": status,
+            "sink": self.sink,
+            "output_mode": self.output_mode or "append",
+            "trigger": self.trigger,
+            "batches": self.progress.total,
+            "last_batch_id": last.batch_id if last else None,
+            "watermark": last.watermark if last else None,
+            "input_rows_per_second": last.input_rows_per_second if last else None,
+            "processed_rows_per_second": last.processed_rows_per_second if last else None,
+            "error": self.error,
+            "started_by": self.started_by,
+            "table_rows": self.table_rows,
+            "cut_batch": self.cut_batch.batch_id if self.cut_batch is not None else None,
+        }
+
+    def __repr__(self) -> str:
+        return f"<StreamHandle {self.name!r} {self.status} sink={self.sink} batches={self.progress.total}>"

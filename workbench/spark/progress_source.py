@@ -1,0 +1,62 @@
+"""Reading a running query's progress: the poller's source over a pyspark ``StreamingQuery``.
+
+Owns :class:`QueryProgressSource` (what the poller polls), :func:`progress_json` (Spark's
+progress as a plain dict, the one conversion from pyspark's objects) and
+:data:`SPARK_STOPPED`, the error of every stream whose Spark went away under it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from .session import spark_is_gone
+
+__all__ = ["QueryProgressSource", "progress_json", "SPARK_STOPPED"]
+
+#: The error of every stream whose Spark session stopped or whose JVM died under it.
+SPARK_STOPPED = (
+    "Spark stopped: the session or its JVM ended while the stream ran; "
+    "workbench.session() or the next %%stream starts a new one"
+)
+
+
+class QueryProgressSource:
+    """Adapts a pyspark ``StreamingQuery`` (classic or Spark Connect) to the poller's source.
+
+    ``output_rows`` maps batch ids to the rows a Python-side sink wrote (the console
+    sink counts them); Spark reports ``numOutputRows = -1`` for ``foreachBatch`` sinks.
+    With ``spark``, a session whose JVM has gone ends the poller at once.
+    """
+
+    def __init__(self, query: Any, output_rows: Mapping[int, int] | None = None, spark: Any = None) -> None:
+        self._query = query
+        self._output_rows = output_rows
+        self._spark = spark
+
+    def is_active(self) -> bool:
+        if self._spark is not None and spark_is_gone(self._spark):
+            # Ends the poller at once, without a failing (and loudly logged) py4j call.
+            raise RuntimeError(SPARK_STOPPED)
+        return bool(self._query.isActive)
+
+    def last_progress(self) -> Mapping[str, Any] | None:
+        progress = self._query.lastProgress
+        return self._with_rows(progress_json(progress)) if progress else None
+
+    def recent_progress(self) -> Sequence[Mapping[str, Any]]:
+        return [self._with_rows(progress_json(p)) for p in self._query.recentProgress]
+
+    def _with_rows(self, raw: dict[str, Any]) -> dict[str, Any]:
+        count = self._output_rows.get(raw.get("batchId", -1)) if self._output_rows is not None else None
+        if count is not None:
+            raw["sink"] = {**(raw.get("sink") or {}), "numOutputRows": count}
+        return raw
+
+
+def progress_json(progress: Any) -> dict[str, Any]:
+    """Spark's progress JSON as a plain dict, from pyspark's ``StreamingQueryProgress``."""
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return dict(progress)

@@ -1,0 +1,79 @@
+"""Reading what a stream has output: its memory sink's table, whole or as a preview.
+
+:class:`TableReader` is the part of a ``StreamHandle`` behind ``result()`` and
+``preview()``: it refuses with the fix when there is no table to read (a console sink, a
+name a newer stream took over, a Spark that has gone) and returns flat pandas frames.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .frames import flat_select, to_flat_pandas
+from .progress_source import SPARK_STOPPED
+from .session import spark_is_gone
+
+__all__ = ["TableReader"]
+
+
+class TableReader:
+    """Reads of one stream's memory-sink table (found by the stream's name).
+
+    Examples
+    --------
+    >>> reader = TableReader("counts", handle.run_id, "memory", "complete", spark)   # doctest: +SKIP
+    >>> reader.preview(5, replaced=False)                                             # doctest: +SKIP
+    """
+
+    def __init__(self, name: str, run_id: str, sink: str, output_mode: str | None, spark: Any) -> None:
+        self._name = name
+        self._run_id = run_id
+        self._sink = sink
+        self._output_mode = output_mode
+        self._spark = spark
+        self._table: Any = None  # the memory sink's table as a DataFrame, for previews
+
+    def result(self, replaced: bool) -> pd.DataFrame:
+        """The whole table as a flat pandas DataFrame (see ``StreamHandle.result``).
+
+        ``replaced``: a newer stream took the name, and with it the table.
+        """
+        if self._sink != "memory":
+            raise ValueError(
+                f"stream {self._name!r} writes to the {self._sink} sink, which keeps no table: "
+                "start it with sink='memory' to read results"
+            )
+        self._check_not_replaced(replaced)
+        self._check_spark()
+        return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self._name}`"))
+
+    def preview(self, rows: int, replaced: bool) -> tuple[pd.DataFrame, int]:
+        """A few rows of the table and its row count (see ``StreamHandle.preview``)."""
+        if self._sink != "memory":
+            raise ValueError(f"stream {self._name!r} writes to the {self._sink} sink, which keeps no table")
+        self._check_not_replaced(replaced)
+        self._check_spark()
+        if self._table is None:
+            # Resolved once (the columns of result()): every action on it reads the sink's
+            # rows as they are then.
+            self._table = flat_select(self._spark.table(f"`{self._name}`"))
+        table = self._table
+        total = table.count()
+        if self._output_mode == "complete":
+            return table.limit(rows).toPandas(), total
+        picked = table.tail(rows)
+        return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+
+    def _check_not_replaced(self, replaced: bool) -> None:
+        # The memory sink's table is found by the stream's name, which now means the newer stream.
+        if replaced:
+            raise ValueError(
+                f"stream {self._name!r} (run {self._run_id}) was replaced by a newer stream of the same name, "
+                f"whose table now holds {self._name!r}: read it with workbench.stream({self._name!r}).result()"
+            )
+
+    def _check_spark(self) -> None:
+        if spark_is_gone(self._spark):
+            raise RuntimeError(f"stream {self._name!r} has no table any more: {SPARK_STOPPED}")
