@@ -27,7 +27,7 @@ from ..replay import scenarios
 from ..replay.scenarios import Scenario
 from ..replay.spec import Replay, Script
 from ..spark import current_env
-from ..spark.environment import check_streaming_frame
+from ..spark.starting import check_streaming_frame
 from ..spark.watch import is_streaming_query
 from ..views.console import CellConsole, cell_console
 from .parser import (

@@ -33,8 +33,7 @@ import dataclasses
 import logging
 import shutil
 import threading
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,16 +42,20 @@ import pandas as pd
 from ..errors import StreamStartError, summarize_error
 from ..options import check_name, check_output_mode, check_sink
 from ..progress import BatchProgress, ProgressHistory
-from ..replay.late import WindowShape, late_row_fates, late_totals
+from ..replay.late import late_totals
 from ..replay.spec import Replay, Script, WindowCount
-from .environment import Workbench, check_streaming_frame, current_env
-from .frames import flat_select, utc_times
+from .environment import Workbench, current_env
+from .frames import flat_select
 from .plan import output_mode_problem, plan_facts
+from .replay_late import classify_late_rows, next_watermark
+from .replay_results import BatchResults, results_writer
 from .replay_source import build_stream, build_window_count, replay_input, script_input
+from .replay_view import ReplayStreamView, StepReport, query_description
+from .starting import check_streaming_frame
 from .handle import StreamHandle
 from .stopping import StreamInterrupted
 
-__all__ = ["ReplayRun", "StepReport", "ReplayError"]
+__all__ = ["ReplayRun", "ReplayError"]
 
 log = logging.getLogger(__name__)
 
@@ -63,49 +66,6 @@ class ReplayError(RuntimeError):
     """A replay control cannot do what was asked (run failed, closed, timed out)."""
 
 
-@dataclass(frozen=True)
-class StepReport:
-    """What one step (or one run of Play) changed.
-
-    Attributes
-    ----------
-    batch_ids : tuple of int
-        Spark batch ids that ran.
-    watermark_before, watermark_after : datetime or None
-        The watermark the first batch used, and the one the next batch will use.
-    rows_in : int
-        Input rows (scripted rows for a Script, not padding).
-    rows_out : int
-        Rows the query emitted.
-    late_rows : dict
-        Late input rows of these batches by fate.
-    state_rows : int
-        State rows after the last batch.
-    dropped_groups : int
-        Spark's ``numRowsDroppedByWatermark`` in these batches (groups, not rows).
-    """
-
-    batch_ids: tuple[int, ...]
-    watermark_before: datetime | None
-    watermark_after: datetime | None
-    rows_in: int
-    rows_out: int
-    late_rows: dict[str, int]
-    state_rows: int
-    dropped_groups: int
-
-    def __str__(self) -> str:
-        def text(value: datetime | None) -> str:
-            return value.strftime("%Y-%m-%d %H:%M:%S") if value else "none"
-
-        ids = ", ".join(map(str, self.batch_ids)) or "none"
-        late = ", ".join(f"{n} {fate}" for fate, n in self.late_rows.items() if n) or "none"
-        after = text(self.watermark_after) if self.watermark_after or not self.watermark_before else "unknown"
-        return (f"batch {ids}: watermark {text(self.watermark_before)} -> {after}, "
-                f"{self.rows_in} rows in, {self.rows_out} rows out, late rows: {late}, "
-                f"state rows {self.state_rows}")
-
-
 def _failed(name: str, error: str | None) -> str:
     """The one-line message for stepping or playing a failed run.
 
@@ -113,109 +73,6 @@ def _failed(name: str, error: str | None) -> str:
     "replay 'words' failed: ValueError: bad row. Call reset() to start over."
     """
     return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
-
-
-def _results_writer(folder: str, console: Callable[[str], None] | None) -> Callable[[Any, int], None]:
-    # Only a path is captured, so the function also runs server-side under Spark Connect.
-    def write(batch_df: Any, batch_id: int) -> None:
-        flat = flat_select(batch_df)
-        flat.write.mode("overwrite").parquet(f"{folder}/batch_id={batch_id}")
-        if console is not None:
-            from .console import format_console_batch, show_string
-
-            console(format_console_batch(batch_id, show_string(batch_df, 20, 20)))
-
-    return write
-
-
-def _read_batch(folder: Path) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
-    return utc_times(pq.read_table(str(folder)).to_pandas())
-
-
-class _MonitorView:
-    """The replay's stream as a whole (every restart): what the monitor and ``panel.handle`` read.
-
-    The monitor follows one stream until it finishes; a replay restarts its query at
-    every step, so the monitor reads the run through this view (a
-    ``workbench.views.protocol.MonitoredStream``), which lasts until reset. It answers
-    ``result()``, ``history()`` and the state methods for the whole run, with the same
-    columns as a :class:`StreamHandle` of the same query.
-    """
-
-    def __init__(self, run: ReplayRun, progress: ProgressHistory) -> None:
-        self._run = run
-        self.progress = progress
-        self.name = run.name
-        self.sink = "memory"
-        self.output_mode = run.output_mode
-        self.started_at = datetime.now(timezone.utc)
-        self.spec = dataclasses.make_dataclass("Spec", [("poll_interval", float)])(run.poll_interval)
-        self._callbacks: list[Callable[[Any], None]] = []
-        self._done = False
-
-    @property
-    def plan(self) -> Any:
-        return self._run.plan
-
-    @property
-    def status(self) -> str:
-        return self._run.status
-
-    @property
-    def error(self) -> str | None:
-        return self._run.error
-
-    def result(self) -> pd.DataFrame:
-        """What the query has output, in the columns ``workbench.start(...).result()`` gives."""
-        table = self._run.results()
-        if table.empty and not len(table.columns):
-            return pd.DataFrame(columns=self._run.result_columns)
-        return table.drop(columns="batch_id").reset_index(drop=True)
-
-    def history(self, *, operators: bool = False) -> pd.DataFrame:
-        """Spark's progress of every batch since the last reset (as ``StreamHandle.history``)."""
-        return self._run.raw_progress.to_frame(operators=operators)
-
-    def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state`."""
-        return self._run.state(batch_id, operator, side)
-
-    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
-                      side: str | None = None) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state_changes`."""
-        return self._run.state_changes(start_batch, end_batch, operator, side)
-
-    def state_summary(self) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state_summary`."""
-        return self._run.state_summary()
-
-    def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
-        return self._run.preview(rows)
-
-    def stop(self) -> None:
-        self._run.pause()
-
-    def on_finished(self, callback: Callable[[Any], None]) -> None:
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def finish(self) -> None:
-        self._done = True
-        for callback in self._callbacks:
-            try:
-                callback(self)
-            except Exception:
-                log.exception("monitor finish callback failed")
-
-    def monitor(self, **options: Any) -> Any:
-        from ..views.monitor import StreamMonitor
-
-        return StreamMonitor(self, **options)
 
 
 class ReplayRun:
@@ -322,29 +179,16 @@ class ReplayRun:
             self._late_cache: tuple[tuple[int, int], pd.DataFrame] | None = None
             self._complete_tables: dict[int, pd.DataFrame] = {}
             self._error: str | None = None
+            #: The committed batches' results, read back from :attr:`results_dir`.
+            self.batch_output = BatchResults(self.results_dir, self.output_mode, self.raw_progress, self.progress)
             self._unsubscribe = self.raw_progress.subscribe(self._mirror)
-            self.stream = _MonitorView(self, self.progress)
-
-    def _output_rows(self, batch_id: int) -> int | None:
-        """Rows batch ``batch_id`` emitted, from its results folder's parquet footers.
-
-        The foreachBatch sink reports ``numOutputRows`` as -1, and the folder is complete
-        before Spark reports the batch's progress.
-        """
-        import pyarrow.parquet as pq
-
-        folder = self.results_dir / f"batch_id={batch_id}"
-        try:
-            return sum(pq.ParquetFile(str(f)).metadata.num_rows for f in folder.glob("*.parquet"))
-        except Exception:
-            log.debug("cannot count output rows of batch %s", batch_id, exc_info=True)
-            return None
+            self.stream = ReplayStreamView(self, self.progress)
 
     def _mirror(self, records: list[BatchProgress]) -> None:
         """Copy Spark's records into :attr:`progress` with scripted input rows and output rows."""
         adjusted = []
         for record in records:
-            record = dataclasses.replace(record, num_output_rows=self._output_rows(record.batch_id))
+            record = dataclasses.replace(record, num_output_rows=self.batch_output.output_rows(record.batch_id))
             if record.num_input_rows > 0:
                 index = len(self._data_batches)
                 self._data_batches.append(record.batch_id)
@@ -400,7 +244,7 @@ class ReplayRun:
     # -- controls ----------------------------------------------------------------------------
 
     def _start(self, trigger: str | None) -> StreamHandle:
-        writer = _results_writer(str(self.results_dir), self._console)
+        writer = results_writer(str(self.results_dir), self._console)
         handle = self.env.start(
             self.df, self.name, trigger=trigger, checkpoint=self.checkpoint, history=self.raw_progress,
             output_mode=self.output_mode, poll_interval=self.poll_interval, foreach_batch=writer,
@@ -532,20 +376,7 @@ class ReplayRun:
 
     def _report(self, before: int | None) -> StepReport:
         records = [r for r in self.progress.records() if before is None or r.batch_id > before]
-        late = self.late_rows()
-        ids = {r.batch_id for r in records}
-        late_now = late[late["batch_id"].isin(ids)]["fate"].value_counts().to_dict() if len(late) else {}
-        last = records[-1] if records else self.progress.last()
-        return StepReport(
-            batch_ids=tuple(r.batch_id for r in records),
-            watermark_before=records[0].watermark if records else (last.watermark if last else None),
-            watermark_after=self.next_watermark(),
-            rows_in=sum(r.num_input_rows for r in records),
-            rows_out=sum(r.num_output_rows or 0 for r in records),
-            late_rows={k: int(v) for k, v in late_now.items()},
-            state_rows=last.state_rows_total if last else 0,
-            dropped_groups=sum(r.state_rows_dropped_by_watermark for r in records),
-        )
+        return StepReport.of(records, self.progress.last(), self.late_rows(), self.next_watermark())
 
     def next_watermark(self) -> datetime | None:
         """The watermark the next batch will use (Spark reports it one batch late).
@@ -555,16 +386,7 @@ class ReplayRun:
         (Spark then takes the minimum over the inputs, whose own maximum event times
         progress does not report).
         """
-        last = self.raw_progress.last()
-        delay = getattr(self.plan, "watermark_delay", None)
-        if last is None or last.watermark is None or getattr(self.plan, "watermarks", 1) > 1:
-            return None
-        if delay is None:
-            return last.watermark
-        candidates = [last.watermark]
-        if last.event_time_max is not None:
-            candidates.append(last.event_time_max - delay)
-        return max(candidates)
+        return next_watermark(self.raw_progress.last(), self.plan)
 
     def history(self) -> pd.DataFrame:
         """Every batch since the last reset; ``num_input_rows`` counts scripted rows and
@@ -576,70 +398,21 @@ class ReplayRun:
 
     def batch_results(self) -> dict[int, pd.DataFrame]:
         """Each committed batch's output, by batch id (complete mode: the whole table)."""
-        committed = self.raw_progress.last_batch_id
-        out: dict[int, pd.DataFrame] = {}
-        if committed is None:
-            return out
-        for folder in sorted(self.results_dir.glob("batch_id=*"), key=lambda p: int(p.name.split("=")[1])):
-            batch_id = int(folder.name.split("=")[1])
-            if batch_id <= committed:  # a batch cut off by a pause runs again; ignore its leftovers
-                out[batch_id] = _read_batch(folder)
-        return out
-
-    def _committed_folders(self) -> list[tuple[int, Path]]:
-        """The results folders of committed batches, newest first."""
-        committed = self.raw_progress.last_batch_id
-        if committed is None:
-            return []
-        folders = ((int(p.name.split("=")[1]), p) for p in self.results_dir.glob("batch_id=*"))
-        # A batch cut off by a pause runs again: its leftovers are not results.
-        return sorted(((b, p) for b, p in folders if b <= committed), reverse=True)
+        return self.batch_output.batch_results()
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
-        """The rows a monitor shows and the table's size, reading only the batches needed.
-
-        Append and update mode: the newest ``rows`` rows (with ``batch_id``), read from the
-        newest batches back; the size is the sum of the batches' output rows. Complete mode:
-        the first ``rows`` rows of the latest table and its size. Unlike :meth:`results`, the
-        cost does not grow with the number of batches run.
+        """The rows a monitor shows and the table's size; see :meth:`BatchResults.preview`.
 
         Examples
         --------
         >>> run.step(); run.preview(5)       # doctest: +SKIP
         """
-        folders = self._committed_folders()
-        if not folders:
-            return pd.DataFrame(), 0
-        if self.output_mode == "complete":
-            batch_id, folder = folders[0]
-            table = _read_batch(folder).assign(batch_id=batch_id)
-            return table.head(rows), len(table)
-        picked: list[pd.DataFrame] = []
-        have = 0
-        for batch_id, folder in folders:
-            if have >= rows and picked:
-                break
-            table = _read_batch(folder)
-            if len(table) or not picked:
-                picked.append(table.assign(batch_id=batch_id))
-                have += len(table)
-        shown = pd.concat(picked[::-1], ignore_index=True).tail(rows)
-        total = sum(r.num_output_rows or 0 for r in self.progress.records())
-        return shown, total
+        return self.batch_output.preview(rows)
 
     def results(self) -> pd.DataFrame:
         """What the query has output: every emitted row with its ``batch_id`` (append and
         update mode), or the latest complete table (complete mode)."""
-        tables = self.batch_results()
-        if not tables:
-            return pd.DataFrame()
-        if self.output_mode == "complete":
-            batch_id = max(tables)
-            return tables[batch_id].assign(batch_id=batch_id)
-        frames = [t.assign(batch_id=b) for b, t in tables.items() if len(t)]
-        if not frames:
-            return next(iter(tables.values())).assign(batch_id=pd.Series(dtype="int64"))
-        return pd.concat(frames, ignore_index=True)
+        return self.batch_output.results()
 
     @property
     def result_columns(self) -> list[str]:
@@ -697,34 +470,11 @@ class ReplayRun:
         key = (len(self._data_batches), self.raw_progress.total)
         cached = self._late_cache
         if cached is None or cached[0] != key:
-            cached = self._late_cache = (key, self._classify_late_rows())
+            records, ids = self.raw_progress.records(), list(self._data_batches)
+            late = classify_late_rows(self.inputs(), event_time=self.source.event_time, records=records,
+                                      data_batches=ids, plan=self.plan, output_mode=self.output_mode)
+            cached = self._late_cache = (key, late)
         return cached[1].copy()
-
-    def _classify_late_rows(self) -> pd.DataFrame:
-        records = {r.batch_id: r for r in self.raw_progress.records()}
-        ids = list(self._data_batches)
-        # Measured: batch b filters late rows against the watermark batch b - 1 reported
-        # (b's own reported watermark is only used for eviction); batch 0 against epoch 0.
-        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
-        watermarks: list[datetime | None] = []
-        for b in ids:
-            own = records.get(b)
-            if own is None or own.watermark is None:
-                watermarks.append(None)  # no watermark in this query (or the record is gone)
-            elif b == 0:
-                watermarks.append(epoch)
-            else:
-                previous = records.get(b - 1)
-                watermarks.append(previous.watermark if previous is not None else None)
-        plan = self.plan
-        window = None
-        if plan is not None and plan.window_duration is not None:
-            window = WindowShape(plan.window_duration, plan.window_slide, plan.window_offset)
-        # Complete mode keeps every group, so Spark aggregates late rows too (measured).
-        drops = any(r.operators for r in records.values()) and self.output_mode != "complete"
-        gap = plan.session_gap if plan is not None else None
-        return late_row_fates(self.inputs(), event_time=self.source.event_time, watermarks=watermarks,
-                              batch_ids=ids, window=window, session_gap=gap, stateful=drops)
 
     def late_summary(self) -> dict[str, Any]:
         """Late rows by fate next to Spark's ``numRowsDroppedByWatermark`` total, with why they differ."""
@@ -733,19 +483,7 @@ class ReplayRun:
 
     def describe_query(self) -> dict[str, Any]:
         """How the query was built, for saved experiments."""
-        import inspect
-
-        if isinstance(self.query, WindowCount):
-            query: dict[str, Any] = {**self.query.to_dict(), "text": self.query.describe()}
-        else:
-            try:
-                text = inspect.getsource(self.query)
-            except (OSError, TypeError):
-                text = None
-            query = {"kind": "function", "name": getattr(self.query, "__qualname__", repr(self.query)),
-                     "source": text}
-        return {"name": self.name, "output_mode": self.output_mode or "append", "sink": self.sink,
-                "query": query, "plan": dataclasses.asdict(self.plan) if self.plan is not None else None}
+        return query_description(self)
 
     def __repr__(self) -> str:
         return f"<ReplayRun {self.name!r} {self.status} batches={self.data_batches}>"

@@ -1,0 +1,245 @@
+"""The registry of streams: the handle of every stream of one workbench, by name.
+
+:class:`StreamRegistry` keeps the latest handle of each name (started here, or a query of
+the session that is watched), looks streams up, lists them, stops them, and tells
+subscribers when one starts or ends. It does not own the SparkSession: it asks its owner
+(a :class:`SessionOwner`, the :class:`~workbench.spark.environment.Workbench`) for the
+session and its listener when it needs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Protocol
+
+import pandas as pd
+
+from .session import spark_is_gone
+from .handle import StreamHandle
+from .stopping import StreamInterrupted
+from .watch import SessionWatcher, find_query, watched_handle
+
+__all__ = ["StreamRegistry", "SessionOwner", "STREAM_COLUMNS"]
+
+log = logging.getLogger(__name__)
+
+#: Columns of :meth:`StreamRegistry.streams` (and ``workbench.streams()``).
+STREAM_COLUMNS = (
+    "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
+    "last_batch_id", "watermark", "input_rows_per_second", "processed_rows_per_second", "error",
+    "started_by",
+    "table_rows", "cut_batch",
+)
+
+
+class SessionOwner(Protocol):
+    """What the registry (and starting a stream) needs from the owner of the session."""
+
+    poll_interval: float
+    history_cap: int
+
+    @property
+    def watcher(self) -> SessionWatcher | None:
+        """The session-wide listener, or None (no session yet, or Spark Connect)."""
+
+    def session(self) -> Any:
+        """The SparkSession, built if needed."""
+
+    def adopt_active(self) -> Any:
+        """The running SparkSession, or None; never starts Spark."""
+
+    def peek_session(self) -> Any:
+        """The SparkSession held (running, stopped or dead), or None; never builds one."""
+
+    def new_checkpoint(self, name: str) -> str:
+        """A fresh checkpoint folder for one start of stream ``name``."""
+
+
+class StreamRegistry:
+    """The handles of one workbench's streams: look up, list, watch, stop.
+
+    Parameters
+    ----------
+    owner : SessionOwner
+        Gives the session, its listener and the polling settings.
+    lock : threading.RLock
+        The owner's lock: one lock guards the session and the handles, since starting a
+        stream holds it across building the session and replacing a stream.
+
+    Examples
+    --------
+    >>> registry = current_env().registry               # doctest: +SKIP
+    >>> registry.get("counts").stop()                     # doctest: +SKIP
+    """
+
+    def __init__(self, owner: SessionOwner, lock: threading.RLock) -> None:
+        self._owner = owner
+        self.lock = lock
+        self._handles: dict[str, StreamHandle] = {}
+        #: Called with a handle whenever one of its queries ends (views subscribe here).
+        self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
+        #: Called with each new handle, on the starting thread, right after its query starts.
+        self.on_stream_started: list[Callable[[StreamHandle], None]] = []
+
+    def add(self, handle: StreamHandle) -> None:
+        """Register ``handle`` under its name, replacing (and pointing from) the previous one."""
+        with self.lock:
+            previous = self._handles.get(handle.name)
+            if previous is not None:
+                previous.replaced_by = handle
+            self._handles[handle.name] = handle
+
+    def registered(self, name: str) -> StreamHandle | None:
+        """The handle registered as ``name``, or None; never watches a query."""
+        with self.lock:
+            return self._handles.get(name)
+
+    def started(self, handle: StreamHandle) -> None:
+        """Tell the ``on_stream_started`` subscribers."""
+        _call_each(self.on_stream_started, handle, "stream-started")
+
+    def finished(self, handle: StreamHandle) -> None:
+        """Tell the ``on_stream_finished`` subscribers (a handle's ``on_event``)."""
+        _call_each(self.on_stream_finished, handle, "stream-finished")
+
+    def watch(
+        self, query: Any, *, poll_interval: float | None = None, started_by: str = "user",
+        name: str | None = None,
+    ) -> StreamHandle:
+        """The handle of any query of the session: see :func:`workbench.watch`.
+
+        ``started_by`` marks who started it (``"cell"`` for a ``%%stream`` body's own query);
+        ``name`` names a query that has no ``queryName``.
+        """
+        owner = self._owner
+        spark = owner.session()
+        target = find_query(spark, query)
+        run_id = str(target.runId)
+        interval = owner.poll_interval if poll_interval is None else float(poll_interval)
+        with self.lock:
+            for handle in self._handles.values():
+                if handle.run_id == run_id:
+                    return handle
+            handle = watched_handle(
+                spark, target, owner.watcher, poll_interval=interval, history_cap=owner.history_cap,
+                on_event=self.finished, started_by=started_by, name=name,
+            )
+            self.add(handle)
+            return handle
+
+    def watch_all(self) -> list[StreamHandle]:
+        """Handles of every active query of the session (watching those not yet watched).
+
+        Lists only: a session that is not running yet is not started for it.
+        """
+        spark = self._owner.adopt_active()
+        if spark is None:
+            return []
+        handles = []
+        for query in list(spark.streams.active):
+            try:
+                handles.append(self.watch(query))
+            except Exception:  # it ended meanwhile
+                log.debug("watching %s failed", query, exc_info=True)
+        return handles
+
+    def get(self, name: str) -> StreamHandle:
+        """The handle of stream ``name``, watching an active query of that name or id if needed.
+
+        ValueError listing the known names if there is none.
+        """
+        with self.lock:
+            if name in self._handles:
+                return self._handles[name]
+            if self._owner.adopt_active() is not None:
+                try:
+                    return self.watch(name)
+                except ValueError:
+                    pass
+            known = ", ".join(self._handles) or "none started yet"
+        raise ValueError(f"no stream named {name!r} (streams: {known})")
+
+    def handles(self) -> list[StreamHandle]:
+        """Every stream started in this process (the latest start of each name)."""
+        with self.lock:
+            return list(self._handles.values())
+
+    def streams(self) -> pd.DataFrame:
+        """One row per stream: see :func:`workbench.streams`."""
+        self.watch_all()
+        return pd.DataFrame([h.summary() for h in self.handles()], columns=list(STREAM_COLUMNS))
+
+    def stop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Stop stream ``name``."""
+        handle = self.registered(name)
+        if handle is None:
+            if not missing_ok:
+                self.get(name)  # raises with the known names
+            return
+        handle.stop()
+
+    def stop_all(self, grace: float = 1.0, wait: float = 0.0) -> None:
+        """Stop every stream and poller; see :meth:`Workbench.stop_all`."""
+        spark = self._owner.peek_session()
+
+        def stop_others() -> None:
+            if spark is None or spark_is_gone(spark):
+                return
+            try:
+                for query in spark.streams.active:
+                    if grace > 0:
+                        query.stop()
+                    else:
+                        threading.Thread(target=query.stop, daemon=True, name="workbench-stop-query").start()
+            except Exception:
+                log.debug("stopping remaining queries failed", exc_info=True)
+
+        if grace > 0:
+            # Every stop begins at once on its own thread, then this waits for them all: an
+            # interrupt while it waits leaves no stream running, only stops still under way.
+            stoppers = [(handle, handle.begin_stop(grace)) for handle in self.handles()]
+            try:
+                for _, stopper in stoppers:
+                    if stopper is not None:
+                        stopper.wait()
+            except KeyboardInterrupt:
+                still = [handle.name for handle, stopper in stoppers
+                         if stopper is not None and not stopper.done.is_set()]
+                raise StreamInterrupted(
+                    f"interrupted: {_streams_are(still)} still stopping in the background (Spark ends each once its "
+                    "running batch returns); spark.streams.active lists them until then, and stopping again "
+                    "waits for them"
+                ) from None
+            stop_others()
+            return
+        log.debug("stopping the streams side by side, for at most %.1f s", wait)
+        # Reading a status is a JVM call: each thread reads its own.
+        stops = {h.name: (lambda h=h: h.status == "active" and h.stop(0.0)) for h in self.handles()}
+        stops[" others"] = stop_others
+        stoppers = {name: threading.Thread(target=stop, daemon=True, name=f"workbench-stop-{name.strip()}")
+                    for name, stop in stops.items()}
+        deadline = time.monotonic() + wait
+        for stopper in stoppers.values():
+            stopper.start()
+        for stopper in stoppers.values():
+            stopper.join(max(0.0, deadline - time.monotonic()))
+        late = [name.strip() for name, stopper in stoppers.items() if stopper.is_alive()]
+        if late and wait > 0:
+            log.info("still stopping after %.1f s, going on: %s", wait, ", ".join(late))
+
+
+def _call_each(callbacks: list[Callable[[StreamHandle], None]], handle: StreamHandle, what: str) -> None:
+    """Call every subscriber; one that fails is logged and does not keep the others from hearing."""
+    for callback in list(callbacks):
+        try:
+            callback(handle)
+        except Exception:
+            log.exception("%s callback failed", what)
+
+
+def _streams_are(names: list[str]) -> str:
+    """``stream 'a' is`` or ``streams 'a', 'b' are``."""
+    quoted = ", ".join(repr(name) for name in names)
+    return f"stream {quoted} is" if len(names) == 1 else f"streams {quoted} are"

@@ -1,0 +1,209 @@
+"""Starting a stream: the checks before Spark is asked, the start itself, and its undo.
+
+:func:`start_stream` validates a streaming DataFrame and the options of
+:func:`workbench.start`, refuses a name held by a query the workbench did not start,
+replaces an active stream of the same name, starts the query and registers its handle;
+a start that fails or is interrupted leaves no query and no checkpoint folder of its own
+behind. :func:`check_streaming_frame` is the first check, shared with the magics and the
+replay controller.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import StreamStartError, refusal_line
+from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
+from ..progress import ProgressHistory
+from .plan import output_mode_problem, plan_facts, plan_text
+from .registry import SessionOwner, StreamRegistry
+from .session import is_connect_session, session_target, spark_is_gone
+from .handle import StreamHandle, StreamSpec
+from .query_start import run_query
+from .stopping import StreamInterrupted
+
+__all__ = ["start_stream", "check_streaming_frame"]
+
+
+def check_streaming_frame(df: Any) -> None:
+    """Raise TypeError/ValueError unless ``df`` is a streaming pyspark DataFrame."""
+    from pyspark.sql import DataFrame
+
+    if not isinstance(df, DataFrame):
+        raise TypeError(
+            f"expected a streaming pyspark DataFrame (from spark.readStream...), got {type(df).__name__}"
+        )
+    if spark_is_gone(df.sparkSession):
+        raise ValueError(
+            "this DataFrame belongs to a Spark session that has stopped: "
+            "build it again from workbench.session()"
+        )
+    if not df.isStreaming:
+        raise ValueError(
+            "this DataFrame is not streaming (it was built with spark.read, not spark.readStream): "
+            "start streams from spark.readStream sources"
+        )
+
+
+def start_stream(
+    owner: SessionOwner,
+    registry: StreamRegistry,
+    df: Any,
+    name: str,
+    *,
+    sink: str = "memory",
+    output_mode: str | None = None,
+    trigger: Any = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    rows: int = 20,
+    truncate: bool = True,
+    console: Callable[[str], None] | None = None,
+    poll_interval: float | None = None,
+    history: ProgressHistory | None = None,
+    foreach_batch: Callable[[Any, int], None] | None = None,
+    input_watermarks: bool = False,
+) -> StreamHandle:
+    """Validate, replace any active stream of the same name, start and register it.
+
+    ``owner`` gives the polling settings, fresh checkpoints and the session's listener;
+    the handle goes into ``registry``. The other options are those of
+    :func:`workbench.start`, and two more: ``history`` lets a caller that restarts one
+    query many times (the replay panel) keep a single history across the runs.
+    ``foreach_batch(batch_df, batch_id)`` replaces the sink (the handle's sink is then
+    ``"foreach_batch"``): the replay panel collects results this way because Spark's
+    memory sink cannot restart from a checkpoint in append or update mode.
+
+    Examples
+    --------
+    >>> env = current_env()                                          # doctest: +SKIP
+    >>> handle = start_stream(env, env.registry, df, "counts")        # doctest: +SKIP
+    """
+    name = check_name(name)
+    spec_sink = "foreach_batch" if foreach_batch is not None else check_sink(sink)
+    mode = check_output_mode(output_mode)
+    parsed_trigger = parse_trigger(trigger)
+    rows = check_rows(rows)
+    interval = owner.poll_interval if poll_interval is None else poll_interval
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+        raise ValueError(f"poll_interval must be a positive number of seconds, got {interval!r}")
+    if checkpoint is not None and not str(checkpoint).strip():
+        raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
+    check_streaming_frame(df)
+    if spec_sink == "console" and is_connect_session(df.sparkSession):
+        raise ValueError(
+            f"the console sink cannot print here: under Spark Connect ({session_target(df.sparkSession).url}) "
+            "it would run on the server and print each batch into the server's log; use the memory sink "
+            f"and read the table instead (%stream result {name}, or workbench.stream({name!r}).result())"
+        )
+    inputs: tuple[Any, ...] = ()
+    if input_watermarks:
+        from .inputs import observe_inputs
+
+        df, inputs = observe_inputs(df)  # only when asked: ordinary queries stay as written
+    table_warn_rows = _table_warn_rows()
+    with registry.lock:
+        _refuse_foreign(registry, df.sparkSession, name)
+        # Spark's own start-time check, run while the previous stream still runs, so that
+        # a re-run Spark would refuse leaves the old stream as it was (classic sessions).
+        problem = output_mode_problem(df, mode)
+        if problem is not None:
+            raise StreamStartError(f"Spark cannot start stream {name!r}: {refusal_line(problem, plan_text(df))}",
+                                   problem)
+        previous = registry.registered(name)
+        replacing = previous is not None and previous.status == "active"
+        registry.stop(name, missing_ok=True)
+        spec = StreamSpec(
+            name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
+            checkpoint=str(checkpoint) if checkpoint is not None else owner.new_checkpoint(name),
+            rows=rows, truncate=bool(truncate), poll_interval=float(interval),
+            history_cap=owner.history_cap, table_warn_rows=table_warn_rows,
+        )
+        facts = plan_facts(df)  # read before the start; None when the plan is unreadable
+        resumed_from = _resumed_from(checkpoint)  # before Spark commits anything new
+        try:
+            handle = run_query(
+                df.sparkSession, df, spec, console=console, on_event=registry.finished, history=history,
+                foreach_batch=foreach_batch,
+            )
+        except StreamStartError as exc:
+            if checkpoint is None:  # a refused query leaves no checkpoint folder behind
+                shutil.rmtree(spec.checkpoint, ignore_errors=True)
+            if replacing:
+                raise StreamStartError(f"{exc} (the previous stream {name!r} was stopped)", exc.details) from None
+            raise
+        except BaseException:  # StreamInterrupted too: run_query stopped what it started
+            if checkpoint is None:
+                shutil.rmtree(spec.checkpoint, ignore_errors=True)
+            raise
+        try:
+            handle.plan = facts
+            handle.resumed_from = resumed_from
+            if inputs:
+                from .inputs import watermark_policy
+
+                handle.inputs, handle.watermark_policy = inputs, watermark_policy(df.sparkSession)
+            watcher = owner.watcher
+            if watcher is not None:
+                # Its poller keeps its history complete (and fills in what the listener cannot
+                # know, such as the console sink's row counts): no second copy.
+                watcher.recorder.release(handle.run_id)
+        except KeyboardInterrupt:
+            # Started but not yet registered: nobody could stop it later, so stop it now.
+            _undo_start(handle, remove_checkpoint=checkpoint is None)
+            raise StreamInterrupted(
+                f"interrupted: stream {name!r} was not started (stopped the half-started query)"
+            ) from None
+        registry.add(handle)
+    registry.started(handle)
+    return handle
+
+
+def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
+    stopper = handle.begin_stop(0.0)
+    if stopper is not None:
+        stopper.wait()
+    if remove_checkpoint:
+        shutil.rmtree(handle.checkpoint, ignore_errors=True)
+
+
+def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str) -> None:
+    """Refuse a name held by an active query the workbench did not start: it is the user's."""
+    handle = registry.registered(name)
+    for query in spark.streams.active:
+        if query.name != name:
+            continue
+        if handle is not None and handle.started_by != "user" and handle.run_id == str(query.runId):
+            continue  # an earlier start of this stream (or of its cell): replaced as usual
+        raise ValueError(
+            f"a streaming query named {name!r} that the workbench did not start is running; it is left "
+            f"alone: stop it first (workbench.stream({name!r}).stop() or %stream stop {name}) or choose "
+            "another name"
+        )
+
+
+def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:
+    """The batch a restart from a user's checkpoint continues with, or None for a fresh start.
+
+    Read from the checkpoint's ``commits`` folder (one file per committed batch) before
+    Spark adds to it; only local folders are read (None for other file systems).
+    """
+    if checkpoint is None or "://" in str(checkpoint):
+        return None
+    commits = Path(checkpoint) / "commits"
+    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    return max(ids) + 1 if ids else None
+
+
+def _table_warn_rows() -> int:
+    """``WORKBENCH_TABLE_WARN_ROWS``: memory-table rows past which a stream warns (default 1,000,000)."""
+    text = os.environ.get("WORKBENCH_TABLE_WARN_ROWS", "").strip()
+    if not text:
+        return 1_000_000
+    if not text.isdigit():
+        raise ValueError(
+            f"WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got {text!r}"
+        )
+    return int(text)
