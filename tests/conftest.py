@@ -7,8 +7,8 @@ streams are all stopped after the test, and checked to be).
 from __future__ import annotations
 
 import os
-import pytest
 
+import pytest
 
 
 @pytest.fixture(scope="session")

@@ -51,7 +51,7 @@ from .browser_support import (
 )
 from .helpers import family_of, wait_for
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("connect-port")]
 
 VIEWPORT = {"width": 1500, "height": 1000}
 PANEL = "#workbench-streams"

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -285,9 +286,33 @@ def test_test_runs_pytest_in_the_repository(monkeypatch):
     monkeypatch.setattr(cli.subprocess, "run", fake_run)
     assert cli.main(["test", "-m", "not browser", "-x"]) == 3
     [(command, kwargs)] = calls
-    assert command == [sys.executable, "-m", "pytest", "-m", "not browser", "-x"]
+    assert command == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-m", "not browser", "-x"]
     assert kwargs["cwd"] == REPO
     assert kwargs["env"]["WORKBENCH_CHROMIUM"] == "/opt/chromium"
+
+
+def test_quick_runs_the_everyday_tier_without_chromium(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cli, "require_java", lambda: None)
+    monkeypatch.setattr(cli, "ensure_chromium", lambda: pytest.fail("the quick tier needs no Chromium"))
+    monkeypatch.setattr(cli.subprocess, "run", lambda command, **kw: calls.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    assert cli.main(["test", "--quick", "-x"]) == 0
+    assert calls == [[sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup",
+                      "-m", "not browser and not cluster and not kernel", "tests", "-x"]]
+
+
+@pytest.mark.parametrize("extra", [["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"]])
+def test_an_explicit_worker_choice_is_kept(extra):
+    assert cli.pytest_command(extra)[3:] == extra
+
+
+def test_the_quick_tier_is_selected_by_markers_that_exist():
+    """Every marker the quick tier names is registered, so the selection cannot silently match all."""
+    with open(REPO / "pyproject.toml", "rb") as file:
+        registered = {m.split(":")[0] for m in tomllib.load(file)["tool"]["pytest"]["ini_options"]["markers"]}
+    named = set(re.findall(r"not (\w+)", cli.QUICK_ARGS[1]))
+    assert named == {"browser", "cluster", "kernel"} and named <= registered
 
 
 # --- Chromium for the browser tests ----------------------------------------------------------

@@ -26,7 +26,7 @@ from tests.helpers import alive, family_of
 from tests.kernels import start_busy
 from tests.test_magics_kernel import kernel  # noqa: F401  (kernel: the real-kernel fixture)
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 def wait_gone(pids: list[int], timeout: float = 30) -> list[int]:
     deadline = time.monotonic() + timeout

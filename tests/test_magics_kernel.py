@@ -30,7 +30,7 @@ import pytest
 from tests.helpers import alive
 from tests.kernels import Kernel
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 @pytest.fixture
 def kernel(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kernel, pytest.mark.xdist_group("connect-port")]
 
 REPO = Path(__file__).resolve().parents[1]
 

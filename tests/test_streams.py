@@ -316,6 +316,7 @@ def test_stop_all_leaves_no_query_or_thread(env, spark, rate_stream):
     assert not [t for t in live_threads() if t.name.startswith("workbench-poller")]
 
 
+@pytest.mark.kernel
 def test_interpreter_exit_stops_streams_and_removes_the_temp_folder(tmp_path):
     script = textwrap.dedent(
         """

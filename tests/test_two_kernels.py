@@ -29,7 +29,7 @@ from tests.cluster_support import free_port
 from tests.helpers import alive, family_of
 from tests.kernels import Kernel
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kernel, pytest.mark.xdist_group("connect-port")]
 
 SETUP = """\
 %load_ext workbench

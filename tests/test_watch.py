@@ -179,6 +179,8 @@ print(json.dumps({
 
 
 @pytest.mark.spark
+@pytest.mark.kernel
+@pytest.mark.xdist_group("connect-port")
 def test_watching_a_plain_parquet_query_on_spark_connect(tmp_path):
     import json
     import os

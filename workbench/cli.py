@@ -89,15 +89,41 @@ def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[
     return [*command, *extra]
 
 
-def pytest_command(extra: Sequence[str]) -> list[str]:
+#: What ``workbench test --quick`` selects: the pure, magic and core Spark tests in
+#: ``tests/`` (one shared local Spark), without notebooks, browsers, clusters, or kernels and
+#: processes that start a Spark of their own.
+QUICK_ARGS = ("-m", "not browser and not cluster and not kernel", "tests")
+#: How ``workbench test`` spreads the suite over pytest-xdist workers: each file (and each
+#: notebook) stays on one worker, in order (see tests/conftest.py).
+WORKERS = 2
+
+
+def _chooses_workers(extra: Sequence[str]) -> bool:
+    """Whether the pytest arguments already say how to run in parallel (or not at all)."""
+    return any(
+        arg in ("-n", "--numprocesses", "no:xdist") or arg.startswith(("-n", "--numprocesses=", "--dist"))
+        for arg in extra
+    )
+
+
+def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
     """The pytest command line ``workbench test`` runs (from the repository root).
+
+    The suite runs on :data:`WORKERS` pytest-xdist workers, each file on one worker,
+    unless ``extra`` chooses (``-n 0`` runs in this process). ``quick`` selects the
+    everyday tier (:data:`QUICK_ARGS`); a ``-m`` in ``extra`` comes after it and wins.
 
     Examples
     --------
     >>> pytest_command(["-x"])[1:]
-    ['-m', 'pytest', '-x']
+    ['-m', 'pytest', '-n', '2', '--dist', 'loadgroup', '-x']
+    >>> pytest_command(["-n", "0", "tests/test_cli.py"])[1:]
+    ['-m', 'pytest', '-n', '0', 'tests/test_cli.py']
+    >>> pytest_command([], quick=True)[3:]
+    ['-n', '2', '--dist', 'loadgroup', '-m', 'not browser and not cluster and not kernel', 'tests']
     """
-    return [sys.executable, "-m", "pytest", *extra]
+    workers = [] if _chooses_workers(extra) else ["-n", str(WORKERS), "--dist", "loadgroup"]
+    return [sys.executable, "-m", "pytest", *workers, *(QUICK_ARGS if quick else ()), *extra]
 
 
 def find_chromium(environ: Mapping[str, str] | None = None) -> str | None:
@@ -203,17 +229,20 @@ def cmd_lab(extra: Sequence[str]) -> int:
     return 0  # pragma: no cover (execv does not return)
 
 
-def cmd_test(extra: Sequence[str]) -> int:
-    """``workbench test``: check Java and Chromium, then run pytest from the repository root."""
+def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
+    """``workbench test``: check Java and Chromium, then run pytest from the repository root.
+
+    ``quick`` runs the everyday tier, which needs no Chromium.
+    """
     if not (SOURCE_ROOT / "pyproject.toml").is_file() or not (SOURCE_ROOT / "tests").is_dir():
         raise CliError(
             f"workbench: no test suite next to {PACKAGE_DIR}; run `workbench test` from a source "
             "checkout installed with pip install -e '.[test]'."
         )
     _java_or_fail()
-    chromium = ensure_chromium()
-    env = {**os.environ, "WORKBENCH_CHROMIUM": chromium}
-    return subprocess.run(pytest_command(extra), cwd=SOURCE_ROOT, env=env, check=False).returncode
+    env = dict(os.environ) if quick else {**os.environ, "WORKBENCH_CHROMIUM": ensure_chromium()}
+    command = pytest_command(extra, quick=quick)
+    return subprocess.run(command, cwd=SOURCE_ROOT, env=env, check=False).returncode
 
 
 def _package_version(name: str) -> str | None:
@@ -323,15 +352,20 @@ def build_parser() -> argparse.ArgumentParser:
     lab.set_defaults(handler=cmd_lab)
     test = commands.add_parser(
         "test",
-        usage="workbench test [-h] [PYTEST_ARGS ...]",
+        usage="workbench test [-h] [--quick] [PYTEST_ARGS ...]",
         help="run the test suite with pytest",
         description=(
             "Check Java and Chromium (installing Chromium with apt-get when run as root; else set "
             "WORKBENCH_CHROMIUM), then run pytest from the repository root and exit with its "
-            "status. Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
+            "status. The suite runs on two pytest-xdist workers (-n 0 runs it in one process). "
+            "Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
             "workbench test tests/test_cli.py -x; put them after -- to pass -h to pytest."
         ),
         allow_abbrev=False,
+    )
+    test.add_argument(
+        "--quick", action="store_true",
+        help="the everyday tier: pure, magic and core Spark tests (no notebooks, browser, cluster or kernels)",
     )
     test.set_defaults(handler=cmd_test)
     doctor = commands.add_parser(
@@ -374,8 +408,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = extra[1:]
     if extra and not getattr(args, "takes_extra", True):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    options = {"quick": True} if getattr(args, "quick", False) else {}
     try:
-        return args.handler(extra)
+        return args.handler(extra, **options)
     except CliError as error:
         print(error, file=sys.stderr)
         return 2

@@ -1,0 +1,27 @@
+"""A pytest plugin (loaded by ``-p tests.grouping`` in pyproject's addopts): xdist groups.
+
+It is a plugin rather than a ``conftest.py`` hook so that it also applies when only
+notebooks are collected (``workbench test notebooks/02-output-modes.ipynb``), where
+``tests/conftest.py`` is never loaded.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Keep each test file (and each notebook) on one pytest-xdist worker, in order.
+
+    ``workbench test`` runs the suite on two workers with ``--dist loadgroup``. A notebook's
+    cells share one kernel and must run in order on one worker; a file's module-scoped
+    fixtures (a cluster, a kernel, a JupyterLab server) are then built once. Tests that
+    need a machine-wide resource carry an explicit ``xdist_group`` (e.g. ``connect-port``:
+    a local Spark Connect server on the fixed port 15002) and keep it.
+    """
+    for item in items:  # every item, notebooks' cells included (not only those under tests/)
+        if item.get_closest_marker("xdist_group") is None:
+            # Dots would make pytest's reports read the group name as part of the test id.
+            group = item.path.relative_to(config.rootpath).as_posix().replace(".", "_")
+            item.add_marker(pytest.mark.xdist_group(group))
