@@ -9,7 +9,7 @@ from IPython.utils.capture import capture_output
 
 from workbench.magics.parser import (
     HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand, detect_language,
-    help_text, parse,
+    help_text, parse, sql_typo_hint,
 )
 from workbench.options import parse_trigger
 from tests.helpers import wait_for
@@ -139,6 +139,30 @@ def test_bad_line_input_is_one_usage_line(line, fragment):
 )
 def test_sql_or_python(body, language):
     assert detect_language(body) == language
+
+
+@pytest.mark.parametrize(
+    ("body", "keyword"),
+    [
+        ("SELEC word, count(*) FROM updates GROUP BY word", "SELECT"),
+        ("slect * FROM events", "SELECT"),
+        ("-- counts\nWTIH t AS (SELECT 1) SELECT * FROM t", "WITH"),
+        ("FORM events SELECT value", "FROM"),
+        ("TABEL events", "TABLE"),
+        ("selected = df.select(", None),          # Python with a mistake of its own
+        ("selec.where('x > 1'", None),
+        ("SELECT * FORM events", None),           # a SQL keyword: only --python reads it as Python
+        ("form x y", "FROM"),
+        ("for x y", None),                        # a Python keyword
+        ("df = (", None),
+    ],
+)
+def test_misspelt_sql_keyword_is_named_with_the_sql_switch(body, keyword):
+    hint = sql_typo_hint(body)
+    if keyword is None:
+        assert hint is None
+    else:
+        assert hint.endswith(f"did you mean {keyword}? `--sql` reads the body as SQL") and "\n" not in hint
 
 
 def test_help_has_every_option_and_examples():
@@ -336,6 +360,9 @@ BAD_INPUT = [
      "SparkClassNotFoundException: Failed to find the data source: no-such-source"),
     ("q", "undefined_name", "NameError: name 'undefined_name' is not defined"),
     ("q", "df = (", "Python syntax error on line 1"),
+    ("q", "SELEC word, count(*) FROM events GROUP BY word",
+     "Python syntax error on line 1: invalid syntax (read as Python because `SELEC` is not a SQL keyword; "
+     "did you mean SELECT? `--sql` reads the body as SQL)"),
     ("q", "SELECT value % 3 AS k, count(*) AS n FROM events GROUP BY k",
      "Invalid streaming output mode: append. This output mode is not supported for streaming aggregations "
      "without watermark"),

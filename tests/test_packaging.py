@@ -65,7 +65,7 @@ def environment() -> dict:
 @pytest.fixture(scope="module")
 def pip_specs(pyproject) -> dict[str, str]:
     project = pyproject["project"]
-    specs = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    specs = [*project["dependencies"], *(spec for extra in project["optional-dependencies"].values() for spec in extra)]
     parsed = dict(split_pip(spec) for spec in specs)
     assert len(parsed) == len(specs), "pyproject names a package twice"
     return parsed
@@ -501,3 +501,60 @@ def test_package_has_no_import_circles():
     assert sum(map(len, graph.values())) > 50, "the import graph is nearly empty: the checker sees nothing"
     circles = [describe_cycle(cycle, graph) for cycle in import_cycles(graph)]
     assert not circles, "import circles among workbench modules:\n" + "\n".join(circles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime dependencies: what the workbench imports
+# ---------------------------------------------------------------------------------------------
+
+#: Runtime dependencies the workbench needs without importing them. (The Spark Connect
+#: client's packages come with pyspark's ``connect`` extra; extras are not listed here.)
+USED_WITHOUT_IMPORT = {
+    "jupyterlab": "the application `workbench lab` runs",
+    "ipykernel": "the kernel the notebooks run in",
+    "jupyter-server-proxy": "a server extension: it serves the Spark UI inside JupyterLab",
+}
+
+
+def imported_distributions() -> dict[str, set[str]]:
+    """``{distribution: workbench modules importing it}`` for every third-party import in workbench/.
+
+    Lazy imports inside functions count: they run when the function does. A top-level name
+    no installed distribution provides maps to ``"?<name>"``.
+    """
+    import sys
+    from importlib.metadata import packages_distributions
+
+    providers = packages_distributions()
+    found: dict[str, set[str]] = {}
+    for module, imports in package_imports().items():
+        for imported in imports:
+            top = imported.module.partition(".")[0]
+            if top == "workbench" or top in sys.stdlib_module_names:
+                continue
+            for distribution in providers.get(top, [f"?{top}"]):
+                found.setdefault(normalise(distribution), set()).add(module)
+    return found
+
+
+def test_runtime_dependencies_are_what_the_workbench_imports(pyproject):
+    declared = {split_pip(spec)[0] for spec in pyproject["project"]["dependencies"]}
+    imported = imported_distributions()
+    assert {"pyspark", "pandas", "ipywidgets"} <= set(imported), "the import scan sees nothing"
+    undeclared = {name: sorted(modules) for name, modules in imported.items() if name not in declared}
+    assert not undeclared, f"imported by workbench/ but not a runtime dependency in pyproject: {undeclared}"
+    unused = declared - set(imported) - set(USED_WITHOUT_IMPORT)
+    assert not unused, (f"runtime dependencies workbench/ never imports: {sorted(unused)} (move them to the "
+                        "`test` or `bench` extra, or say in USED_WITHOUT_IMPORT why they are needed)")
+    assert not set(USED_WITHOUT_IMPORT) - declared, "USED_WITHOUT_IMPORT names a package pyproject does not"
+
+
+def test_no_built_packages_are_committed():
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "*.whl", "*.tar.gz", "*.egg"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert not tracked, f"built packages are committed: {tracked}"

@@ -335,3 +335,38 @@ def test_interpreter_exit_stops_streams_and_removes_the_temp_folder(tmp_path):
     temp = Path(done.stdout.strip().splitlines()[-1])
     assert temp.name.startswith("workbench-") and not temp.exists()
     assert "Traceback" not in done.stderr
+
+
+_SCRIPT_END = "-- the script's last line ran --"
+
+_CLEAN_EXIT_SCRIPTS = {
+    "session only": """
+        import workbench
+        spark = workbench.session()
+        """,
+    # A replay step runs Python workers, which keep a connection to pyspark's accumulator
+    # server open until the JVM ends.
+    "streams, replay panel, stop_all": """
+        import workbench
+        spark = workbench.session()
+        df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+        handle = workbench.start(df, "n", trigger="available-now")
+        assert handle.wait_finished(60)
+        panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
+        panel.step(); panel.step()
+        workbench.stop_all()
+        """,
+}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("script", list(_CLEAN_EXIT_SCRIPTS.values()), ids=list(_CLEAN_EXIT_SCRIPTS))
+def test_a_plain_script_exits_cleanly_and_silently(script):
+    end = f"import sys; print({_SCRIPT_END!r}, flush=True); print({_SCRIPT_END!r}, file=sys.stderr, flush=True)"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script) + end],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Spark's start-up lines come before the end; nothing may come after it (interpreter exit).
+    assert done.stdout.split(_SCRIPT_END)[-1].strip() == ""
+    assert done.stderr.split(_SCRIPT_END)[-1].strip() == "", done.stderr[-2000:]

@@ -32,7 +32,7 @@ from ..spark.watch import is_streaming_query
 from ..views.console import CellConsole, cell_console
 from .parser import (
     Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand,
-    help_text, parse,
+    help_text, parse, sql_typo_hint,
 )
 
 __all__ = ["StreamMagics"]
@@ -259,7 +259,9 @@ class StreamMagics(Magics):
         try:
             tree = ast.parse(code, filename=_FILENAME)
         except SyntaxError as exc:
-            raise UsageError(f"%%stream {name}: Python syntax error on line {exc.lineno}: {exc.msg}") from None
+            hint = sql_typo_hint(body)
+            raise UsageError(f"%%stream {name}: Python syntax error on line {exc.lineno}: {exc.msg}"
+                             + (f" ({hint})" if hint else "")) from None
         if not tree.body or not isinstance(tree.body[-1], ast.Expr):
             raise UsageError(
                 f"%%stream {name}: the cell's last line must be an expression giving a streaming DataFrame "

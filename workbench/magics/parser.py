@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
+import keyword
 import re
 import shlex
 from dataclasses import dataclass
@@ -26,8 +28,8 @@ from ..options import SINKS, OUTPUT_MODES, Trigger, check_name, check_output_mod
 
 __all__ = [
     "StartCommand", "ListCommand", "StopCommand", "ShowCommand", "HistoryCommand", "ResultCommand", "WatchCommand",
-    "Command", "parse", "parse_cell", "parse_line", "detect_language", "help_text", "SQL_KEYWORDS",
-    "SUBCOMMANDS",
+    "Command", "parse", "parse_cell", "parse_line", "detect_language", "sql_typo_hint", "help_text",
+    "SQL_KEYWORDS", "SUBCOMMANDS",
 ]
 
 #: First words that make a cell body SQL (see :func:`detect_language`).
@@ -307,10 +309,7 @@ def detect_language(body: str) -> str:
     >>> detect_language("select = df.select('a')\\nselect")
     'python'
     """
-    lines = body.splitlines()
-    while lines and _SQL_COMMENT.match(lines[0]):
-        lines.pop(0)
-    first = re.match(r"\s*\(*\s*([A-Za-z_]+)", "\n".join(lines))
+    first = _first_word(body)
     if first is None or first.group(1).lower() not in SQL_KEYWORDS:
         return "python"
     try:
@@ -318,6 +317,43 @@ def detect_language(body: str) -> str:
     except SyntaxError:
         return "sql"
     return "python"
+
+
+def sql_typo_hint(body: str) -> str | None:
+    """Why a body that fails to parse as Python was read as Python, when it looks like misspelt SQL.
+
+    For a body whose Python syntax error the magic reports: when its first word is close
+    to one of :data:`SQL_KEYWORDS` and followed by what SQL puts there (a name, ``*``, a
+    quote), one clause naming the word, the keyword it is close to and ``--sql``; else None
+    (Python keywords, and words followed by ``=``, ``.``, ``(`` and other Python, are left
+    alone).
+
+    Examples
+    --------
+    >>> sql_typo_hint("SELEC word, count(*) FROM updates GROUP BY word")
+    'read as Python because `SELEC` is not a SQL keyword; did you mean SELECT? `--sql` reads the body as SQL'
+    >>> sql_typo_hint("selected = df.select(") is None
+    True
+    """
+    first = _first_word(body)
+    if first is None or not re.match(r"[ \t]+[\w*'\"`]", first.string[first.end():]):
+        return None
+    word = first.group(1)
+    if word.lower() in SQL_KEYWORDS or keyword.iskeyword(word):
+        return None
+    close = difflib.get_close_matches(word.lower(), SQL_KEYWORDS, n=1)
+    if not close:
+        return None
+    return (f"read as Python because `{word}` is not a SQL keyword; did you mean {close[0].upper()}? "
+            "`--sql` reads the body as SQL")
+
+
+def _first_word(body: str) -> re.Match[str] | None:
+    """The body's first word, after blank lines, ``--`` comment lines and opening parentheses."""
+    lines = body.splitlines()
+    while lines and _SQL_COMMENT.match(lines[0]):
+        lines.pop(0)
+    return re.match(r"\s*\(*\s*([A-Za-z_]+)", "\n".join(lines))
 
 
 def _is_blank(body: str) -> bool:

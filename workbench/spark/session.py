@@ -363,6 +363,7 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
     if proc is not None and proc.poll() is None:
+        _expect_accumulator_disconnect(spark)
         proc.kill()
         try:
             proc.wait(2.0)  # reaped, or the kernel would wait for it (~30 s) before exiting
@@ -375,6 +376,30 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
         _forget_jvm(spark)
     for variable in ("SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
         os.environ.pop(variable, None)
+
+
+def _expect_accumulator_disconnect(spark: Any) -> None:
+    """Prepare pyspark's accumulator server for the JVM's end, so that it prints nothing.
+
+    Once a Python worker has sent accumulator updates (a Python UDF, a foreachBatch
+    function, the replay's scripted rows), the JVM keeps a socket open to that server, which
+    runs in this process. Killed, the JVM closes it; the server's handler, polling the
+    socket, reads the end as a cut-off update and socketserver prints the ``EOFError``
+    traceback to stderr (at the end of every such script). pyspark's own ``stop()`` shuts
+    the server down while the JVM still runs, which waits up to a second for the handler's
+    next poll. Here the server is only told that it is ending (the handler leaves its loop
+    at its next poll) and the one disconnect that can still race the flag is logged at
+    debug level instead of printed; nothing waits.
+    """
+    for session in (spark, _classic_session()):
+        server = getattr(getattr(session, "_sc", None), "_accumulatorServer", None)
+        if server is not None:
+            server.server_shutdown = True
+            server.handle_error = _log_accumulator_disconnect
+
+
+def _log_accumulator_disconnect(request: Any, client_address: Any) -> None:
+    log.debug("the Spark JVM's accumulator connection ended", exc_info=True)
 
 
 def _remove_folders(folders: list[Path]) -> None:
