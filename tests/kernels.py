@@ -21,6 +21,23 @@ OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_dis
 DROPPED = ("PYTEST_CURRENT_TEST", "SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CONNECT_PORT")
 
 
+def kernel_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a test's kernel: Jupyter folders in ``home``, the project importable.
+
+    Also for kernels other tools start (nbclient's ``execute(env=...)``).
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    return {
+        **{k: v for k, v in os.environ.items() if k not in DROPPED},
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+        **extra,
+    }
+
+
 class Kernel:
     """A kernel and every iopub message it sent, in arrival order."""
 
@@ -33,17 +50,7 @@ class Kernel:
         """Start a kernel whose Jupyter folders live in ``home``; ``extra`` adds environment variables."""
         from jupyter_client.manager import start_new_kernel
 
-        home.mkdir(parents=True, exist_ok=True)
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in DROPPED},
-            "JUPYTER_CONFIG_DIR": str(home / "config"),
-            "JUPYTER_DATA_DIR": str(home / "data"),
-            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-            "IPYTHONDIR": str(home / "ipython"),
-            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-            **extra,
-        }
-        manager, client = start_new_kernel(kernel_name="python3", startup_timeout=timeout, env=env)
+        manager, client = start_new_kernel(kernel_name="python3", startup_timeout=timeout, env=kernel_env(home, **extra))
         return cls(manager, client)
 
     def close(self) -> None:

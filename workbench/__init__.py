@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "session", "start", "stream", "streams", "stop_all", "watch", "load_ipython_extension",
+    "session", "spark_log", "start", "stream", "streams", "stop_all", "watch", "load_ipython_extension",
     "unload_ipython_extension", "StreamHandle",
     "Replay", "Script", "replay_stream", "ReplayPanel", "replay_panel", "compare", "scenarios",
 ]
@@ -94,6 +95,25 @@ def session(checkpoint_root: str | os.PathLike[str] | None = None, **conf: Any) 
     >>> spark = workbench.session(checkpoint_root="hdfs://namenode/checkpoints")  # doctest: +SKIP
     """
     return _env().session(checkpoint_root, **conf)
+
+
+def spark_log() -> Path | None:
+    """The file holding what the Spark JVM writes to stderr, or None when it has no such file.
+
+    The JVM's start-up lines, Spark's error log and stack traces, and the output of the
+    Python workers it runs go there instead of under a notebook cell; the workbench reports
+    a failing query itself, as one line. The file lives in the session's private folder and
+    is removed with it when the kernel shuts down. None before :func:`session` and on a
+    Spark Connect server elsewhere (its own log is on its machine).
+
+    Examples
+    --------
+    >>> spark = workbench.session()                          # doctest: +SKIP
+    >>> print(workbench.spark_log().read_text())             # doctest: +SKIP
+    WARNING: Using incubator modules: jdk.incubator.vector
+    ...
+    """
+    return _env().spark_log
 
 
 def start(

@@ -36,6 +36,7 @@ from .registry import StreamRegistry
 from .session import build_session, discard_dead_session, is_connect_session, session_target, spark_is_gone
 from .starting import start_stream
 from .handle import StreamHandle
+from .jvm_launch import jvm_log
 from .watch import SessionWatcher
 
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env"]
@@ -129,6 +130,12 @@ class Workbench:
             return None if spark is None or _is_stopped(spark) else spark.sparkContext.uiWebUrl
         except Exception:  # Spark Connect sessions have no sparkContext
             return None
+
+    @property
+    def spark_log(self) -> Path | None:
+        """The log file of the Spark JVM's stderr; see :func:`workbench.spark_log`. Never starts Spark."""
+        spark = self._spark
+        return None if spark is None else jvm_log(spark)
 
     def _listen(self, spark: Any) -> None:
         """Install the session-wide listener once per session, so every later query is recorded."""

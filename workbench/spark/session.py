@@ -9,7 +9,8 @@ before a JVM or a Connect client starts, so a wrong one is one line, not a minut
 
 Spark's own scratch files (``spark.local.dir``: block manager and shuffle folders, pyspark's
 broadcast files) go to a private folder of the session's, so that a kernel shutdown can
-end the JVM at once and still leave nothing behind (:func:`end_session`).
+end the JVM at once and still leave nothing behind (:func:`end_session`). The JVM's stderr
+goes to a log file there too, not to the notebook (see :mod:`.jvm_launch`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 from .._java import require_java
 from .._spark_target import SparkTarget, connect_port, require_free_connect_port, require_reachable, spark_target
+from .jvm_launch import launch_jvm
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
@@ -173,12 +176,15 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
+        # With the user's own spark.local.dir, the log goes to the workbench's private folder.
+        jvm_log = launch_jvm(settings, scratch if scratch is not None else Path(warehouse_dir).parent)
         spark = builder.getOrCreate()
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
         raise
     _own_scratch(spark, scratch)
+    spark._workbench_log = jvm_log
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -225,7 +231,9 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     if os.environ.get("SPARK_LOCAL_REMOTE") and running is not None and running._sc._jsc is not None:
         # This kernel's server still runs (only the client session was stopped): use it again.
         port = int(running._sc.getConf().get("spark.connect.grpc.binding.port"))
-        return RemoteSparkSession.builder.remote(f"sc://localhost:{port}").config(map=settings).getOrCreate()
+        spark = RemoteSparkSession.builder.remote(f"sc://localhost:{port}").config(map=settings).getOrCreate()
+        spark._workbench_log = getattr(running._sc._gateway, "_workbench_log", None)
+        return spark
     port = connect_port(os.environ)
     require_free_connect_port(port, remote)
     # pyspark starts the server JVM here; keep it on loopback as well.
@@ -246,6 +254,10 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
         # What SparkSession.builder.remote("local[N]") does, with the port given: the server
         # is a classic session of this process; SPARK_LOCAL_REMOTE makes stop() end it.
         os.environ["SPARK_LOCAL_REMOTE"] = "1"
+        # The server JVM reads its token from its environment, as pyspark would set it.
+        os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN",
+                              settings.get("spark.connect.authenticate.token") or str(uuid.uuid4()))
+        jvm_log = launch_jvm({**server, "spark.master": remote}, scratch, hide_remote=True)
         RemoteSparkSession._start_connect_server(remote, server)
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         # "localhost", not 127.0.0.1: with the token pyspark uses TLS except for localhost.
@@ -254,6 +266,7 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     spark._workbench_scratch = scratch
+    spark._workbench_log = jvm_log
     return spark
 
 
