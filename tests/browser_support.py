@@ -134,7 +134,9 @@ class LabServer:
             "IPYTHONDIR": "ipython", "JUPYTERLAB_SETTINGS_DIR": "settings",
             "JUPYTERLAB_WORKSPACES_DIR": "workspaces", "TMPDIR": "tmp",
         }
-        env = dict(os.environ)
+        # Without pytest's variable, as for a user: under it ipykernel would not forward what
+        # the kernel's child processes (the Spark JVM) write to stderr.
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
         for variable, name in folders.items():
             folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)

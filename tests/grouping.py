@@ -20,8 +20,23 @@ def pytest_collection_modifyitems(config, items):
     need a machine-wide resource carry an explicit ``xdist_group`` (e.g. ``connect-port``:
     a local Spark Connect server on the fixed port 15002) and keep it.
     """
+    groups: dict[str, str] = {}
     for item in items:  # every item, notebooks' cells included (not only those under tests/)
-        if item.get_closest_marker("xdist_group") is None:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
             # Dots would make pytest's reports read the group name as part of the test id.
             group = item.path.relative_to(config.rootpath).as_posix().replace(".", "_")
             item.add_marker(pytest.mark.xdist_group(group))
+        else:
+            group = mark.args[0]
+        groups[item.nodeid] = group
+    # Workers take groups in collection order, so the long ones go first and no worker is
+    # left with a long group at the end while the other idles. Order within a group stays.
+    heavy = {groups[item.nodeid] for item in items if _is_heavy(item)}
+    items.sort(key=lambda item: groups[item.nodeid] not in heavy)
+
+
+def _is_heavy(item: pytest.Item) -> bool:
+    """A test that starts processes of its own (kernels, a cluster, a browser) or a notebook cell."""
+    return item.path.suffix == ".ipynb" or any(
+        item.get_closest_marker(name) for name in ("kernel", "cluster", "browser"))

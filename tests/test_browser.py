@@ -139,6 +139,11 @@ def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:
         wait_for(lambda: "outputs" in saved.read_text() and '"execution_count": 1' in saved.read_text(), 30, 0.2,
                  text="the notebook was not saved with its outputs")
         assert saved.stat().st_size <= SAVED_BUDGET, f"saved notebook is {saved.stat().st_size} bytes"
+        # No red stderr box anywhere, the first cell's Spark start included.
+        cells = json.loads(saved.read_text())["cells"]
+        stderr = [(index, output.get("text", "")[:300]) for index, cell in enumerate(cells)
+                  for output in cell.get("outputs", []) if output.get("name") == "stderr"]
+        assert not stderr, f"the executed quickstart shows stderr output: {stderr}"
 
 
 @contextmanager

@@ -5,7 +5,8 @@ jdk.incubator.vector", "Setting default log level to ..."), and a Jupyter kernel
 its child processes' stderr to the notebook. The workbench sends the JVM's stderr to the
 session's log instead (``workbench.spark_log()``). The kernels here run without pytest's
 ``PYTEST_CURRENT_TEST``: under it ipykernel would not forward that stderr at all, and the
-tests would pass whatever the workbench did.
+tests would pass whatever the workbench did. The executed quickstart's outputs are checked
+for stderr by the browser test (``tests/test_browser.py``), which runs it in JupyterLab.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernels import REPO, Kernel, kernel_env
+from tests.kernels import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
-
-QUICKSTART = REPO / "notebooks" / "00-quickstart.ipynb"
-
 
 def test_the_first_session_and_query_leave_no_stderr_under_the_cell(tmp_path: Path) -> None:
     kernel = Kernel.start(tmp_path / "jupyter")
@@ -40,16 +38,3 @@ def test_the_first_session_and_query_leave_no_stderr_under_the_cell(tmp_path: Pa
     # Kept, one call away, in the session's private folder (the kernel was killed: remove it here).
     shutil.rmtree(Path(log["path"]).parent, ignore_errors=True)
     assert "Setting default log level" in log["text"], log
-
-
-def test_the_executed_quickstart_has_no_stderr_output(tmp_path: Path) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    notebook = nbformat.read(QUICKSTART, as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(QUICKSTART.parent)}})
-    client.execute(env=kernel_env(tmp_path / "jupyter"))
-    stderr = [(index, output.get("text", "")[:500]) for index, cell in enumerate(notebook.cells)
-              for output in cell.get("outputs", []) if output.get("name") == "stderr"]
-    assert not stderr, stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.kernel, pytest.mark.xdist_group("connect-port")]
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -110,6 +110,7 @@ def test_workbench_master_chooses_the_master():
     assert report["exposed"] == [] and report["listening"] >= 3
 
 
+@pytest.mark.xdist_group("connect-port")  # a local Spark Connect server on port 15002
 def test_spark_connect_streams_and_history(tmp_path):
     # pyspark starts a local Spark Connect server for "local[...]" remotes.
     report = run({"SPARK_REMOTE": "local[2]"})

@@ -29,7 +29,7 @@ from tests.cluster_support import free_port
 from tests.helpers import alive, family_of
 from tests.kernels import Kernel
 
-pytestmark = [pytest.mark.spark, pytest.mark.kernel, pytest.mark.xdist_group("connect-port")]
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 SETUP = """\
 %load_ext workbench
@@ -189,6 +189,7 @@ print(json.dumps({'kind': type(spark).__module__, 'pid': os.getpid(),
 """
 
 
+@pytest.mark.xdist_group("connect-port")  # a local Spark Connect server on port 15002
 def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_port(two_kernels):
     port = free_port()  # not 15002: another program on the machine may use that one
     a, b = two_kernels(SPARK_REMOTE="local[2]", WORKBENCH_CONNECT_PORT=str(port))
