@@ -110,7 +110,9 @@ CASES = [
     ("cell unknown scenario", cell("q --replay nonesuch", "# the scenario's query"), UsageError, "%%stream: unknown replay source 'nonesuch': give a variable holding a workbench.Replay, workbench.Script or scenario, or a scenario name: guide_word_count, late_clicks"),
     # -- %%stream bodies ------------------------------------------------------------------------------
     ("body empty", cell("q", ""), UsageError, '%%stream is a cell magic, but the cell body is empty. Did you mean the line magic %stream (single %)?'),
-    ("body python syntax", cell("q", "SELEC * FROM events"), UsageError, '%%stream q: Python syntax error on line 1: invalid syntax'),
+    ("body python syntax", cell("q", "SELEC * FROM events"), UsageError,
+     "%%stream q: Python syntax error on line 1: invalid syntax (read as Python because `SELEC` is not a SQL "
+     "keyword; did you mean SELECT? `--sql` reads the body as SQL)"),
     ("body statement last", cell("q", "x = df"), UsageError, "%%stream q: the cell's last line must be an expression giving a streaming DataFrame (e.g. a line with just `df`), or the StreamingQuery the cell started, not a statement"),
     ("body not streaming", cell("q", "spark.range(3)"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources"),
     ("body not a frame", cell("q", "42"), UsageError, "%%stream q: the cell's last value is not a streaming DataFrame: expected a streaming pyspark DataFrame (from spark.readStream...), got int"),

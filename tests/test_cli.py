@@ -286,7 +286,7 @@ def test_test_runs_pytest_in_the_repository(monkeypatch):
     monkeypatch.setattr(cli.subprocess, "run", fake_run)
     assert cli.main(["test", "-m", "not browser", "-x"]) == 3
     [(command, kwargs)] = calls
-    assert command == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-m", "not browser", "-x"]
+    assert command == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-m", "not browser", "-x"]
     assert kwargs["cwd"] == REPO
     assert kwargs["env"]["WORKBENCH_CHROMIUM"] == "/opt/chromium"
 
@@ -298,7 +298,7 @@ def test_quick_runs_the_everyday_tier_without_chromium(monkeypatch):
     monkeypatch.setattr(cli.subprocess, "run", lambda command, **kw: calls.append(command) or
                         subprocess.CompletedProcess(command, 0))
     assert cli.main(["test", "--quick", "-x"]) == 0
-    assert calls == [[sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup",
+    assert calls == [[sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder",
                       "-m", "not browser and not cluster and not kernel", "tests", "-x"]]
 
 

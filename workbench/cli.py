@@ -94,8 +94,10 @@ def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[
 #: processes that start a Spark of their own.
 QUICK_ARGS = ("-m", "not browser and not cluster and not kernel", "tests")
 #: How ``workbench test`` spreads the suite over pytest-xdist workers: each file (and each
-#: notebook) stays on one worker, in order (see tests/conftest.py).
+#: notebook) stays on one worker, in order, and the groups go out in the order the suite
+#: lists them, the long ones first (see tests/grouping.py).
 WORKERS = 2
+_PARALLEL = ("--dist", "loadgroup", "--no-loadscope-reorder")
 
 
 def _chooses_workers(extra: Sequence[str]) -> bool:
@@ -116,13 +118,13 @@ def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
     Examples
     --------
     >>> pytest_command(["-x"])[1:]
-    ['-m', 'pytest', '-n', '2', '--dist', 'loadgroup', '-x']
+    ['-m', 'pytest', '-n', '2', '--dist', 'loadgroup', '--no-loadscope-reorder', '-x']
     >>> pytest_command(["-n", "0", "tests/test_cli.py"])[1:]
     ['-m', 'pytest', '-n', '0', 'tests/test_cli.py']
     >>> pytest_command([], quick=True)[3:]
-    ['-n', '2', '--dist', 'loadgroup', '-m', 'not browser and not cluster and not kernel', 'tests']
+    ['-n', '2', '--dist', 'loadgroup', '--no-loadscope-reorder', '-m', 'not browser and not cluster and not kernel', 'tests']
     """
-    workers = [] if _chooses_workers(extra) else ["-n", str(WORKERS), "--dist", "loadgroup"]
+    workers = [] if _chooses_workers(extra) else ["-n", str(WORKERS), *_PARALLEL]
     return [sys.executable, "-m", "pytest", *workers, *(QUICK_ARGS if quick else ()), *extra]
 
 

@@ -53,13 +53,17 @@ from .replay_source import build_stream, build_window_count, replay_input, scrip
 from .replay_view import ReplayStreamView, StepReport, query_description
 from .starting import check_streaming_frame
 from .handle import StreamHandle
-from .stopping import StreamInterrupted
+from .stopping import StreamInterrupted, wait_for_batch_end
 
 __all__ = ["ReplayRun", "ReplayError"]
 
 log = logging.getLogger(__name__)
 
 QueryFunction = Callable[[Any], Any]
+
+
+#: Seconds a pause waits for the running micro-batch to end before stopping anyway.
+PAUSE_GRACE = 30.0
 
 
 class ReplayError(RuntimeError):
@@ -316,7 +320,12 @@ class ReplayRun:
             self._playing = self._start(trigger)
 
     def pause(self) -> StepReport | None:
-        """Stop playing (state stays in the checkpoint); report what the play run did."""
+        """Stop playing (state stays in the checkpoint); report what the play run did.
+
+        The query is stopped right after a micro-batch ends (waiting up to
+        :data:`PAUSE_GRACE` seconds), not in the middle of one, so that every batch that ran
+        is in the history and the next step continues from the next batch id.
+        """
         with self._action:
             report = self._stop_playing()
         if report is not None:
@@ -327,7 +336,8 @@ class ReplayRun:
         playing, self._playing = self._playing, None
         if playing is None:
             return None
-        playing.stop()
+        wait_for_batch_end(playing.query, PAUSE_GRACE, self.name)
+        playing.stop(grace=0.0)
         if playing.status == "failed":
             with self._lock:
                 self._error = playing.error

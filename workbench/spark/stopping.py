@@ -20,7 +20,7 @@ from ..errors import summarize_error
 from .progress_source import SPARK_STOPPED
 from .session import spark_is_gone
 
-__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches"]
+__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches", "wait_for_batch_end"]
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +263,29 @@ class Stopper:
         finally:
             with self._lock:
                 self._running = None
+
+
+def wait_for_batch_end(query: Any, timeout: float, name: str) -> None:
+    """Wait up to ``timeout`` seconds until ``query``'s running micro-batch (if any) has ended.
+
+    With back-to-back batches there is no idle moment to wait for, so the end of a batch is
+    also told by Spark reporting it (a new ``batchId`` in ``lastProgress``): a stop right
+    then interrupts the next batch before it writes anything, and that batch runs again
+    on restart instead of being cut after its sink write.
+
+    Examples
+    --------
+    >>> wait_for_batch_end(handle.query, 30.0, handle.name)   # doctest: +SKIP
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        first = (query.lastProgress or {}).get("batchId")
+        while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+            if (query.lastProgress or {}).get("batchId") != first:
+                return
+            time.sleep(0.002)
+    except Exception:
+        log.debug("reading the status of %s failed", name, exc_info=True)
 
 
 def wait_between_batches(query: Any, grace: float, name: str) -> None:
