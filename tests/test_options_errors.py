@@ -122,6 +122,7 @@ def test_start_error_keeps_details():
     "module",
     ["workbench.options", "workbench.errors", "workbench.progress.records",
      "workbench.progress.history", "workbench.progress.poller", "workbench.spark.session",
+     "workbench.spark.session_end",
      "workbench.spark.console", "workbench.spark.memory_table", "workbench.spark.stopping",
      "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.values",
      "workbench.replay.columns", "workbench.replay.scenarios",

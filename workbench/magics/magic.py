@@ -418,7 +418,7 @@ def _renew_dead_spark(shell: Any, env: Any) -> None:
     Otherwise a cell body such as ``spark.readStream...`` would keep failing with
     connection errors although the workbench can build a new session.
     """
-    from ..spark.session import spark_is_gone
+    from ..spark.session_end import spark_is_gone
 
     namespace = getattr(shell, "user_ns", None) or {}
     spark = namespace.get("spark")

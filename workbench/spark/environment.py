@@ -33,7 +33,8 @@ from typing import Any, Callable
 import pandas as pd
 
 from .registry import StreamRegistry
-from .session import build_session, discard_dead_session, is_connect_session, session_target, spark_is_gone
+from .session import build_session, is_connect_session, session_target
+from .session_end import discard_dead_session, spark_is_gone
 from .starting import start_stream
 from .handle import StreamHandle
 from .jvm_launch import jvm_log
@@ -338,7 +339,7 @@ class Workbench:
         """
         import time
 
-        from .session import end_session
+        from .session_end import end_session
 
         began = time.monotonic()
         # Usually a second call (the kernel's shutdown hook stops the streams first): the

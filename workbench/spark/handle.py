@@ -23,7 +23,7 @@ from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_
 from .memory_table import CutBatch, MemoryTable
 from .progress_source import QueryProgressSource
 from .results import TableReader
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 from .stopping import QueryEnd, Stopper, Worker
 
 __all__ = ["StreamHandle", "StreamSpec"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..progress import ProgressHistory
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 
 __all__ = ["CutBatch", "MemoryTable", "newest_planned_batch"]
 

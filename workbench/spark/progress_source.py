@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 
 __all__ = ["QueryProgressSource", "progress_json", "SPARK_STOPPED"]
 

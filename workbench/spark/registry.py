@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 
 import pandas as pd
 
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 from .handle import StreamHandle
 from .stopping import StreamInterrupted
 from .watch import SessionWatcher, find_query, watched_handle

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .frames import flat_select, to_flat_pandas
 from .progress_source import SPARK_STOPPED
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 
 __all__ = ["TableReader"]
 

@@ -9,7 +9,7 @@ before a JVM or a Connect client starts, so a wrong one is one line, not a minut
 
 Spark's own scratch files (``spark.local.dir``: block manager and shuffle folders, pyspark's
 broadcast files) go to a private folder of the session's, so that a kernel shutdown can
-end the JVM at once and still leave nothing behind (:func:`end_session`). The JVM's stderr
+end the JVM at once and still leave nothing behind (:func:`.session_end.end_session`). The JVM's stderr
 goes to a log file there too, not to the notebook (see :mod:`.jvm_launch`).
 """
 
@@ -18,10 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from .jvm_launch import launch_jvm
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "stop_session", "end_session", "spark_is_gone", "discard_dead_session",
+    "classic_session",
 ]
 
 log = logging.getLogger(__name__)
@@ -227,7 +225,7 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     """
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
-    running = _classic_session()
+    running = classic_session()
     if os.environ.get("SPARK_LOCAL_REMOTE") and running is not None and running._sc._jsc is not None:
         # This kernel's server still runs (only the client session was stopped): use it again.
         port = int(running._sc.getConf().get("spark.connect.grpc.binding.port"))
@@ -307,270 +305,9 @@ def _quiet_dead_gateway_errors() -> None:
             logger.addFilter(_DeadGatewayFilter())
 
 
-def stop_session(spark: Any, timeout: float = 10.0) -> None:
-    """Stop ``spark`` and end the JVM this process launched for it, waiting for it to exit.
-
-    The gentle way, for a process that carries on; a kernel shutdown uses
-    :func:`end_session`, which fits Jupyter's 5 s.
-    """
-    from pyspark import SparkContext
-
-    try:
-        spark.stop()
-    except Exception:
-        log.debug("stopping the session failed", exc_info=True)
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    if gateway is None:
-        _remove_scratch(spark, None)
-        return
-    try:
-        gateway.shutdown()
-    except Exception:
-        log.debug("closing the py4j gateway failed", exc_info=True)
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except Exception:
-            proc.kill()
-            proc.wait()
-    _remove_scratch(spark, proc)
-
-
-def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) -> None:
-    """End ``spark`` for a kernel shutdown: kill the JVM this process launched, leave nothing behind.
-
-    Jupyter asks a kernel to shut down, terminates it 2.5 s later and kills it at 5 s
-    (``shutdown_wait_time``), and then no clean-up runs. ``spark.stop()`` alone took 3.9 s
-    on a loaded 2-core machine, so a JVM started here (embedded Spark, or pyspark's local
-    Spark Connect server) is killed instead: its queries were stopped before, its scratch
-    files are in the session's private folder (removed here), and the Python workers it
-    started exit when it does. A session on a cluster or a Connect server gets ``grace``
-    seconds to say goodbye first (so that the cluster frees its executors at once).
-
-    Parameters
-    ----------
-    spark : pyspark.sql.SparkSession
-        The session to end (classic or Spark Connect).
-    grace : float, default 0.0
-        Seconds ``spark.stop()`` may take before the JVM is killed; 0 kills it at once
-        when it runs on this machine.
-    folders : tuple of Path
-        More folders to remove once the JVM has ended (the workbench's temp folder).
-    """
-    from pyspark import SparkContext
-
-    local = not is_connect_session(spark) and is_local_master(_master_of(spark))
-    scratch = getattr(spark, "_workbench_scratch", None)
-    if is_connect_session(spark) and not os.environ.get("SPARK_LOCAL_REMOTE"):
-        _bounded(spark.stop, max(grace, 1.0), "closing the Spark Connect client")
-    elif grace > 0 and not local:
-        _bounded(spark.stop, grace, "stopping the session")
-    elif local and scratch is None:
-        # Spark's folders are in the user's spark.local.dir / SPARK_LOCAL_DIRS, not in a
-        # private folder removed below: let Spark remove them itself, for a bounded time.
-        _bounded(spark.stop, 2.0, "stopping the session")
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.poll() is None:
-        _expect_accumulator_disconnect(spark)
-        proc.kill()
-        try:
-            proc.wait(2.0)  # reaped, or the kernel would wait for it (~30 s) before exiting
-        except Exception:
-            log.warning("the Spark JVM (pid %s) did not end within 2 s of being killed", proc.pid)
-        log.debug("the Spark JVM (pid %s) has ended", proc.pid)
-    _remove_folders([*folders, *([scratch] if scratch is not None else [])])
-    _remove_perf_data(proc)
-    if gateway is not None:
-        _forget_jvm(spark)
-    for variable in ("SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
-        os.environ.pop(variable, None)
-
-
-def _expect_accumulator_disconnect(spark: Any) -> None:
-    """Prepare pyspark's accumulator server for the JVM's end, so that it prints nothing.
-
-    Once a Python worker has sent accumulator updates (a Python UDF, a foreachBatch
-    function, the replay's scripted rows), the JVM keeps a socket open to that server, which
-    runs in this process. Killed, the JVM closes it; the server's handler, polling the
-    socket, reads the end as a cut-off update and socketserver prints the ``EOFError``
-    traceback to stderr (at the end of every such script). pyspark's own ``stop()`` shuts
-    the server down while the JVM still runs, which waits up to a second for the handler's
-    next poll. Here the server is only told that it is ending (the handler leaves its loop
-    at its next poll) and the one disconnect that can still race the flag is logged at
-    debug level instead of printed; nothing waits.
-    """
-    for session in (spark, _classic_session()):
-        server = getattr(getattr(session, "_sc", None), "_accumulatorServer", None)
-        if server is not None:
-            server.server_shutdown = True
-            server.handle_error = _log_accumulator_disconnect
-
-
-def _log_accumulator_disconnect(request: Any, client_address: Any) -> None:
-    log.debug("the Spark JVM's accumulator connection ended", exc_info=True)
-
-
-def _remove_folders(folders: list[Path]) -> None:
-    """Remove ``folders`` without making the kernel wait: a detached ``rm -rf`` does it.
-
-    Measured on a loaded 2-core machine: removing the checkpoints of three streams in the
-    kernel took 0.6 s of the 2.5 s Jupyter gives it. ``rm`` runs in its own session, so
-    neither the kernel's wait for its children nor a signal to its process group stops it.
-    """
-    folders = [folder for folder in folders if os.path.exists(folder)]
-    if not folders:
-        return
-    rm = shutil.which("rm")
-    if rm is not None:
-        try:
-            subprocess.Popen([rm, "-rf", "--", *map(str, folders)], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            return
-        except OSError:
-            log.debug("starting rm failed; removing the folders here", exc_info=True)
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _forget_jvm(spark: Any) -> None:
-    """Make pyspark's Python side forget a JVM that was killed (no call to it, no waiting).
-
-    Unlike :func:`discard_dead_session` nothing is closed: the interpreter is ending, and
-    pyspark's py4j threads are daemons.
-    """
-    for session in (spark, _classic_session()):
-        context = getattr(session, "_sc", None)
-        if context is not None:
-            context._jsc = None  # spark_is_gone() and stop() see it as stopped
-    _forget_pyspark_globals()
-
-
-def _classic_session() -> Any:
-    # With SPARK_REMOTE=local[N] the server is a classic session of this process.
+def classic_session() -> Any:
+    """The classic SparkSession of this process, if any: with ``SPARK_REMOTE=local[N]`` the
+    local Spark Connect server's, next to the Connect client session the user holds."""
     from pyspark.sql import SparkSession
 
     return SparkSession._instantiatedSession
-
-
-def _master_of(spark: Any) -> str:
-    context = getattr(spark, "_sc", None)
-    try:
-        return str(context.master) if context is not None else ""
-    except Exception:
-        return ""
-
-
-def _bounded(call: Any, seconds: float, what: str) -> None:
-    """Run ``call`` on a daemon thread and wait at most ``seconds`` for it."""
-    def run() -> None:
-        try:
-            call()
-        except Exception:
-            log.debug("%s failed", what, exc_info=True)
-
-    worker = threading.Thread(target=run, name=f"workbench-{what.replace(' ', '-')}", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        log.info("%s took more than %.1f s; going on without it", what, seconds)
-
-
-def _remove_scratch(spark: Any, proc: Any) -> None:
-    scratch = getattr(spark, "_workbench_scratch", None)
-    if scratch is not None:
-        shutil.rmtree(scratch, ignore_errors=True)
-    _remove_perf_data(proc)
-
-
-def _remove_perf_data(proc: Any) -> None:
-    if proc is not None:
-        # A killed JVM cannot delete its performance-data file (/tmp/hsperfdata_USER/PID).
-        perf = Path(tempfile.gettempdir()) / f"hsperfdata_{_user()}" / str(proc.pid)
-        try:
-            perf.unlink()
-        except OSError:
-            pass
-
-
-def _user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:
-        return ""
-
-
-def spark_is_gone(spark: Any, wait: float = 0.0) -> bool:
-    """Whether ``spark`` can no longer run anything: stopped, or its JVM has died.
-
-    Only the process's own JVM is checked (``poll()`` on the process pyspark launched),
-    which costs no call into Spark: after the JVM dies, each py4j call fails with a
-    connection error and logs a traceback, so callers ask this first. ``wait`` gives a JVM
-    that is still exiting (its connections already closed) that many seconds to end.
-
-    Examples
-    --------
-    >>> class Stopped:
-    ...     _sc = type("Context", (), {"_jsc": None})()
-    >>> spark_is_gone(Stopped())
-    True
-    """
-    context = getattr(spark, "_sc", None)
-    if context is None:  # Spark Connect reports it itself
-        return bool(getattr(spark, "is_stopped", False))
-    if getattr(context, "_jsc", None) is None:
-        return True
-    proc = getattr(getattr(context, "_gateway", None), "proc", None)
-    if proc is None:
-        return False
-    if wait > 0:
-        try:
-            proc.wait(wait)
-        except Exception:  # subprocess.TimeoutExpired: it still runs
-            return False
-    return proc.poll() is not None
-
-
-def discard_dead_session(spark: Any) -> None:
-    """Forget a session whose JVM died, so that the next build starts a new JVM.
-
-    pyspark keeps the dead session, context and gateway as its active ones and would hand
-    them out again (every call then failing with ``ConnectionRefusedError``).
-    """
-    from pyspark import SparkContext
-
-    context = getattr(spark, "_sc", None)
-    gateway = getattr(context, "_gateway", None) or SparkContext._gateway
-    try:
-        if gateway is not None:
-            gateway.shutdown()
-    except Exception:
-        log.debug("closing the dead py4j gateway failed", exc_info=True)
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.poll() is None:
-        proc.kill()
-    if proc is not None:
-        proc.wait()
-    if context is not None:
-        context._jsc = None  # so that stop() skips the JVM and only ends the Python side
-        context.stop()
-    _forget_pyspark_globals()
-
-
-def _forget_pyspark_globals() -> None:
-    """Clear pyspark's process-wide handles on a JVM that is gone, so a new session starts one."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    with SparkContext._lock:
-        SparkContext._active_spark_context = None
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None

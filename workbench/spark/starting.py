@@ -20,7 +20,8 @@ from ..options import check_name, check_output_mode, check_rows, check_sink, par
 from ..progress import ProgressHistory
 from .plan import output_mode_problem, plan_facts, plan_text
 from .registry import SessionOwner, StreamRegistry
-from .session import is_connect_session, session_target, spark_is_gone
+from .session import is_connect_session, session_target
+from .session_end import spark_is_gone
 from .handle import StreamHandle, StreamSpec
 from .query_start import run_query
 from .stopping import StreamInterrupted

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ..errors import summarize_error
 from .progress_source import SPARK_STOPPED
-from .session import spark_is_gone
+from .session_end import spark_is_gone
 
 __all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches", "wait_for_batch_end"]
 
