@@ -95,7 +95,7 @@ def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[
 QUICK_ARGS = ("-m", "not browser and not cluster and not kernel", "tests")
 #: How ``workbench test`` spreads the suite over pytest-xdist workers: each file (and each
 #: notebook) stays on one worker, in order, and the groups go out in the order the suite
-#: lists them, the long ones first (see tests/grouping.py).
+#: lists them, the long ones first (see tests/suite.py).
 WORKERS = 2
 _PARALLEL = ("--dist", "loadgroup", "--no-loadscope-reorder")
 

@@ -1,4 +1,12 @@
-"""A pytest plugin (loaded by ``-p tests.grouping`` in pyproject's addopts): xdist groups.
+"""How the suite runs (a pytest plugin, ``-p tests.suite`` in pyproject's addopts).
+
+* xdist groups: every test file and every notebook stays on one pytest-xdist worker, the
+  long groups first (see :func:`pytest_collection_modifyitems`).
+* The JVMs the suite starts (each worker's session, every kernel's, notebook's and script's
+  Spark, local Spark Connect servers) compile with the JIT's first tier only and one GC
+  thread: about 40 short-lived JVMs spend a quarter less CPU that way on this 2-core
+  machine kind (``bench/README.md`` has the measurement). Spark behaves the same; only
+  how much the JVM optimises its own code changes. Users' sessions are untouched.
 
 It is a plugin rather than a ``conftest.py`` hook so that it also applies when only
 notebooks are collected (``workbench test notebooks/02-output-modes.ipynb``), where
@@ -7,7 +15,19 @@ notebooks are collected (``workbench test notebooks/02-output-modes.ipynb``), wh
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+#: JVM options for the suite's short-lived JVMs (read by spark-submit from SPARK_SUBMIT_OPTS).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def pytest_configure(config):
+    # Before any worker, kernel or script starts, so that all of them inherit it.
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if TEST_JVM_OPTIONS not in options:
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{options} {TEST_JVM_OPTIONS}".strip()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups

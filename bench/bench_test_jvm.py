@@ -1,0 +1,64 @@
+"""What the test suite's JVM options save: CPU and wall time of the same tests, side by side.
+
+The suite starts some 40 short-lived Spark JVMs (each xdist worker's session, kernels,
+notebooks, scripts). ``tests/suite.py`` gives them ``-XX:TieredStopAtLevel=1
+-XX:+UseSerialGC``. This runs one notebook and one Spark test file with the JVM's defaults
+and with those options, alternating, and prints the machine's CPU time (all processes,
+from /proc/stat, so the JVMs that kernels start count too) and the wall time of each run.
+
+    .venv/bin/python bench/bench_test_jvm.py [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.suite import TEST_JVM_OPTIONS  # noqa: E402
+
+TESTS = ["notebooks/04-joins.ipynb", "tests/test_streams.py", "-m", "not kernel"]
+
+
+def cpu_seconds() -> float:
+    """CPU time of the whole machine (user, nice, system, irq, softirq), in seconds."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def run(options: str) -> tuple[float, float]:
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": options}
+    # -p no:tests.suite: the plugin would add the options to the baseline arm too.
+    command = [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider",
+               "-p", "no:tests.suite", *TESTS]
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the tests failed with {options!r}:\n{done.stdout[-2000:]}")
+    return cpu_seconds() - cpu, time.perf_counter() - wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    rounds = parser.parse_args().rounds
+    arms = {"JVM defaults": "", "suite options": TEST_JVM_OPTIONS}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
+    for _ in range(rounds):
+        for name, options in arms.items():
+            figures[name].append(run(options))
+    print(f"{' '.join(TESTS)}, {rounds} runs each, alternating")
+    print(f"{'arm':<15} {'CPU s (median)':>15} {'wall s (median)':>16}")
+    for name, runs in figures.items():
+        print(f"{name:<15} {statistics.median(c for c, _ in runs):>15.1f} {statistics.median(w for _, w in runs):>16.1f}")
+
+
+if __name__ == "__main__":
+    main()
