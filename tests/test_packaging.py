@@ -558,3 +558,16 @@ def test_no_built_packages_are_committed():
     tracked = subprocess.run(["git", "ls-files", "*.whl", "*.tar.gz", "*.egg"], cwd=REPO,
                              capture_output=True, text=True, check=True).stdout.split()
     assert not tracked, f"built packages are committed: {tracked}"
+
+
+@pytest.mark.parametrize("private", ["_show_string", "_jsq"])
+def test_a_pyspark_private_is_read_in_one_place(private):
+    """pyspark privates the workbench needs go through one wrapper that says why."""
+    places = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.Attribute) and node.attr == private)
+        or (isinstance(node, ast.Constant) and node.value == private)  # getattr(query, "_jsq")
+    ]
+    assert len(places) == 1, f"pyspark's {private} is read in {len(places)} places: {places}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..progress import ProgressHistory
+from .progress_source import jvm_query
 from .session_end import spark_is_gone
 
 __all__ = ["CutBatch", "MemoryTable", "newest_planned_batch"]
@@ -137,7 +138,7 @@ class MemoryTable:
             log.debug("reading the memory sink of %s failed", self._name, exc_info=True)
             return
         last = self._progress.last_batch_id
-        if cut is None and _jvm_query(self._query) is None and self._output_mode == "complete" and not replaced:
+        if cut is None and jvm_query(self._query) is None and self._output_mode == "complete" and not replaced:
             started = newest_planned_batch(self._checkpoint)
             if started is not None and (last is None or started > last) and not self._ended_with_error():
                 self.doubt = (
@@ -163,7 +164,7 @@ class MemoryTable:
 
     def _sink_latest_batch(self, replaced: bool) -> tuple[int, int] | None:
         """(batch id, rows) of the newest batch in the memory sink, or None when unknown."""
-        jsq = _jvm_query(self._query)
+        jsq = jvm_query(self._query)
         if jsq is not None:
             sink = jsq.streamingQuery().sink()
             latest = sink.latestBatchId()
@@ -178,15 +179,6 @@ class MemoryTable:
         last = self._progress.last_batch_id
         return (0 if last is None else last + 1), extra
 
-
-def _jvm_query(query: Any) -> Any:
-    """The JVM's query behind a classic pyspark ``StreamingQuery``; None on Spark Connect.
-
-    pyspark offers no public way to the memory sink, which alone knows the newest batch it
-    holds (and its rows): this reads pyspark's private ``_jsq``, which Spark Connect's
-    queries do not have.
-    """
-    return getattr(query, "_jsq", None)
 
 
 def newest_planned_batch(checkpoint: str | None) -> int | None:

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from .session_end import spark_is_gone
 
-__all__ = ["QueryProgressSource", "progress_json", "SPARK_STOPPED"]
+__all__ = ["QueryProgressSource", "progress_json", "jvm_query", "SPARK_STOPPED"]
 
 #: The error of every stream whose Spark session stopped or whose JVM died under it.
 SPARK_STOPPED = (
@@ -60,3 +60,18 @@ def progress_json(progress: Any) -> dict[str, Any]:
     if isinstance(text, str):
         return json.loads(text)
     return dict(progress)
+
+
+def jvm_query(query: Any) -> Any:
+    """The JVM's query behind a classic pyspark ``StreamingQuery``; None on Spark Connect.
+
+    pyspark offers no public way to what only the JVM's query knows: the memory sink's
+    newest batch and its rows, a watched query's output mode, trigger and checkpoint. This
+    is the one place that reads pyspark's private ``_jsq`` (Spark Connect's queries have none).
+
+    Examples
+    --------
+    >>> jvm_query(object()) is None
+    True
+    """
+    return getattr(query, "_jsq", None)

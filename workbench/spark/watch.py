@@ -19,7 +19,7 @@ from ..options import Trigger
 from ..progress import ProgressHistory
 from ..progress.recorder import QueryRecorder, RunRecord
 from .handle import StreamHandle, StreamSpec
-from .progress_source import progress_json
+from .progress_source import jvm_query, progress_json
 
 __all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
 
@@ -209,7 +209,7 @@ def _conf_int(spark: Any, key: str, default: int) -> int:
 
 def _jvm_facts(query: Any) -> dict[str, str]:
     """Output mode, trigger and checkpoint of a classic query (Spark Connect does not say)."""
-    jsq = getattr(query, "_jsq", None)
+    jsq = jvm_query(query)
     if jsq is None:
         return {}
     facts: dict[str, str] = {}
