@@ -26,7 +26,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ import psutil
 
 from workbench.cli import _CHROMIUM_HINT, find_chromium, lab_command
 
+from .cluster_support import free_port
 from .helpers import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -82,13 +82,6 @@ def chromium_executable() -> str:
         where = f"WORKBENCH_CHROMIUM={configured} is not executable" if configured else "no Chromium found"
         raise FileNotFoundError(f"{where}: {_CHROMIUM_HINT} (`workbench test` installs it when run as root)")
     return path
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LabServer:

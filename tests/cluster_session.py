@@ -110,7 +110,7 @@ def part_session(s: Session) -> dict[str, Any]:
 
 
 def part_memory(s: Session) -> dict[str, Any]:
-    s.run('%%stream counts --trigger "0.3 seconds" --mode complete\n'
+    s.run('%%stream counts --trigger "1 second" --mode complete\n'
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 6).option("numPartitions", 2).load()'
           '.groupBy((F.col("value") % 3).alias("k")).count()')
     handle = s.handle("counts")

@@ -46,11 +46,26 @@ class SparkStartError(RuntimeError):
     """A Spark process did not come up; the message names it and ends with its log."""
 
 
+#: Ports handed out by :func:`free_port`: below Linux's ephemeral range (32768-60999), so no
+#: other process's outgoing connection or port-0 listener takes one between the probe and
+#: the server that binds it (seen: a Spark of another test worker took a probed port).
+_PORTS = range(20000, 32000)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on now and the kernel never hands out itself."""
+    import random
+
+    picker = random.Random(f"{os.getpid()}-{time.monotonic_ns()}")
+    for _ in range(200):
+        port = picker.choice(_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORTS}")
 
 
 def listening(port: int) -> bool:

@@ -527,7 +527,7 @@ def test_check_spark_ui(http_server):
 
     from workbench._server import check_spark_ui
 
-    from .browser_support import free_port
+    from .cluster_support import free_port
 
     def check(port, path="/"):
         return asyncio.run(check_spark_ui(port, path, timeout=5))
