@@ -346,6 +346,31 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
     return result
 
 
+#: The workbench's monitor in a front end without the workbench's JupyterLab extension.
+NO_EXTENSION = "no extension"
+
+
+def measure_without_extension(browser: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The workbench monitor's arm in a JupyterLab whose page config disables the extension.
+
+    What VS Code or Colab get: the chart code and plotly.js (gzip) come over the kernel
+    websocket once per page, so "first draw" includes them; "ten monitors" is measured on the
+    same page afterwards. Budgets: first monitor <= 5 MB, a further one <= 300 KB, update <=
+    20 KB, ten monitors <= 8 MB.
+    """
+    from tests.test_browser_without_extension import WithoutExtension
+
+    lab = WithoutExtension(ROOT / "notebooks").start()
+    context = browser.new_context(viewport={"width": 1700, "height": 1200})
+    try:
+        return measure(lab, context, "workbench monitor", args)
+    finally:
+        context.close()
+        problems = lab.stop()
+        if problems:
+            print("clean-up (no extension):", "; ".join(problems))
+
+
 def fmt_bytes(value: float) -> str:
     return f"{value / 1e6:.2f} MB" if value >= 1e6 else f"{value / 1e3:.1f} KB"
 
@@ -357,7 +382,7 @@ def main() -> None:
     parser.add_argument("--monitors", type=int, default=10, help="monitors on one page")
     parser.add_argument("--cpu-seconds", type=float, default=15.0, help="seconds per kernel CPU phase")
     parser.add_argument("--cpu-rounds", type=int, default=3, help="rounds of the kernel CPU phases")
-    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms to run")
+    parser.add_argument("--arms", default=",".join([*ARMS, NO_EXTENSION]), help="comma-separated arms to run")
     parser.add_argument("--draw-timeout", type=float, default=300.0,
                         help="seconds a monitor's first draw may take")
     parser.add_argument("--ten-timeout", type=float, default=300.0,
@@ -374,13 +399,16 @@ def main() -> None:
                 executable_path=chromium_executable(), headless=True,
                 args=[*CHROMIUM_ARGS, "--enable-precise-memory-info", "--js-flags=--expose-gc"])
             try:
-                for arm in args.arms.split(","):
+                for arm in (arm for arm in args.arms.split(",") if arm != NO_EXTENSION):
                     context = browser.new_context(viewport={"width": 1700, "height": 1200})
                     try:
                         results[arm] = measure(lab, context, arm, args)
                         print(f"{arm}: {json.dumps(results[arm])}", flush=True)
                     finally:
                         context.close()
+                if NO_EXTENSION in args.arms.split(","):
+                    results[NO_EXTENSION] = measure_without_extension(browser, args)
+                    print(f"{NO_EXTENSION}: {json.dumps(results[NO_EXTENSION])}", flush=True)
             finally:
                 browser.close()
     finally:

@@ -110,3 +110,51 @@ def test_monitor_points_match_the_specs_and_stay_small():
     grid.send = sent.append
     grid.extend(chart_points([record(2)], operators=2))
     assert len(json.dumps(sent[-1])) < 2_000
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget's code: a small anywidget loader; the chart code and plotly.js once per page
+# ---------------------------------------------------------------------------------------------
+
+import gzip  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from workbench import _labext  # noqa: E402
+from workbench.views import widget_code  # noqa: E402
+
+PLOTLY_MIN_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
+
+
+def test_the_built_widget_code_matches_its_sources():
+    recorded = _labext.recorded_hash(widget_code.STATIC)
+    assert recorded is not None, f"no built widget code in {widget_code.STATIC}: {_labext.REBUILD_HINT}"
+    assert recorded == _labext.source_hash(_labext.SOURCE_DIR), (
+        f"{widget_code.STATIC} was built from other sources than extensions/ holds: {_labext.REBUILD_HINT}")
+
+
+def test_each_widget_carries_a_small_loader_not_plotly():
+    grid, _ = grid_with_outbox()
+    state = json.dumps(grid.get_state())
+    assert grid.get_state()["_model_module"] == "anywidget"
+    assert len(state) < 10_000, f"a chart grid's state is {len(state)} bytes"
+    assert "plotly.js v" not in grid._esm and "Plotly" not in grid._esm
+    assert "spark-streaming-workbench.widgets" in grid._esm  # it looks for the extension's code first
+
+
+def test_a_page_without_the_extension_gets_the_chart_code_and_plotly_once_it_asks():
+    grid = ChartGrid([{"key": "a", "layout": {}, "traces": [{"type": "scatter"}]}])
+    sent: list[tuple[dict[str, Any], Any]] = []
+    grid.send = lambda content, buffers=None: sent.append((content, buffers))
+    grid._on_page_message(grid, {"kind": "code"}, [])
+    (content, buffers), = sent
+    assert content == {"kind": "code", "files": ["widgets.js", "plotly.min.js.gz"]}
+    module, plotly_gz = buffers
+    assert b"export{" in module and b"makeWidgets" in module and b"plotly.js v" not in module
+    assert gzip.decompress(plotly_gz) == PLOTLY_MIN_JS.read_bytes()  # plotly.py's own copy
+    assert len(plotly_gz) < 2_000_000, f"plotly.js compressed to {len(plotly_gz)} bytes"
+
+
+def test_an_unbuilt_checkout_says_how_to_build(monkeypatch, tmp_path):
+    monkeypatch.setattr(widget_code, "STATIC", tmp_path)
+    text = widget_code.esm("chartgrid.js")
+    assert text.startswith("export default") and "was not built" in text and "npm run build" in text

@@ -1,95 +1,40 @@
 /**
- * The workbench's widget module `spark-streaming-workbench`: the chart grid (charts.ts) and
- * the "Spark UI" button, registered once with the ipywidgets manager of the page.
+ * The workbench's widgets in JupyterLab: the plugin offers the page its copy of the widgets'
+ * code (chart grid, "Spark UI" button) through a global that the widgets' small anywidget
+ * loaders look for (host.ts). With it, plotly.js comes from this extension's static files,
+ * once per page, and the kernel sends no code at all.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { DOMWidgetModel, DOMWidgetView, IJupyterWidgetRegistry } from '@jupyter-widgets/base';
-import { CommandRegistry } from '@lumino/commands';
 
-import { ChartGridModel, ChartGridView } from './charts';
+import { chartGrid } from './charts';
+import { API_VERSION, EXTENSION_KEY, ISparkUIArgs, IWorkbenchWidgets } from './host';
 import { OPEN_SPARK_UI } from './sparkui';
-import { MODULE_NAME, MODULE_VERSION } from './version';
 
-/** The model of `workbench.views.sparkui.SparkUIButton`. */
-export class SparkUIButtonModel extends DOMWidgetModel {
-  defaults(): Backbone.ObjectHash {
-    return {
-      ...super.defaults(),
-      _model_name: 'SparkUIButtonModel',
-      _view_name: 'SparkUIButtonView',
-      _model_module: MODULE_NAME,
-      _view_module: MODULE_NAME,
-      _model_module_version: MODULE_VERSION,
-      _view_module_version: MODULE_VERSION,
-      port: 0,
-      path: '/',
-      title: 'Spark UI',
-      reason: ''
-    };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+let plotlyPromise: Promise<any> | null = null;
+
+/** plotly.js, loaded once per page: a chunk of its own among the extension's static files. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function loadPlotly(): Promise<any> {
+  if (!plotlyPromise) {
+    plotlyPromise = import(
+      /* webpackChunkName: "plotly" */ 'plotly.js-dist-min'
+    ).then(module => (module as any).default ?? module);
   }
+  return plotlyPromise;
 }
 
-/** The base of the button's view; the plugin gives it the app's command registry. */
-export class SparkUIButtonView extends DOMWidgetView {
-  /** Set by the plugin that registers the module; null only outside JupyterLab. */
-  static commands: CommandRegistry | null = null;
-
-  render(): void {
-    this.el.classList.add('jupyter-widgets', 'jp-workbench-SparkUIButton');
-    this._button.className = 'jupyter-button widget-button jp-workbench-SparkUIButton-button';
-    this._button.type = 'button';
-    this._button.textContent = 'Spark UI';
-    this._button.addEventListener('click', this._onClick);
-    this.el.appendChild(this._button);
-    this.listenTo(this.model, 'change:port change:path change:title change:reason', this._update);
-    this._update();
-  }
-
-  remove(): this {
-    this._button.removeEventListener('click', this._onClick);
-    return super.remove();
-  }
-
-  private _update(): void {
-    const port = Number(this.model.get('port')) || 0;
-    const commands = SparkUIButtonView.commands;
-    this._button.disabled = port <= 0 || commands === null;
-    this._button.title =
-      port <= 0
-        ? String(this.model.get('reason') || 'No Spark UI in this session')
-        : commands === null
-          ? 'Opening the Spark UI needs JupyterLab'
-          : `Open ${String(this.model.get('path'))} of the Spark UI in a tab`;
-  }
-
-  private _onClick = (): void => {
-    const commands = SparkUIButtonView.commands;
-    const port = Number(this.model.get('port')) || 0;
-    if (commands === null || port <= 0) {
-      return;
-    }
-    void commands.execute(OPEN_SPARK_UI, {
-      port,
-      path: String(this.model.get('path') || '/'),
-      title: String(this.model.get('title') || 'Spark UI')
-    });
-  };
-
-  private _button = document.createElement('button');
-}
-
-/** Registers the widget module with the page's ipywidgets manager. */
+/** Offers the widgets' code to the page's workbench widgets. */
 export const widgetsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'spark-streaming-workbench:widgets',
-  description: 'The workbench widget views: chart grid and Spark UI button.',
+  description: 'The workbench widget views (chart grid, Spark UI button), offered to their anywidget loaders.',
   autoStart: true,
-  requires: [IJupyterWidgetRegistry],
-  activate: (app: JupyterFrontEnd, registry: IJupyterWidgetRegistry) => {
-    SparkUIButtonView.commands = app.commands;
-    registry.registerWidget({
-      name: MODULE_NAME,
-      version: MODULE_VERSION,
-      exports: { ChartGridModel, ChartGridView, SparkUIButtonModel, SparkUIButtonView }
-    });
+  activate: (app: JupyterFrontEnd) => {
+    const widgets: IWorkbenchWidgets = {
+      api: API_VERSION,
+      chartGrid: chartGrid(loadPlotly),
+      openSparkUI: (args: ISparkUIArgs) => void app.commands.execute(OPEN_SPARK_UI, { ...args })
+    };
+    (globalThis as any)[EXTENSION_KEY] = widgets;
   }
 };

@@ -1,12 +1,17 @@
-"""Plotly charts drawn by the workbench's JupyterLab extension, fed point by point.
+"""Plotly charts in one widget, fed point by point, drawn in any front end that renders widgets.
 
-:class:`ChartGrid` is one ipywidget holding several plotly charts. Its JavaScript (and
-plotly.js) ships in the prebuilt JupyterLab extension as static files, loaded once per page
-whatever the number of charts; the widget itself carries only chart specs (layout and
-trace styles, sent once) and data points. Live charts send only the points that are new:
-``extend`` appends them in the page, which keeps the last ``window`` points of each trace.
-The kernel keeps the same rolling window, so a page that reloads, or a second view of the
-widget, asks for it (``{"kind": "ready"}``) and gets it whole.
+:class:`ChartGrid` is one widget holding several plotly charts. It is an anywidget whose
+``_esm`` is a small loader (see :mod:`workbench.views.widget_code`): where the workbench's
+JupyterLab extension is loaded it draws with the extension's code and plotly.js comes from
+the extension's static files; elsewhere (VS Code, Colab, a JupyterLab without the extension)
+the page's first chart grid asks the kernel once for the chart code and plotly.js, which
+every chart of the page then shares. Either way plotly.js reaches a page at most once.
+
+The widget itself carries only chart specs (layout and trace styles, sent once) and data
+points. Live charts send only the points that are new: ``extend`` appends them in the page,
+which keeps the last ``window`` points of each trace. The kernel keeps the same rolling
+window, so a page that reloads, or a second view of the widget, asks for it
+(``{"kind": "ready"}``) and gets it whole.
 
 Wire format (kernel to page, custom widget messages)::
 
@@ -16,7 +21,9 @@ Wire format (kernel to page, custom widget messages)::
 Values are numbers, ``null`` for none, or UTC wall-clock times as
 ``"YYYY-MM-DD HH:MM:SS.ffffff"`` strings (plotly.js has no time zones). ``reset`` replaces a
 chart's data; otherwise the points are appended. Charts whose specs already hold their
-data (``x``/``y`` in the traces) are static and never receive messages.
+data (``x``/``y`` in the traces) are static and never receive messages. A page without the
+extension sends ``{"kind": "code"}`` once and gets ``{"kind": "code"}`` with two buffers
+(:func:`workbench.views.widget_code.code_buffers`).
 
 This module imports plotly only to build figure objects on request (:meth:`figure`).
 """
@@ -28,14 +35,12 @@ import threading
 from collections import deque
 from typing import Any, Iterable, Mapping, Sequence
 
-import ipywidgets as widgets
+import anywidget
 from traitlets import Dict, Int, List, Unicode
 
-__all__ = ["ChartGrid", "ExtensionWidget", "MODULE_NAME", "MODULE_VERSION", "EMPTY_MESSAGE", "figure_spec"]
+from .widget_code import code_buffers, esm
 
-#: The JupyterLab extension's widget module (package.json "name" and "version").
-MODULE_NAME = "spark-streaming-workbench"
-MODULE_VERSION = "^0.1.0"
+__all__ = ["ChartGrid", "EMPTY_MESSAGE", "figure_spec"]
 
 EMPTY_MESSAGE = "Waiting for the first batch…"
 
@@ -81,16 +86,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class ExtensionWidget(widgets.DOMWidget):
-    """A widget whose view ships in the workbench's JupyterLab extension (module and version)."""
-
-    _model_module = Unicode(MODULE_NAME).tag(sync=True)
-    _view_module = Unicode(MODULE_NAME).tag(sync=True)
-    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-
-
-class ChartGrid(ExtensionWidget):
+class ChartGrid(anywidget.AnyWidget):
     """Several plotly charts in one widget, in a grid that wraps to the cell's width.
 
     Parameters
@@ -118,8 +114,7 @@ class ChartGrid(ExtensionWidget):
     (7.5, None, 9.0)
     """
 
-    _model_name = Unicode("ChartGridModel").tag(sync=True)
-    _view_name = Unicode("ChartGridView").tag(sync=True)
+    _esm = esm("chartgrid.js")
 
     charts = List(Dict(), help="Chart specs: key, plotly layout, traces (styles; data only for static charts).").tag(
         sync=True)
@@ -253,10 +248,17 @@ class ChartGrid(ExtensionWidget):
             self.send(content)
 
     def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        # A page (re)loaded the widget: give it everything the kernel holds.
-        if isinstance(content, dict) and content.get("kind") == "ready":
+        kind = content.get("kind") if isinstance(content, dict) else None
+        if kind == "ready":  # a view started: give it everything the kernel holds
             with self._lock:
                 self._send_to_page(self._message(reset=True, keys=self.chart_keys()))
+        elif kind == "code":  # a page without the extension: its chart code, once per page
+            try:
+                buffers = list(code_buffers())
+            except OSError as exc:
+                self.send({"kind": "code", "error": f"the kernel could not read the chart code: {exc}"})
+            else:
+                self.send({"kind": "code", "files": ["widgets.js", "plotly.min.js.gz"]}, buffers)
 
     # -- plotly figures -------------------------------------------------------------------------
 

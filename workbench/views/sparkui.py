@@ -1,10 +1,12 @@
 """The "Spark UI" button: opens a page of the Spark UI in a JupyterLab tab.
 
-:class:`SparkUIButton` is a widget whose view ships in the workbench's JupyterLab extension
-(module ``spark-streaming-workbench``): clicking it runs the extension's
+:class:`SparkUIButton` is an anywidget (its small ``_esm`` is built from
+``extensions/src/anywidget/sparkui_button.ts``, see :mod:`workbench.views.widget_code`). In
+JupyterLab (or Notebook 7) with the workbench's extension, clicking it runs the extension's
 ``workbench:open-spark-ui`` command, which shows the page through the Jupyter server's
 ``/proxy/<port>/`` route (jupyter-server-proxy, behind the server's token), so the Spark UI
-keeps listening on 127.0.0.1 only. :func:`ui_port` and :func:`statistics_path` turn what
+keeps listening on 127.0.0.1 only. In a front end without the extension (VS Code, Colab)
+the button is disabled and its tooltip says where it works. :func:`ui_port` and :func:`statistics_path` turn what
 Spark reports into the button's ``port`` and ``path``; neither touches Spark.
 """
 
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
+import anywidget
 from traitlets import Int, Unicode, validate
 
-from .charts import ExtensionWidget
+from .widget_code import esm
 
 __all__ = ["SparkUIButton", "ui_port", "statistics_path", "NO_UI_REASON"]
 
@@ -63,11 +66,12 @@ def statistics_path(run_id: str) -> str:
     return f"/StreamingQuery/statistics/?id={quote(str(run_id), safe='-')}"
 
 
-class SparkUIButton(ExtensionWidget):
+class SparkUIButton(anywidget.AnyWidget):
     """A small "Spark UI" button that opens a Spark UI page in a JupyterLab tab.
 
-    It needs the workbench's JupyterLab extension (installed with the package). With
-    ``port`` 0 the button is disabled and ``reason`` is its tooltip.
+    Opening the page needs the workbench's JupyterLab extension (installed with the
+    package); without it the button is disabled and says so. With ``port`` 0 the button is
+    disabled and ``reason`` is its tooltip.
 
     Parameters
     ----------
@@ -88,8 +92,7 @@ class SparkUIButton(ExtensionWidget):
     (4040, '/StreamingQuery/statistics/?id=run-1')
     """
 
-    _model_name = Unicode("SparkUIButtonModel").tag(sync=True)
-    _view_name = Unicode("SparkUIButtonView").tag(sync=True)
+    _esm = esm("sparkui_button.js")
 
     port = Int(0, help="The Spark UI's port on the kernel's machine; 0 when there is no Spark UI.").tag(sync=True)
     path = Unicode("/", help="The Spark UI page to open, starting with '/'.").tag(sync=True)

@@ -1,0 +1,162 @@
+"""The workbench in a widget front end without its JupyterLab extension, in headless Chromium.
+
+What VS Code, Colab and other front ends get: the ipywidgets manager and anywidget's front
+end, but not the workbench's extension. The stand-in is a private JupyterLab whose
+``labconfig/page_config.json`` disables ``spark-streaming-workbench``. There the quickstart
+must work as in ``tests/test_browser.py`` (charts drawn and growing while no cell runs,
+console table, Stop), with:
+
+* no error box anywhere (no "Click to show javascript error", no "could not load");
+* plotly.js reaching the page once, over the kernel websocket (the extension's static files
+  are not loaded), and never from anywhere else;
+* the kernel websocket's bytes within budget: the first monitor of the page <= 5 MB in all
+  (plotly.js included), a further monitor <= 300 KB, each batch's update <= 20 KB;
+* the monitor's "Spark UI" button disabled, its tooltip saying where it works.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from workbench._labext import LABEXTENSION_NAME
+
+from .browser_support import JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_PRINT, REPO_ROOT, LabServer
+from .helpers import wait_for
+from . import test_browser
+from .test_browser import CHART_TITLES, _plotly_chunk, _run_quickstart, evidence_on_failure
+
+pytestmark = pytest.mark.browser
+
+FIRST_MONITOR_BUDGET = 5_000_000  # the first monitor of a page, plotly.js included
+FURTHER_MONITOR_BUDGET = 300_000
+BATCH_BUDGET = 20_000
+#: A frame this large can only be the chart code with plotly.js.
+CODE_FRAME = 1_000_000
+WIDGET_ERRORS = ("javascript error", "could not load", "Error displaying widget")
+
+#: Add a code cell at the end of the notebook and run it; resolves to its index.
+JS_APPEND_AND_RUN = """async (source) => {
+  const app = window.jupyterapp;
+  const notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = notebook.widgets.length - 1;
+  await app.commands.execute('notebook:insert-cell-below');
+  notebook.activeCell.model.sharedModel.setSource(source);
+  const index = notebook.activeCellIndex;
+  app.commands.execute('notebook:run-cell');
+  return index;
+}"""
+
+EXTRA_STREAM = '''%%stream extra --trigger "1 second" --rows 3
+events.selectExpr("value", "timestamp")'''
+
+
+class WithoutExtension(LabServer):
+    """A private JupyterLab whose page config disables the workbench's extension."""
+
+    def _write_settings(self, env: dict[str, str]) -> None:
+        super()._write_settings(env)
+        labconfig = self.root / "config" / "labconfig"
+        labconfig.mkdir(parents=True, exist_ok=True)
+        (labconfig / "page_config.json").write_text(
+            json.dumps({"disabledExtensions": {LABEXTENSION_NAME: True}}), encoding="utf-8")
+
+
+class Frames:
+    """The kernel websocket's received frames (sizes), and every URL the page fetched."""
+
+    def __init__(self, page: Any) -> None:
+        self.sizes: list[int] = []
+        self.urls: list[str] = []
+        page.on("websocket", self._socket)
+        page.on("request", lambda request: self.urls.append(request.url))
+
+    def _socket(self, socket: Any) -> None:
+        if "/api/kernels/" in socket.url:
+            socket.on("framereceived", lambda payload: self.sizes.append(len(payload)))
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+
+@pytest.fixture
+def lab() -> Iterator[LabServer]:
+    server = WithoutExtension(REPO_ROOT / "notebooks").start()
+    try:
+        yield server
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+
+
+#: Chromium on this server's page, as in tests/test_browser.py (it takes this module's ``lab``).
+page = test_browser.page
+
+
+def _append_and_run(page: Any, source: str, timeout: float = 120) -> int:
+    index = page.evaluate(JS_APPEND_AND_RUN, source)
+    wait_for(lambda: any(c["index"] == index and c["count"] is not None for c in page.evaluate(JS_CODE_CELLS)),
+             timeout, 0.25, text=f"the appended cell {source.splitlines()[0]!r} did not finish")
+    return index
+
+
+def _monitor_charts(page: Any, index: int) -> list[str]:
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    return cell.locator(".workbench-monitor .js-plotly-plot .gtitle").all_text_contents()
+
+
+def _kernel_int(page: Any, expression: str) -> int:
+    return int(page.evaluate(JS_KERNEL_PRINT, f"print({expression})").strip())
+
+
+def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
+    frames = Frames(page)
+    with evidence_on_failure(page, lab, "no-extension"):
+        _run_quickstart(page, lab)  # charts drawn and growing, console table, Stop
+        text = page.locator(".jp-Notebook").text_content() or ""
+        assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
+        assert not page.evaluate("() => document.querySelectorAll('.jp-Notebook .widget-error').length")
+
+        # The disabled extension offered no code (JupyterLab still fetches its entry point, but
+        # activates none of its plugins) and its plotly.js was never fetched: what drew the
+        # charts came from the kernel.
+        assert page.evaluate("() => window[Symbol.for('spark-streaming-workbench.widgets')] === undefined")
+        assert not [u for u in frames.urls if _plotly_chunk() in u]
+        outside = [u for u in frames.urls if not u.startswith((lab.url, f"blob:{lab.url}", "data:"))]
+        assert not outside, f"the page fetched from elsewhere: {outside}"
+        code_frames = [size for size in frames.sizes if size > CODE_FRAME]
+        assert len(code_frames) == 1, f"frames over 1 MB (chart code with plotly.js): {code_frames}"
+        first = frames.total
+        assert first <= FIRST_MONITOR_BUDGET, f"the quickstart's first monitor took {first} bytes"
+
+        # The monitor's Spark UI button says where it works instead of failing.
+        button = page.locator(".workbench-monitor .jp-workbench-SparkUIButton button").first
+        assert button.is_disabled()
+        assert "JupyterLab" in (button.get_attribute("title") or "")
+
+        # A further monitor: its charts drawn from the code the page already has.
+        before = frames.total
+        index = _append_and_run(page, EXTRA_STREAM)
+        wait_for(lambda: len(_monitor_charts(page, index)) == len(CHART_TITLES), 60, 0.25,
+                 text=lambda: f"the second monitor drew {_monitor_charts(page, index)}")
+        wait_for(lambda: _kernel_int(page, "workbench.stream('extra').progress.total") >= 2, 60, 0.5,
+                 text="the extra stream ran no batch")
+        further = frames.total - before
+        assert further <= FURTHER_MONITOR_BUDGET, f"a further monitor took {further} bytes"
+        assert len([size for size in frames.sizes if size > CODE_FRAME]) == 1, "the chart code was sent twice"
+
+        # Each batch's update, while no cell runs.
+        start_batches, start_bytes = _kernel_int(page, "workbench.stream('extra').progress.total"), frames.total
+        time.sleep(6)
+        batches = _kernel_int(page, "workbench.stream('extra').progress.total") - start_batches
+        per_batch = (frames.total - start_bytes) / max(1, batches)
+        assert batches >= 2, f"only {batches} batches in 6 s"
+        assert per_batch <= BATCH_BUDGET, f"{per_batch:.0f} bytes per batch"
+        assert page.evaluate(JS_ERRORS) == []
+        page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
+        print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
+              f"per batch {per_batch:.0f}")
