@@ -12,6 +12,9 @@ console table, Stop), with:
 * the kernel websocket's bytes within budget: the first monitor of the page <= 5 MB in all
   (plotly.js included), a further monitor <= 300 KB, each batch's update <= 20 KB;
 * the monitor's "Spark UI" button disabled, its tooltip saying where it works.
+
+Notebook 7 (``jupyter notebook``) with the extension, as a second front end: the quickstart's
+monitor draws its four charts there too, with no error box.
 """
 
 from __future__ import annotations
@@ -19,15 +22,21 @@ from __future__ import annotations
 import json
 import time
 from typing import Any, Iterator
+from unittest import mock
 
 import pytest
 
 from workbench._labext import LABEXTENSION_NAME
+from workbench.cli import lab_command
 
-from .browser_support import JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_PRINT, REPO_ROOT, LabServer
+from . import browser_support, test_browser
+from .browser_support import (
+    JS_ACTIVATE_CELL, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
+)
 from .helpers import wait_for
-from . import test_browser
-from .test_browser import CHART_TITLES, _plotly_chunk, _run_quickstart, evidence_on_failure
+from .test_browser import (
+    CHART_TITLES, MONITOR_CELL, STOP_CELL, _cell, _plotly_chunk, _run_above, _run_quickstart, evidence_on_failure,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -83,9 +92,27 @@ class Frames:
         return sum(self.sizes)
 
 
+class Notebook7(LabServer):
+    """The same private server, running Notebook 7 (``jupyter notebook``) instead of JupyterLab."""
+
+    def start(self, timeout: float = 60.0) -> LabServer:
+        def notebook_command(extra: list[str], **options: Any) -> list[str]:
+            command = lab_command(
+                [arg.replace("--LabApp.", "--JupyterNotebookApp.") for arg in extra if "news_url" not in arg],
+                **options)
+            return [*command[:3], "notebook", *command[4:]]
+
+        with mock.patch.object(browser_support, "lab_command", notebook_command):
+            return super().start(timeout)
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/notebooks/{name}?token={self.token}"
+
+
 @pytest.fixture
-def lab() -> Iterator[LabServer]:
-    server = WithoutExtension(REPO_ROOT / "notebooks").start()
+def lab(request) -> Iterator[LabServer]:
+    """The server the test names with ``@pytest.mark.parametrize("lab", [cls], indirect=True)``."""
+    server = request.param(REPO_ROOT / "notebooks").start()
     try:
         yield server
     finally:
@@ -113,6 +140,7 @@ def _kernel_int(page: Any, expression: str) -> int:
     return int(page.evaluate(JS_KERNEL_PRINT, f"print({expression})").strip())
 
 
+@pytest.mark.parametrize("lab", [WithoutExtension], indirect=True)
 def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
     frames = Frames(page)
     with evidence_on_failure(page, lab, "no-extension"):
@@ -160,3 +188,21 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
         print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
               f"per batch {per_batch:.0f}")
+
+
+@pytest.mark.parametrize("lab", [Notebook7], indirect=True)
+def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
+    with evidence_on_failure(page, lab, "notebook7"):
+        page.goto(lab.notebook_url("00-quickstart.ipynb"))
+        wait_for(lambda: page.evaluate(JS_KERNEL_IDLE), 90, 0.5, text="the Notebook 7 kernel did not start")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=120)
+        assert page.evaluate(JS_ERRORS) == []
+        monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
+        wait_for(lambda: len(monitor.locator(".js-plotly-plot .gtitle").all_text_contents()) == len(CHART_TITLES),
+                 60, 0.25, text=lambda: f"Notebook 7 drew {monitor.locator('.js-plotly-plot .gtitle').all_text_contents()}")
+        text = page.locator(".jp-Notebook").text_content() or ""
+        assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
+        # With the extension the Spark UI button opens its tab (enabled while Spark runs).
+        assert monitor.locator(".jp-workbench-SparkUIButton button").is_enabled()
+        page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")

@@ -34,8 +34,8 @@ export interface IWorkbenchWidgets {
   /** The loader protocol's version: a loader uses only a provider of the same version. */
   api: number;
   chartGrid: IWidgetDef;
-  /** Opens a Spark UI page in a JupyterLab tab; null where there is no JupyterLab. */
-  openSparkUI: ((args: ISparkUIArgs) => void) | null;
+  /** The "Spark UI" button, opening its page in a JupyterLab tab; null without JupyterLab. */
+  sparkUIButton: IWidgetDef | null;
 }
 
 export const API_VERSION = 1;

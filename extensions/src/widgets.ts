@@ -6,6 +6,7 @@
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 
+import { sparkUIButton } from './button';
 import { chartGrid } from './charts';
 import { API_VERSION, EXTENSION_KEY, ISparkUIArgs, IWorkbenchWidgets } from './host';
 import { OPEN_SPARK_UI } from './sparkui';
@@ -33,7 +34,7 @@ export const widgetsPlugin: JupyterFrontEndPlugin<void> = {
     const widgets: IWorkbenchWidgets = {
       api: API_VERSION,
       chartGrid: chartGrid(loadPlotly),
-      openSparkUI: (args: ISparkUIArgs) => void app.commands.execute(OPEN_SPARK_UI, { ...args })
+      sparkUIButton: sparkUIButton((args: ISparkUIArgs) => void app.commands.execute(OPEN_SPARK_UI, { ...args }))
     };
     (globalThis as any)[EXTENSION_KEY] = widgets;
   }

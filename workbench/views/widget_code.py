@@ -3,7 +3,7 @@
 The chart grid and the "Spark UI" button are `anywidget <https://anywidget.dev>`_ widgets,
 so they render in every front end that renders widgets (JupyterLab, Notebook 7, VS Code,
 Colab), with or without the workbench's JupyterLab extension. Their ``_esm`` is a small
-loader (about 1 KB, built from ``extensions/src/anywidget/`` into ``workbench/views/static/``
+loader (1 KB or less, built from ``extensions/src/anywidget/`` into ``workbench/views/static/``
 at install time; a wheel carries the build, so users need no Node):
 
 * in a page that has the workbench's JupyterLab extension, the loader draws with the

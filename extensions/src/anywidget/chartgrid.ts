@@ -2,13 +2,14 @@
 // code) that draws with the code loader.ts finds for this page.
 
 import { IRenderProps } from '../host';
-import { workbenchWidgets } from './loader';
+import { askForCode, workbenchWidgets } from './loader';
 
 export default {
+  initialize: ({ model }: Pick<IRenderProps, 'model'>) => askForCode(model),
   async render(props: IRenderProps): Promise<void | (() => void)> {
+    askForCode(props.model); // a page whose asker closed unanswered
     try {
-      const widgets = await workbenchWidgets(props.model);
-      return await widgets.chartGrid.render(props);
+      return await (await workbenchWidgets()).chartGrid.render(props);
     } catch (reason) {
       props.el.textContent = `The charts could not load: ${reason}`;
     }

@@ -4,8 +4,29 @@
 import { chartGrid } from '../charts';
 import { API_VERSION, IWorkbenchWidgets } from '../host';
 
-/** The widgets, drawing with the plotly.js `loadPlotly` gives; no Spark UI tab here. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function makeWidgets(loadPlotly: () => Promise<any>): IWorkbenchWidgets {
-  return { api: API_VERSION, chartGrid: chartGrid(loadPlotly), openSparkUI: null };
+/** The widgets, drawing with plotly.js from `plotlyGzip` (inflated once, when first drawn). */
+export function makeWidgets(plotlyGzip: DataView<ArrayBuffer>): IWorkbenchWidgets {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  let plotly: Promise<any> | null = null;
+  const loadPlotly = () => (plotly ??= inflate(plotlyGzip).then(text => importText(wrapUMD(text))).then(m => m.default));
+  return { api: API_VERSION, chartGrid: chartGrid(loadPlotly), sparkUIButton: null };
+}
+
+/** plotly.min.js is a UMD bundle: given a `module`, it exports itself there. */
+function wrapUMD(text: string): string[] {
+  return ['const module = {exports: {}};\n', text, '\nexport default module.exports;\n'];
+}
+
+async function importText(parts: string[]): Promise<any> {
+  const url = URL.createObjectURL(new Blob(parts, { type: 'text/javascript' }));
+  try {
+    return await import(/* webpackIgnore: true */ url);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+async function inflate(data: DataView<ArrayBuffer>): Promise<string> {
+  const stream = new Blob([data]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Response(stream).text();
 }
