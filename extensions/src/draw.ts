@@ -4,12 +4,10 @@
 // Kept apart from the widget plumbing (charts.ts) and the point store (series.ts) so how
 // charts draw can change on its own.
 
-import type { ISeries } from './series';
+import type { ISeries, Value } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Plotly = any;
-
-type Value = number | string | null;
 
 export interface ITrace {
   x?: Value[];
