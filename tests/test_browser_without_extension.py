@@ -11,7 +11,8 @@ console table, Stop), with:
   are not loaded), and never from anywhere else;
 * the kernel websocket's bytes within budget: the first monitor of the page <= 5 MB in all
   (plotly.js included), a further monitor <= 300 KB, each batch's update <= 20 KB;
-* the monitor's "Spark UI" button disabled, its tooltip saying where it works.
+* the monitor's "Spark UI" button disabled, its tooltip saying where it works; its result
+  table and Pause button there as with the extension.
 
 Notebook 7 (``jupyter notebook``) with the extension, as a second front end: the quickstart's
 monitor draws its four charts there too, with no error box.
@@ -185,6 +186,13 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         assert batches >= 2, f"only {batches} batches in 6 s"
         assert per_batch <= BATCH_BUDGET, f"{per_batch:.0f} bytes per batch"
         assert page.evaluate(JS_ERRORS) == []
+
+        # The rest of the monitor is plain ipywidgets: the result table, Pause.
+        monitor = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".workbench-monitor")
+        wait_for(lambda: monitor.locator("table").count() > 0, 30, 0.25, text="the second monitor shows no result table")
+        monitor.locator(".widget-toggle-button", has_text="Pause updates").click()
+        wait_for(lambda: monitor.locator(".widget-toggle-button", has_text="Resume updates").count() == 1, 30, 0.25,
+                 text="Pause did not turn into Resume")
         page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
         print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
               f"per batch {per_batch:.0f}")
