@@ -33,9 +33,11 @@ from .charts import ChartGrid
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
-from .monitor_header import diagnosis_html, header_html, no_output_reason
+from .monitor_header import diagnosis_html, header_html, no_output_reason, summary_text
+from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
+from .static_output import StaticOutput
 
 __all__ = ["StreamMonitor"]
 
@@ -89,6 +91,13 @@ class StreamMonitor(widgets.VBox):
     pause_button : ipywidgets.ToggleButton
     spark_ui_button : SparkUIButton
         Opens the query's statistics page of the Spark UI in a JupyterLab tab.
+
+    Notes
+    -----
+    Shown in a notebook, the monitor's output also carries a picture of its charts and a
+    text summary once the stream ends (or on :meth:`snapshot`), so a notebook saved or
+    exported afterwards shows the final charts where no live widget can be drawn (see
+    ``workbench.views.static_output``).
 
     Examples
     --------
@@ -174,6 +183,9 @@ class StreamMonitor(widgets.VBox):
             children.append(self.preview)
         super().__init__(children)
         self.add_class("workbench-monitor")
+        self._output = StaticOutput(self, text=self.summary, picture=lambda: grid_picture(self.charts),
+                                    after_cell=self._publish_if_ended)
+        self._output.watch_page(self.charts)
 
         self.stop_button.on_click(self._on_stop_clicked)
         self.pause_button.observe(self._on_pause_changed, names="value")
@@ -253,7 +265,11 @@ class StreamMonitor(widgets.VBox):
                     finished = self._finished
                 self._refresh()
                 if finished:
-                    break  # the last batches are drawn and the header says how it ended
+                    # The last batches are drawn and the header says how it ended: the
+                    # output gains the final picture.
+                    if self._output.displayed:
+                        self._output.publish(self._picture_key())
+                    break
         except Exception:
             log.exception("monitor of %s stopped on an error", getattr(self.handle, "name", "?"))
         finally:
@@ -390,6 +406,60 @@ class StreamMonitor(widgets.VBox):
         """Whether the monitor still follows its stream (its thread is alive)."""
         return self._thread.is_alive()
 
+    def summary(self) -> str:
+        """The monitor as plain text: name, sink, status, batches, rows, last watermark.
+
+        What a notebook shows for the monitor where neither the widget nor its picture can be
+        drawn (a text-only viewer).
+        """
+        with self._lock:
+            summary, finished, last = self._summary, self._finished, self._last
+        status, error = (self.handle.status, self.handle.error) if finished else ("active", None)
+        return summary_text(self.handle, status, error, summary, last)
+
+    @property
+    def picture(self) -> bytes | None:
+        """The PNG of the charts published last (when the stream ended, or by :meth:`snapshot`), or None."""
+        return self._output.picture
+
+    def snapshot(self) -> bytes:
+        """Draw the charts as they are now into the monitor's output, beside the live widget.
+
+        The output then holds a PNG of the charts and the text summary, so a notebook saved
+        or exported now shows them without the kernel. The monitor does this by itself when
+        its stream ends.
+
+        Returns
+        -------
+        bytes
+            The PNG.
+
+        Examples
+        --------
+        >>> png = monitor.snapshot()          # doctest: +SKIP
+        """
+        with self._draw_lock:
+            self._output.publish(self._picture_key())
+            return self._output.picture or b""
+
+    def _picture_key(self) -> tuple[Any, ...]:
+        with self._lock:
+            last = self._last.batch_id if self._last is not None else None
+            return last, self._finished, len(self._operators)
+
+    def _publish_if_ended(self) -> bool:
+        """After each cell: once the stream has ended, draw what is left and publish the picture."""
+        if getattr(self.handle, "status", "active") == "active":
+            return False
+        with self._lock:
+            self._finished = True
+        self._refresh()
+        self._output.publish(self._picture_key())
+        return True
+
+    def _ipython_display_(self) -> None:
+        self._output.display()
+
     def refresh(self) -> None:
         """Redraw now from the rolling window (normally not needed: the monitor updates itself)."""
         with self._lock:
@@ -441,6 +511,7 @@ class StreamMonitor(widgets.VBox):
             return
         self._closed.set()
         self._wake.set()
+        self._output.stop_listening()
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
         self._detach()
