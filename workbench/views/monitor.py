@@ -33,7 +33,7 @@ from .charts import ChartGrid
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
-from .monitor_header import diagnosis_html, header_html, no_output_reason, summary_text
+from .monitor_header import diagnosis_html, header_html, no_output_reason, standalone_page, summary_text
 from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
@@ -94,10 +94,8 @@ class StreamMonitor(widgets.VBox):
 
     Notes
     -----
-    Shown in a notebook, the monitor's output also carries a picture of its charts and a
-    text summary once the stream ends (or on :meth:`snapshot`), so a notebook saved or
-    exported afterwards shows the final charts where no live widget can be drawn (see
-    ``workbench.views.static_output``).
+    Shown in a notebook, its output gains a picture of the charts and a text summary when the
+    stream ends (or on :meth:`snapshot`): see ``workbench.views.static_output``.
 
     Examples
     --------
@@ -265,8 +263,7 @@ class StreamMonitor(widgets.VBox):
                     finished = self._finished
                 self._refresh()
                 if finished:
-                    # The last batches are drawn and the header says how it ended: the
-                    # output gains the final picture.
+                    # The last batches are drawn, the header says how it ended: the final picture.
                     if self._output.displayed:
                         self._output.publish(self._picture_key())
                     break
@@ -407,11 +404,8 @@ class StreamMonitor(widgets.VBox):
         return self._thread.is_alive()
 
     def summary(self) -> str:
-        """The monitor as plain text: name, sink, status, batches, rows, last watermark.
-
-        What a notebook shows for the monitor where neither the widget nor its picture can be
-        drawn (a text-only viewer).
-        """
+        """The monitor as plain text (name, sink, status, batches, rows, last watermark): its
+        output's ``text/plain``, what a text-only notebook viewer shows."""
         with self._lock:
             summary, finished, last = self._summary, self._finished, self._last
         status, error = (self.handle.status, self.handle.error) if finished else ("active", None)
@@ -419,20 +413,14 @@ class StreamMonitor(widgets.VBox):
 
     @property
     def picture(self) -> bytes | None:
-        """The PNG of the charts published last (when the stream ended, or by :meth:`snapshot`), or None."""
+        """The PNG of the charts last published (stream ended, or :meth:`snapshot`), or None."""
         return self._output.picture
 
     def snapshot(self) -> bytes:
-        """Draw the charts as they are now into the monitor's output, beside the live widget.
+        """Draw the charts as they are now into the monitor's output, beside the widget; returns the PNG.
 
-        The output then holds a PNG of the charts and the text summary, so a notebook saved
-        or exported now shows them without the kernel. The monitor does this by itself when
-        its stream ends.
-
-        Returns
-        -------
-        bytes
-            The PNG.
+        A notebook saved or exported afterwards shows them without the kernel. The monitor
+        does this by itself when its stream ends.
 
         Examples
         --------
@@ -444,8 +432,7 @@ class StreamMonitor(widgets.VBox):
 
     def _picture_key(self) -> tuple[Any, ...]:
         with self._lock:
-            last = self._last.batch_id if self._last is not None else None
-            return last, self._finished, len(self._operators)
+            return (self._last.batch_id if self._last else None), self._finished, len(self._operators)
 
     def _publish_if_ended(self) -> bool:
         """After each cell: once the stream has ended, draw what is left and publish the picture."""
@@ -455,7 +442,7 @@ class StreamMonitor(widgets.VBox):
             self._finished = True
         self._refresh()
         self._output.publish(self._picture_key())
-        return True
+        return self._output.settled  # else once more after the next cell, when that is known
 
     def _ipython_display_(self) -> None:
         self._output.display()
@@ -474,21 +461,10 @@ class StreamMonitor(widgets.VBox):
 
     def to_html(self) -> str:
         """The header and charts as one standalone HTML page (plotly.js embedded once)."""
-        import plotly.io as pio
-
         with self._draw_lock:
-            charts = [
-                pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
-                for index, fig in enumerate(self.figures.values())
-            ]
-            header, diagnosis = self.header.value, self.diagnosis.value
+            figures, header, diagnosis = list(self.figures.values()), self.header.value, self.diagnosis.value
         preview = self.preview.value if self._has_preview else ""
-        title = html.escape(str(getattr(self.handle, "name", "stream")))
-        return (
-            "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-            f"<title>{title}: stream monitor</title></head>\n<body style='font-family:sans-serif'>\n"
-            f"<div>{header}</div>\n<div>{diagnosis}</div>\n" + "\n".join(charts) + f"\n{preview}\n</body></html>\n"
-        )
+        return standalone_page(str(getattr(self.handle, "name", "stream")), header, diagnosis, figures, preview)
 
     def save_html(self, path: str | Path) -> Path:
         """Write the charts as a standalone HTML page that works offline; returns the path.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..progress.diagnosis import OutputSummary, format_time, why_no_output
 from ..progress.input_watermarks import InputWatermark
@@ -18,7 +18,7 @@ from ..progress.records import BatchProgress
 from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
-__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text"]
+__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page"]
 
 #: How the header names a query the workbench did not start itself (``handle.started_by``).
 _STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
@@ -128,6 +128,20 @@ def diagnosis_html(message: str | None) -> str:
     "<div style='color:#8a6d3b'><b>Why no output?</b> No input has arrived.</div>"
     """
     return f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
+
+
+def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[Any], preview: str) -> str:
+    """The monitor as one HTML page that works offline: header, note, plotly figures (plotly.js once), results."""
+    import plotly.io as pio
+
+    charts = [pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
+              for index, fig in enumerate(figures)]
+    title = html.escape(name)
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<title>{title}: stream monitor</title></head>\n<body style='font-family:sans-serif'>\n"
+        f"<div>{header}</div>\n<div>{diagnosis}</div>\n" + "\n".join(charts) + f"\n{preview}\n</body></html>\n"
+    )
 
 
 def _rate(value: float | None) -> str:

@@ -12,9 +12,9 @@ keeps of an output is its mime bundle, and each viewer picks one entry of it:
 :class:`StaticOutput` therefore displays the widget with a display id and, when asked
 (a stream ended, a replay step, ``snapshot()``), updates that output (IPython's
 ``update_display``) with a picture and a text summary beside the widget view. While no page
-has ever loaded the widget's charts (``jupyter nbconvert --execute``, papermill: the chart
-model's page side never said ``ready``), the update leaves the widget view out, so the
-exported notebook and its HTML show the picture.
+has loaded the widget's charts by the time a later cell starts (``jupyter nbconvert
+--execute``, papermill: the chart model's page side never said ``ready``), the update leaves
+the widget view out, so the exported notebook and its HTML show the picture.
 
 An update sent from a background thread reaches a JupyterLab page whenever it comes, but
 ``nbconvert --execute`` only records messages while a cell runs; so the owner also gets a
@@ -59,8 +59,10 @@ class StaticOutput:
     >>> sorted(out.bundle())
     ['application/vnd.jupyter.widget-view+json', 'text/plain']
     >>> out.publish(key=1)
-    >>> sorted(out.bundle(with_view=False)), out.bundle()["text/plain"]
-    (['image/png', 'text/plain'], 'a box')
+    >>> sorted(out.bundle()), out.bundle()["text/plain"]
+    (['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain'], 'a box')
+    >>> sorted(out.bundle(with_view=False))
+    ['image/png', 'text/plain']
     """
 
     def __init__(self, widget: Any, *, text: Callable[[], str], picture: Callable[[], bytes],
@@ -75,6 +77,7 @@ class StaticOutput:
         self._key: Hashable = None
         #: Whether a page loaded the widget's charts (then the widget view stays in the output).
         self.seen_by_page = False
+        self._cells_started = 0  # cells started since the first display
         self._shell: Any = None
 
     # -- what is shown ------------------------------------------------------------------------
@@ -91,14 +94,29 @@ class StaticOutput:
         # The base class's bundle: the owner may override _repr_mimebundle_ with this one.
         view = widgets.Widget._repr_mimebundle_(self._widget).get(WIDGET_VIEW)
         if with_view is None:
-            with_view = self._png is None or self.seen_by_page
+            with_view = not self._png or not self.unseen
         data: dict[str, Any] = {}
         if with_view and view is not None:
             data[WIDGET_VIEW] = view
-        if self._png is not None:
+        if self._png:
             data["image/png"] = base64.b64encode(self._png).decode("ascii")
         data["text/plain"] = self._text()
         return data
+
+    @property
+    def unseen(self) -> bool:
+        """True once a whole cell has started since the display and no page loaded the charts.
+
+        A page that draws widgets loads a chart model as soon as the kernel creates it, and
+        says ``ready`` before the user's next cell reaches the kernel; only then is "no page"
+        a safe conclusion (until then the picture is published beside the widget view).
+        """
+        return self._cells_started > 0 and not self.seen_by_page
+
+    @property
+    def settled(self) -> bool:
+        """Whether it is known if a page draws the widget (see :attr:`unseen`)."""
+        return self.seen_by_page or self._cells_started > 0
 
     def watch_page(self, widget: Any) -> None:
         """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
@@ -161,7 +179,11 @@ class StaticOutput:
         shell = get_ipython()
         if shell is not None:
             self._shell = shell
+            shell.events.register("pre_execute", self._on_cell_start)
             shell.events.register("post_execute", self._on_cell_done)
+
+    def _on_cell_start(self) -> None:
+        self._cells_started += 1
 
     def _on_cell_done(self) -> None:
         try:
@@ -174,7 +196,8 @@ class StaticOutput:
         """No more calls after each cell (the owner is done or closed)."""
         shell, self._shell = self._shell, None
         if shell is not None:
-            try:
-                shell.events.unregister("post_execute", self._on_cell_done)
-            except ValueError:
-                pass
+            for event, callback in (("pre_execute", self._on_cell_start), ("post_execute", self._on_cell_done)):
+                try:
+                    shell.events.unregister(event, callback)
+                except ValueError:
+                    pass
