@@ -127,6 +127,7 @@ def test_exported_html_shows_the_pictures_offline(executed, browser, tmp_path):
         pictures = page.evaluate(JS_PICTURES)
         assert {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in pictures, pictures
         _no_error_boxes(page)
+        page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
         save_screenshot(page, "saved-quickstart-html.png")
     finally:
         page.close()
@@ -149,6 +150,7 @@ def test_saved_notebook_reopened_without_running_shows_the_pictures(executed, br
             executed_count = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
                 .filter(c => c.model.type === 'code' && c.model.executionCount !== null).length""")
             assert executed_count > 0  # the saved outputs, not a new run
+            page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
             save_screenshot(page, "saved-quickstart-reopened.png")
         except Exception:
             save_screenshot(page, "saved-quickstart-reopened-failed.png")
