@@ -176,3 +176,46 @@ def test_monitor_text_of_a_stream_without_batches_or_watermark(env, shell, rate_
         assert lines[1].endswith("rows out, last watermark none")
     finally:
         monitor.close()
+
+
+@pytest.mark.spark
+def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path):
+    import workbench
+
+    panel = workbench.replay_panel(workbench.scenarios.guide_word_count())
+    try:
+        shell.user_ns["panel"] = panel
+        shell.run_cell("panel")
+        outputs = shell.display_pub.outputs
+        display_id = outputs[-1]["transient"]["display_id"]
+        assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
+        shell.run_cell("panel.step(); panel.step()")  # the cell that moved the run publishes once
+        updates = [o for o in outputs if o["update"] and o["transient"]["display_id"] == display_id]
+        assert len(updates) == 1
+        data = updates[-1]["data"]
+        lines = data["text/plain"].splitlines()
+        assert lines[0].startswith(f"Replay panel: {panel.run.name}, ")
+        assert lines[1].startswith("batch 1 (2 data batches)") and lines[2].startswith("batch 1:")
+        image = pixels(base64.b64decode(data["image/png"]))
+        assert image.shape == (640, 1120, 3) and share_of(image[:320, :560], WATERMARK_RED) > 0.0001
+        shell.run_cell("pass")  # nothing moved: nothing published
+        assert len([o for o in outputs if o["update"]]) == 1
+
+        panel.save(tmp_path / "run")
+        shell.user_ns["comparison"] = workbench.compare(tmp_path / "run", panel, labels=["saved", "live"])
+        before = len(outputs)
+        shell.run_cell("comparison")
+        shown = outputs[before:]
+        assert "text/html" in shown[0]["data"]  # the metrics table
+        chart_id = shown[1]["transient"]["display_id"]
+        picture = [o for o in shown if o["update"] and o["transient"]["display_id"] == chart_id][-1]["data"]
+        assert picture["text/plain"] == ("Comparison of saved, live: watermark, state rows and late rows "
+                                         "dropped (cumulative), batch by batch")
+        image = pixels(base64.b64decode(picture["image/png"]))
+        assert image.shape == (650, 560, 3)
+        # Three charts stacked; the live run, drawn last, in plotly's 5th and 6th colours:
+        # its state rows in the middle one, its late rows in the bottom one.
+        assert share_of(image[220:430], (0xFF, 0xA1, 0x5A)) > 0.001 and share_of(image[430:600], (0xFF, 0xA1, 0x5A)) == 0
+        assert share_of(image[430:600], (0x19, 0xD3, 0xF3)) > 0.0002
+    finally:
+        panel.close()

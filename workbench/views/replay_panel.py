@@ -193,8 +193,8 @@ class ReplayPanel(widgets.VBox):
 
     def _publish_due(self) -> bool:
         """Publish the picture when the run moved since the last one (after a cell or an action)."""
-        if not self._output.displayed or self.monitor is None:
-            return False
+        if not self._output.displayed or self.monitor is None or self.run.progress.last_batch_id is None:
+            return False  # nothing drawn yet: no picture of empty charts
         key = (id(self.monitor), self.run.progress.last_batch_id, self.run.status)
         if key != self._published:
             self.monitor.refresh()
