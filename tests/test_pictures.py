@@ -219,3 +219,26 @@ def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path)
         assert share_of(image[430:600], (0x19, 0xD3, 0xF3)) > 0.0002
     finally:
         panel.close()
+
+
+def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):
+    from workbench.views.static_output import StaticOutput
+
+    grid = monitor_grid(3)
+    output = StaticOutput(grid, text=lambda: "three batches", picture=lambda: grid_picture(grid),
+                          after_cell=lambda: False)
+    output.watch_page(grid)
+    shell.user_ns["output"] = output
+    shell.run_cell("output.display()")
+    outputs = shell.display_pub.outputs
+    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
+    output.publish("first")  # in the displaying cell nothing is known yet: the view stays
+    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    shell.run_cell("pass")  # a later cell started and no page said "ready": no page draws it
+    output.publish("first")
+    assert set(outputs[-1]["data"]) == {"image/png", "text/plain"}
+    # A page that queued its cells (Run All) says "ready" late: the view comes back at once.
+    grid._handle_custom_msg({"kind": "ready"}, [])
+    assert outputs[-1]["update"] and set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    output.stop_listening()
+    grid.close()

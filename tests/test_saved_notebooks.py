@@ -158,3 +158,45 @@ def test_saved_notebook_reopened_without_running_shows_the_pictures(executed, br
             raise
         finally:
             page.close()
+
+
+JS_MONITOR_OUTPUT = """() => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets
+    .find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith('%%stream numbers'));
+  const outputs = cell.model.outputs.toJSON().filter(o => o.output_type === 'display_data');
+  return outputs.map(o => Object.keys(o.data).sort());
+}"""
+
+
+def test_a_live_page_keeps_the_widget_and_gains_the_picture(browser):
+    """In JupyterLab the monitor stays a live widget after its stream stops; its output gains the picture."""
+    with served(REPO_ROOT / "notebooks") as lab:
+        page = browser.new_page()
+        try:
+            page.goto(lab.notebook_url("00-quickstart.ipynb"))
+            page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+            def ran() -> bool:
+                return page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+                    .every(c => c.model.type !== 'code' || (c.model.executionCount !== null
+                           && c.model.executionState !== 'running'))""")
+
+            wait_for(ran, 240, 0.5, text="the quickstart did not finish running")
+            # After `%stream stop --all` the output holds the picture beside the widget view (Run
+            # All queues every cell before the page's "ready": the view may come back a moment later).
+            full = [["application/vnd.jupyter.widget-view+json", "image/png", "text/plain"]]
+            wait_for(lambda: page.evaluate(JS_MONITOR_OUTPUT) == full, 30, 0.25,
+                     text=lambda: f"the monitor's output holds {page.evaluate(JS_MONITOR_OUTPUT)}")
+            # The page drew the widget, so it keeps showing it (header, charts), not the picture.
+            monitor = page.locator(".workbench-monitor")
+            assert monitor.count() == 1 and monitor.locator(".js-plotly-plot").count() == 4
+            assert "stopped" in monitor.locator(".widget-html").first.inner_text()
+            assert not page.locator(".jp-OutputArea-output img").count()
+            _no_error_boxes(page)
+        except Exception:
+            save_screenshot(page, "saved-live-page-failed.png")
+            raise
+        finally:
+            page.close()

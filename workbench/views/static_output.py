@@ -14,7 +14,9 @@ keeps of an output is its mime bundle, and each viewer picks one entry of it:
 ``update_display``) with a picture and a text summary beside the widget view. While no page
 has loaded the widget's charts by the time a later cell starts (``jupyter nbconvert
 --execute``, papermill: the chart model's page side never said ``ready``), the update leaves
-the widget view out, so the exported notebook and its HTML show the picture.
+the widget view out, so the exported notebook and its HTML show the picture. A page that ran
+all cells at once says ``ready`` only after them (the kernel reads its messages in order):
+the view then comes back at once.
 
 An update sent from a background thread reaches a JupyterLab page whenever it comes, but
 ``nbconvert --execute`` only records messages while a cell runs; so the owner also gets a
@@ -122,7 +124,13 @@ class StaticOutput:
         """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
         def on_message(_widget: Any, content: Any, _buffers: Any) -> None:
             if isinstance(content, dict) and content.get("kind") == "ready":
-                self.seen_by_page = True
+                with self._lock:
+                    left_out = self.unseen and bool(self._png)
+                    self.seen_by_page = True
+                    if left_out:
+                        # The page's "ready" came after cells it had queued (Run All): the
+                        # view was left out meanwhile; put it back.
+                        self._update()
 
         widget.on_msg(on_message)
 
