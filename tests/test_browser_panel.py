@@ -227,6 +227,12 @@ def test_stop_in_the_panel(page, lab):
     wait_for(lambda: row.locator(".jp-workbench-Stream-status").inner_text() == "stopped", 30, 0.25,
              text=lambda: f"after Stop the row says {row.inner_text()!r}")
     assert row.locator(".jp-workbench-Stream-stop").is_disabled()
+    # A stopped stream's button is a plain disabled one, not the red of a stream still running.
+    colour = "(selector) => getComputedStyle(document.querySelector(selector)).backgroundColor"
+    stopped = page.evaluate(colour, f"{PANEL} .jp-workbench-Stream[data-stream='numbers'] .jp-workbench-Stream-stop")
+    running = page.evaluate(colour, f"{PANEL} .jp-workbench-Stream[data-stream='letters'] .jp-workbench-Stream-stop")
+    assert stopped != running and "jp-mod-warn" in (_row(page, "letters").locator(
+        ".jp-workbench-Stream-stop").get_attribute("class") or "")
     wait_for(lambda: _status_text(page) == "\u23f5 1 stream", 10, 0.25,
              text=lambda: f"status bar after Stop: {_status_text(page)!r}")
     # Clicking the count shows the panel.

@@ -63,7 +63,11 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
     -------
     pandas.DataFrame
         Times are timezone-aware UTC timestamps (NaT where Spark gave none); durations
-        and counts that Spark may omit are nullable integers.
+        and counts that Spark may omit are nullable integers. ``watermark`` is NaT while
+        the query has no watermark yet: Spark reports epoch 0 (``1970-01-01 00:00:00``)
+        then, which the table shows as missing; the value as Spark reported it stays on
+        each record, ``BatchProgress.watermark`` (``BatchProgress.known_watermark`` is
+        the table's value).
 
     Examples
     --------
@@ -71,6 +75,9 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
     >>> frame = records_to_frame([BatchProgress.from_json({"batchId": 0, "numInputRows": 5})])
     >>> int(frame.loc[0, "num_input_rows"]), frame.loc[0, "watermark"] is pd.NaT
     (5, True)
+    >>> first = BatchProgress.from_json({"batchId": 0, "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}})
+    >>> records_to_frame([first]).loc[0, "watermark"] is pd.NaT, first.watermark.year
+    (True, 1970)
     """
     if operators:
         rows = [
@@ -89,7 +96,9 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
         ]
         columns = OPERATOR_COLUMNS
     else:
-        rows = [{name: getattr(r, name) for name in HISTORY_COLUMNS} for r in records]
+        # Spark's initial epoch-0 watermark means "none yet": missing, like the charts show it.
+        rows = [{name: r.known_watermark if name == "watermark" else getattr(r, name) for name in HISTORY_COLUMNS}
+                for r in records]
         columns = HISTORY_COLUMNS
     frame = pd.DataFrame(rows, columns=list(columns))
     for name in columns:

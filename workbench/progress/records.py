@@ -226,6 +226,24 @@ class BatchProgress:
         return self.num_input_rows == 0 and self.add_batch_ms is None
 
     @property
+    def known_watermark(self) -> datetime | None:
+        """The watermark, or None while the query has none yet.
+
+        A query with a watermark reports Spark's initial watermark, epoch 0
+        (``1970-01-01 00:00:00``), until its first event times are seen: it means "no
+        watermark yet", so it is None here and missing (``NaT``) in history tables.
+        :attr:`watermark` keeps the value exactly as Spark reported it.
+
+        Examples
+        --------
+        >>> first = BatchProgress.from_json({"batchId": 0, "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}})
+        >>> first.known_watermark is None, first.watermark.year
+        (True, 1970)
+        """
+        watermark = self.watermark
+        return None if watermark is None or watermark.timestamp() <= 0 else watermark
+
+    @property
     def watermark_gap_seconds(self) -> float | None:
         """Newest event time minus watermark, in seconds; None where either is unknown.
 
@@ -244,8 +262,8 @@ class BatchProgress:
         ... ).watermark_gap_seconds is None
         True
         """
-        newest, watermark = self.event_time_max, self.watermark
-        if newest is None or watermark is None or watermark.timestamp() <= 0:
+        newest, watermark = self.event_time_max, self.known_watermark
+        if newest is None or watermark is None:
             return None
         return (newest - watermark).total_seconds()
 

@@ -33,9 +33,11 @@ from .charts import ChartGrid
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
-from .monitor_header import diagnosis_html, header_html, no_output_reason
+from .monitor_header import diagnosis_html, header_html, no_output_reason, standalone_page, summary_text
+from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
+from .static_output import StaticOutput
 
 __all__ = ["StreamMonitor"]
 
@@ -89,6 +91,11 @@ class StreamMonitor(widgets.VBox):
     pause_button : ipywidgets.ToggleButton
     spark_ui_button : SparkUIButton
         Opens the query's statistics page of the Spark UI in a JupyterLab tab.
+
+    Notes
+    -----
+    Shown in a notebook, its output gains a picture of the charts and a text summary when the
+    stream ends (or on :meth:`snapshot`): see ``workbench.views.static_output``.
 
     Examples
     --------
@@ -174,6 +181,9 @@ class StreamMonitor(widgets.VBox):
             children.append(self.preview)
         super().__init__(children)
         self.add_class("workbench-monitor")
+        self._output = StaticOutput(self, text=self.summary, picture=lambda: grid_picture(self.charts),
+                                    after_cell=self._publish_if_ended)
+        self._output.watch_page(self.charts)
 
         self.stop_button.on_click(self._on_stop_clicked)
         self.pause_button.observe(self._on_pause_changed, names="value")
@@ -253,7 +263,10 @@ class StreamMonitor(widgets.VBox):
                     finished = self._finished
                 self._refresh()
                 if finished:
-                    break  # the last batches are drawn and the header says how it ended
+                    # The last batches are drawn, the header says how it ended: the final picture.
+                    if self._output.displayed:
+                        self._output.publish(self._picture_key())
+                    break
         except Exception:
             log.exception("monitor of %s stopped on an error", getattr(self.handle, "name", "?"))
         finally:
@@ -390,6 +403,50 @@ class StreamMonitor(widgets.VBox):
         """Whether the monitor still follows its stream (its thread is alive)."""
         return self._thread.is_alive()
 
+    def summary(self) -> str:
+        """The monitor as plain text (name, sink, status, batches, rows, last watermark): its
+        output's ``text/plain``, what a text-only notebook viewer shows."""
+        with self._lock:
+            summary, finished, last = self._summary, self._finished, self._last
+        status, error = (self.handle.status, self.handle.error) if finished else ("active", None)
+        return summary_text(self.handle, status, error, summary, last)
+
+    @property
+    def picture(self) -> bytes | None:
+        """The PNG of the charts last published (stream ended, or :meth:`snapshot`), or None."""
+        return self._output.picture
+
+    def snapshot(self) -> bytes:
+        """Draw the charts as they are now into the monitor's output, beside the widget; returns the PNG.
+
+        A notebook saved or exported afterwards shows them without the kernel. The monitor
+        does this by itself when its stream ends.
+
+        Examples
+        --------
+        >>> png = monitor.snapshot()          # doctest: +SKIP
+        """
+        with self._draw_lock:
+            self._output.publish(self._picture_key())
+            return self._output.picture or b""
+
+    def _picture_key(self) -> tuple[Any, ...]:
+        with self._lock:
+            return (self._last.batch_id if self._last else None), self._finished, len(self._operators)
+
+    def _publish_if_ended(self) -> bool:
+        """After each cell: once the stream has ended, draw what is left and publish the picture."""
+        if getattr(self.handle, "status", "active") == "active":
+            return False
+        with self._lock:
+            self._finished = True
+        self._refresh()
+        self._output.publish(self._picture_key())
+        return self._output.settled  # else once more after the next cell, when that is known
+
+    def _ipython_display_(self) -> None:
+        self._output.display()
+
     def refresh(self) -> None:
         """Redraw now from the rolling window (normally not needed: the monitor updates itself)."""
         with self._lock:
@@ -404,21 +461,10 @@ class StreamMonitor(widgets.VBox):
 
     def to_html(self) -> str:
         """The header and charts as one standalone HTML page (plotly.js embedded once)."""
-        import plotly.io as pio
-
         with self._draw_lock:
-            charts = [
-                pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
-                for index, fig in enumerate(self.figures.values())
-            ]
-            header, diagnosis = self.header.value, self.diagnosis.value
+            figures, header, diagnosis = list(self.figures.values()), self.header.value, self.diagnosis.value
         preview = self.preview.value if self._has_preview else ""
-        title = html.escape(str(getattr(self.handle, "name", "stream")))
-        return (
-            "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-            f"<title>{title}: stream monitor</title></head>\n<body style='font-family:sans-serif'>\n"
-            f"<div>{header}</div>\n<div>{diagnosis}</div>\n" + "\n".join(charts) + f"\n{preview}\n</body></html>\n"
-        )
+        return standalone_page(str(getattr(self.handle, "name", "stream")), header, diagnosis, figures, preview)
 
     def save_html(self, path: str | Path) -> Path:
         """Write the charts as a standalone HTML page that works offline; returns the path.
@@ -441,6 +487,7 @@ class StreamMonitor(widgets.VBox):
             return
         self._closed.set()
         self._wake.set()
+        self._output.stop_listening()
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
         self._detach()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..progress.diagnosis import OutputSummary, format_time, why_no_output
 from ..progress.input_watermarks import InputWatermark
@@ -18,7 +18,7 @@ from ..progress.records import BatchProgress
 from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
-__all__ = ["header_html", "no_output_reason", "diagnosis_html"]
+__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page"]
 
 #: How the header names a query the workbench did not start itself (``handle.started_by``).
 _STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
@@ -64,6 +64,35 @@ def header_html(handle: MonitoredStream, status: str, error: str | None, last: B
     return text
 
 
+def summary_text(handle: MonitoredStream, status: str, error: str | None, summary: OutputSummary,
+                 last: BatchProgress | None) -> str:
+    """The monitor as plain text: what a notebook viewer without widgets or pictures shows.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> record = BatchProgress.from_json({"batchId": 2, "numInputRows": 5, "durationMs": {"addBatch": 1},
+    ...     "eventTime": {"watermark": "2024-01-01T00:00:05.000Z"}, "sink": {"numOutputRows": 5}})
+    >>> print(summary_text(SimpleNamespace(name="numbers", sink="memory"), "stopped", None,
+    ...                    OutputSummary().add([record]), record))
+    Stream monitor: numbers (memory sink), stopped
+    1 batch (last 2), 5 rows in, 5 rows out, last watermark 2024-01-01 00:00:05 UTC
+    """
+    sink = getattr(handle, "sink", None)
+    lines = [f"Stream monitor: {getattr(handle, 'name', 'stream')}" + (f" ({sink} sink)" if sink else "")
+             + f", {status}"]
+    if last is None:
+        lines.append("no batch ran")
+    else:
+        watermark = last.known_watermark
+        lines.append(f"{summary.batches} batch{'es' if summary.batches != 1 else ''} (last {last.batch_id}), "
+                     f"{summary.input_rows:,} rows in, {summary.output_rows:,} rows out, last watermark "
+                     + (format_time(watermark) if watermark is not None else "none"))
+    if error:
+        lines.append(f"error: {error.splitlines()[0]}")
+    return "\n".join(lines)
+
+
 def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Sequence[InputWatermark], *,
                      min_batches: int, quiet_time: timedelta) -> str | None:
     """Why the stream has output nothing yet (see :func:`~workbench.progress.diagnosis.why_no_output`), or None.
@@ -99,6 +128,20 @@ def diagnosis_html(message: str | None) -> str:
     "<div style='color:#8a6d3b'><b>Why no output?</b> No input has arrived.</div>"
     """
     return f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
+
+
+def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[Any], preview: str) -> str:
+    """The monitor as one HTML page that works offline: header, note, plotly figures (plotly.js once), results."""
+    import plotly.io as pio
+
+    charts = [pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
+              for index, fig in enumerate(figures)]
+    title = html.escape(name)
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<title>{title}: stream monitor</title></head>\n<body style='font-family:sans-serif'>\n"
+        f"<div>{header}</div>\n<div>{diagnosis}</div>\n" + "\n".join(charts) + f"\n{preview}\n</body></html>\n"
+    )
 
 
 def _rate(value: float | None) -> str:

@@ -18,6 +18,8 @@ import ipywidgets as widgets
 import pandas as pd
 
 from .charts import ChartGrid, figure_spec
+from .pictures import figures_picture, grid_picture
+from .static_output import StaticOutput
 
 __all__ = ["ReplayPanel", "comparison_figure", "Comparison", "state_view_html"]
 
@@ -97,6 +99,10 @@ class ReplayPanel(widgets.VBox):
         self.step_button.on_click(lambda _b: self._in_background(self.step))
         self.reset_button.on_click(lambda _b: self._in_background(self.reset))
         self._unsubscribe: Callable[[], None] | None = None
+        # Shown in a notebook, the output also holds a picture of the monitor's charts and the
+        # counters as text, published after the cell (or the button's action) that moved the run.
+        self._output = StaticOutput(self, text=self.summary, picture=self._picture, after_cell=self._publish_due)
+        self._published: Any = None
         run.on_reset.append(self._attach)
         self._attach()
 
@@ -110,6 +116,7 @@ class ReplayPanel(widgets.VBox):
         if self._with_monitor:
             old, self.monitor = self.monitor, self.run.stream.monitor()
             self.monitor_box.children = (self.monitor,)
+            self._output.watch_page(self.monitor.charts)
             if old is not None:
                 old.close()
         self._update_counters()
@@ -125,6 +132,7 @@ class ReplayPanel(widgets.VBox):
                 self._set_buttons(busy=True)
                 self.message.value = ""
                 action()
+                self._publish_due()
             except Exception as exc:
                 log.debug("replay action failed", exc_info=True)
                 self.message.value = f"<span style='color:#d62728'>{html.escape(str(exc))}</span>"
@@ -154,7 +162,8 @@ class ReplayPanel(widgets.VBox):
 
     # -- display ----------------------------------------------------------------------------
 
-    def _update_counters(self, report: Any = None) -> None:
+    def _counters(self) -> str:
+        """The counters line after the name and status (plain text)."""
         records = self.run.progress.records()
         data = [r for r in records if r.num_input_rows or r.batch_id in set(self.run._data_batches)]
         last = records[-1] if records else None
@@ -162,11 +171,39 @@ class ReplayPanel(widgets.VBox):
         rows_out = sum(r.num_output_rows or 0 for r in records)
         before = last.watermark if last else None
         after = self.run.next_watermark()
-        self.counters.value = (
-            f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)} · "
-            f"batch {last.batch_id if last else '–'} ({len(data)} data batches) · "
-            f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}"
-        )
+        return (f"batch {last.batch_id if last else '–'} ({len(data)} data batches) · "
+                f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}")
+
+    def _update_counters(self, report: Any = None) -> None:
+        self.counters.value = (f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)} · "
+                               + html.escape(self._counters()))
+
+    def summary(self) -> str:
+        """The panel as plain text: name, status, counters and the last step's report."""
+        lines = [f"Replay panel: {self.run.name}, {self.run.status}", self._counters()]
+        last = self.message.value
+        if last:
+            lines.append(html.unescape(last))
+        return "\n".join(lines)
+
+    def _picture(self) -> bytes:
+        if self.monitor is None:
+            return b""
+        return grid_picture(self.monitor.charts)
+
+    def _publish_due(self) -> bool:
+        """Publish the picture when the run moved since the last one (after a cell or an action)."""
+        if not self._output.displayed or self.monitor is None or self.run.progress.last_batch_id is None:
+            return False  # nothing drawn yet: no picture of empty charts
+        key = (id(self.monitor), self.run.progress.last_batch_id, self.run.status)
+        if key != self._published:
+            self.monitor.refresh()
+            self._output.publish(key)
+            self._published = key
+        return False  # the panel lives on: keep publishing after later cells
+
+    def _ipython_display_(self) -> None:
+        self._output.display()
 
     def _update_late(self) -> None:
         summary = self.run.late_summary()
@@ -286,6 +323,7 @@ class ReplayPanel(widgets.VBox):
     def close(self) -> None:
         """Stop playing, end the run, close the monitor and the widgets."""
         self.run.close()
+        self._output.stop_listening()
         if self._unsubscribe is not None:
             self._unsubscribe()
         if self.monitor is not None:
@@ -361,7 +399,27 @@ class Comparison:
         from IPython.display import display
 
         display(self.table)
-        display(self.chart())
+        chart = self.chart()
+        # The chart's output also holds its picture (drawn after the cell), so a saved or
+        # exported notebook shows the comparison without the kernel.
+        output = StaticOutput(chart, text=self.summary,
+                              picture=self.picture, after_cell=lambda: self._after_cell(output))
+        output.watch_page(chart)
+        output.display()
+
+    @staticmethod
+    def _after_cell(output: StaticOutput) -> bool:
+        output.publish("static")
+        return output.settled
+
+    def summary(self) -> str:
+        """The chart in words: which runs it overlays, and what."""
+        return (f"Comparison of {', '.join(map(str, self.table.columns))}: watermark, state rows and late rows "
+                "dropped (cumulative), batch by batch")
+
+    def picture(self) -> bytes:
+        """The figure as a PNG (what a notebook keeps of the chart for viewers without widgets)."""
+        return figures_picture([figure_spec("comparison", self.figure)], columns=1)
 
     def chart(self) -> ChartGrid:
         """The figure as the workbench's chart widget (what a notebook shows)."""

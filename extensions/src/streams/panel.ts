@@ -110,6 +110,9 @@ class StreamRow {
     this._watermark.title = stream.watermark ?? 'No watermark yet';
     updateSparkline(this._sparkline, stream.gap_seconds ?? []);
     const active = stream.status === 'active';
+    // Red only while there is something to stop: a stopped or failed stream's button is a
+    // plain disabled one (a disabled jp-mod-warn button still looks red and clickable).
+    this._stop.classList.toggle('jp-mod-warn', active);
     if (active) {
       this._stop.disabled = this._stop.textContent === 'Stopping…';
     } else {

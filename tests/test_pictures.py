@@ -1,0 +1,244 @@
+"""Readable after the kernel is gone: the pictures and text a monitor's output gains.
+
+The picture is drawn from the chart grid's specs and points (pure, no Spark); the monitor's
+display output is checked on a real IPython shell following a real Spark stream, with the
+shell's display messages recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+import pytest
+from IPython.core.displaypub import CapturingDisplayPublisher
+from pyspark.sql import functions as F
+
+from workbench.progress import BatchProgress
+from workbench.views.charts import ChartGrid
+from workbench.views.monitor_charts import chart_points, chart_specs, operator_traces
+from workbench.views.pictures import figures_picture, grid_picture
+from workbench.views.static_output import WIDGET_VIEW
+from tests.helpers import wait_for
+
+WATERMARK_RED = (0xD6, 0x27, 0x28)
+
+
+def pixels(png: bytes) -> np.ndarray:
+    """The PNG as an RGB array (rows, columns, 3) of 0-255 values."""
+    from matplotlib.image import imread
+
+    return (imread(io.BytesIO(png), format="png")[:, :, :3] * 255).round().astype(int)
+
+
+def share_of(region: np.ndarray, colour: tuple[int, int, int], tolerance: int = 12) -> float:
+    """The fraction of a region's pixels within ``tolerance`` of ``colour``."""
+    return float((np.abs(region - np.array(colour)).max(axis=2) <= tolerance).mean())
+
+
+def record(batch: int) -> BatchProgress:
+    watermark = "1970-01-01T00:00:00.000Z" if batch == 0 else f"2024-01-01T00:00:{batch - 1:02d}.000Z"
+    return BatchProgress.from_json({
+        "batchId": batch, "numInputRows": 5, "inputRowsPerSecond": 5.0, "processedRowsPerSecond": 40.0 + batch,
+        "durationMs": {"addBatch": 30, "getBatch": 5, "queryPlanning": 10, "triggerExecution": 60},
+        "eventTime": {"min": f"2024-01-01T00:00:{batch:02d}.000Z", "max": f"2024-01-01T00:00:{batch:02d}.800Z",
+                      "watermark": watermark},
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 2 * batch, "memoryUsedBytes": 90_000}],
+    })
+
+
+def monitor_grid(batches: int) -> ChartGrid:
+    grid = ChartGrid(chart_specs(), window=60)
+    grid.add_traces("state", operator_traces(["stateStoreSave"]))
+    grid.reset(chart_points([record(b) for b in range(batches)], 1))
+    return grid
+
+
+def test_picture_draws_the_monitors_four_charts_with_their_colours():
+    png = grid_picture(monitor_grid(30))
+    image = pixels(png)
+    # Two charts per row, 560 x 320 pixels each, as the live grid draws them.
+    assert image.shape == (640, 1120, 3)
+    half_h, half_w = image.shape[0] // 2, image.shape[1] // 2
+    watermark, state = image[:half_h, :half_w], image[:half_h, half_w:]
+    latency, rates = image[half_h:, :half_w], image[half_h:, half_w:]
+    # The watermark line is red, as in the live chart, and only in the watermark chart.
+    assert share_of(watermark, WATERMARK_RED) > 0.001
+    assert share_of(rates, WATERMARK_RED) == 0.0
+    # The latency bars stack in plotly's colours: addBatch (#636efa) is the first trace.
+    assert share_of(latency, (0x63, 0x6E, 0xFA)) > 0.02
+    # Processed rows/s is the second trace: plotly's second colour (#EF553B).
+    assert share_of(rates, (0xEF, 0x55, 0x3B)) > 0.002
+    assert share_of(state, (0x63, 0x6E, 0xFA)) > 0.001
+    assert 20_000 < len(png) < 200_000
+
+
+def test_picture_of_charts_without_points_shows_no_traces():
+    empty = pixels(grid_picture(ChartGrid(chart_specs())))
+    assert share_of(empty, WATERMARK_RED) == 0.0
+    assert share_of(empty, (0x63, 0x6E, 0xFA)) == 0.0
+
+
+def test_static_figures_with_subplots_and_dates_are_drawn():
+    spec = {"layout": {"height": 400, "title": {"text": "comparison"},
+                       "yaxis": {"domain": [0.55, 1.0]}, "yaxis2": {"domain": [0.0, 0.45]},
+                       "xaxis2": {"title": {"text": "batch"}}},
+            "traces": [{"type": "scatter", "x": [0, 1, 2, 3], "y": ["2024-01-01T00:00:00", "2024-01-01T00:00:30", "2024-01-01T00:01:00", None],
+                        "line": {"color": "#d62728"}},
+                       {"type": "scatter", "x": [0, 1, 2], "y": [1, 2, 3], "yaxis": "y2", "xaxis": "x2"}]}
+    image = pixels(figures_picture([spec]))
+    assert image.shape == (400, 560, 3)
+    assert share_of(image[:200], WATERMARK_RED) > 0.001 and share_of(image[200:], WATERMARK_RED) == 0.0
+    with pytest.raises(ValueError, match="columns must be a positive whole number, got 0"):
+        figures_picture([spec], columns=0)
+
+
+# -- the monitor's display output on a real shell -------------------------------------------------
+
+
+@pytest.fixture
+def shell():
+    """A real IPython shell whose display messages are recorded (and nothing else changed)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    saved = ip.display_pub
+    ip.display_pub = CapturingDisplayPublisher()
+    try:
+        yield ip
+    finally:
+        ip.display_pub = saved
+
+
+@pytest.mark.spark
+def test_monitor_output_gains_picture_and_text_when_its_stream_stops(env, shell, rate_stream):
+    events = (rate_stream(rows_per_batch=4, start_ms=1_704_067_200_000)
+              .withWatermark("timestamp", "2 seconds").select("value", "timestamp"))
+    handle = env.start(events, "numbers")
+    monitor = handle.monitor()
+    try:
+        shell.user_ns["monitor"] = monitor
+        shell.run_cell("monitor")
+        outputs = shell.display_pub.outputs
+        assert len(outputs) == 1
+        first = outputs[0]
+        display_id = first["transient"]["display_id"]
+        assert first["data"][WIDGET_VIEW]["model_id"] == monitor.model_id
+        assert first["data"]["text/plain"].startswith("Stream monitor: numbers (memory sink), active")
+        assert "image/png" not in first["data"]
+
+        wait_for(lambda: handle.progress.total >= 3, timeout=90, message="3 batches")
+        shell.run_cell("pass")  # still running: nothing published after the cell
+        assert len(outputs) == 1
+
+        handle.stop()
+        shell.run_cell("pass")  # the cell after the stop publishes the final picture
+        updates = [o for o in outputs if o["update"]]
+        assert updates and {o["transient"]["display_id"] for o in updates} == {display_id}
+        final = updates[-1]["data"]
+        # No page ever loaded the widget here (as under nbconvert --execute): the picture and
+        # the text stand in for it.
+        assert WIDGET_VIEW not in final
+        png = base64.b64decode(final["image/png"])
+        assert png == monitor.picture
+        image = pixels(png)  # the watermark line, red, in the watermark chart only
+        assert share_of(image[:320, :560], WATERMARK_RED) > 0.0001 and share_of(image[320:], WATERMARK_RED) == 0
+        text = final["text/plain"]
+        batches = handle.progress.total
+        last = handle.progress.last()
+        assert text.splitlines()[0] == "Stream monitor: numbers (memory sink), stopped"
+        assert f"{batches} batches (last {last.batch_id})" in text
+        assert f"{4 * batches} rows in" in text
+        assert f"last watermark {last.known_watermark:%Y-%m-%d %H:%M:%S} UTC" in text
+        assert "<StreamMonitor" not in text
+
+        # Later cells publish nothing more; snapshot() draws again into the same output.
+        count = len(outputs)
+        shell.run_cell("pass")
+        assert len(outputs) == count
+        assert monitor.snapshot() == monitor.picture
+        assert outputs[-1]["update"] and outputs[-1]["transient"]["display_id"] == display_id
+    finally:
+        monitor.close()
+
+
+@pytest.mark.spark
+def test_monitor_text_of_a_stream_without_batches_or_watermark(env, shell, rate_stream):
+    handle = env.start(rate_stream(rows_per_batch=2).select(F.col("value")), "plain")
+    monitor = handle.monitor()
+    try:
+        wait_for(lambda: handle.progress.total >= 1, timeout=90, message="a batch")
+        handle.stop()
+        wait_for(lambda: not monitor.running, message="the monitor to finish")
+        lines = monitor.summary().splitlines()
+        assert lines[0] == "Stream monitor: plain (memory sink), stopped"
+        assert lines[1].endswith("rows out, last watermark none")
+    finally:
+        monitor.close()
+
+
+@pytest.mark.spark
+def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path):
+    import workbench
+
+    panel = workbench.replay_panel(workbench.scenarios.guide_word_count())
+    try:
+        shell.user_ns["panel"] = panel
+        shell.run_cell("panel")
+        outputs = shell.display_pub.outputs
+        display_id = outputs[-1]["transient"]["display_id"]
+        assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
+        shell.run_cell("panel.step(); panel.step()")  # the cell that moved the run publishes once
+        updates = [o for o in outputs if o["update"] and o["transient"]["display_id"] == display_id]
+        assert len(updates) == 1
+        data = updates[-1]["data"]
+        lines = data["text/plain"].splitlines()
+        assert lines[0].startswith(f"Replay panel: {panel.run.name}, ")
+        assert lines[1].startswith("batch 1 (2 data batches)") and lines[2].startswith("batch 1:")
+        image = pixels(base64.b64decode(data["image/png"]))
+        assert image.shape == (640, 1120, 3) and share_of(image[:320, :560], WATERMARK_RED) > 0.0001
+        shell.run_cell("pass")  # nothing moved: nothing published
+        assert len([o for o in outputs if o["update"]]) == 1
+
+        panel.save(tmp_path / "run")
+        shell.user_ns["comparison"] = workbench.compare(tmp_path / "run", panel, labels=["saved", "live"])
+        before = len(outputs)
+        shell.run_cell("comparison")
+        shown = outputs[before:]
+        assert "text/html" in shown[0]["data"]  # the metrics table
+        chart_id = shown[1]["transient"]["display_id"]
+        picture = [o for o in shown if o["update"] and o["transient"]["display_id"] == chart_id][-1]["data"]
+        assert picture["text/plain"] == ("Comparison of saved, live: watermark, state rows and late rows "
+                                         "dropped (cumulative), batch by batch")
+        image = pixels(base64.b64decode(picture["image/png"]))
+        assert image.shape == (650, 560, 3)
+        # Three charts stacked; the live run, drawn last, in plotly's 5th and 6th colours:
+        # its state rows in the middle one, its late rows in the bottom one.
+        assert share_of(image[220:430], (0xFF, 0xA1, 0x5A)) > 0.001 and share_of(image[430:600], (0xFF, 0xA1, 0x5A)) == 0
+        assert share_of(image[430:600], (0x19, 0xD3, 0xF3)) > 0.0002
+    finally:
+        panel.close()
+
+
+def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):
+    from workbench.views.static_output import StaticOutput
+
+    grid = monitor_grid(3)
+    output = StaticOutput(grid, text=lambda: "three batches", picture=lambda: grid_picture(grid),
+                          after_cell=lambda: False)
+    output.watch_page(grid)
+    shell.user_ns["output"] = output
+    shell.run_cell("output.display()")
+    outputs = shell.display_pub.outputs
+    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
+    output.publish("first")  # in the displaying cell nothing is known yet: the view stays
+    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    shell.run_cell("pass")  # a later cell started and no page said "ready": no page draws it
+    output.publish("first")
+    assert set(outputs[-1]["data"]) == {"image/png", "text/plain"}
+    # A page that queued its cells (Run All) says "ready" late: the view comes back at once.
+    grid._handle_custom_msg({"kind": "ready"}, [])
+    assert outputs[-1]["update"] and set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    output.stop_listening()
+    grid.close()

@@ -1,0 +1,202 @@
+"""A notebook that ran is readable after its kernel is gone: exported HTML and a reopened notebook.
+
+The quickstart is executed with ``jupyter nbconvert --to notebook --execute`` (no browser: the
+pictures are drawn in the kernel), exported with ``--to html`` and opened in Chromium with
+every network request refused, then opened in a fresh JupyterLab page without running it.
+In both the monitor shows its final charts as a picture, and nothing shows an error box.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, REPO_ROOT, launch_chromium, save_screenshot, served
+from .helpers import wait_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+
+#: A notebook saved with its outputs (pictures included) stays at most this large.
+SAVED_BUDGET = 1_000_000
+PICTURE_SIZE = (1120, 640)  # the monitor's four charts, two per row, as the page draws them
+ERROR_TEXTS = ("Error displaying widget", "Click to show javascript error", "Loading widget")
+
+#: Every picture in the page: its size once loaded (0 x 0 when it failed).
+JS_PICTURES = """() => [...document.querySelectorAll('.jp-OutputArea-output img')]
+    .map(img => ({w: img.naturalWidth, h: img.naturalHeight, shown: img.getBoundingClientRect().width > 0}))"""
+
+
+def _environment(root: Path) -> dict[str, str]:
+    """This interpreter's kernel with every Jupyter, IPython and temporary folder inside ``root``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    for variable, name in {"JUPYTER_CONFIG_DIR": "config", "JUPYTER_DATA_DIR": "data",
+                           "JUPYTER_RUNTIME_DIR": "runtime", "IPYTHONDIR": "ipython", "TMPDIR": "tmp"}.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(root / name)
+    env["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"),
+                                                      f"-Djava.io.tmpdir={root / 'tmp'}"]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def _nbconvert(env: dict[str, str], *args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "nbconvert", *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, f"nbconvert {' '.join(args)} failed:\n{done.stderr[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> Path:
+    """The quickstart, executed by nbconvert (its own kernel and Spark), with its outputs."""
+    root = tmp_path_factory.mktemp("saved")
+    folder = root / "notebooks"
+    folder.mkdir()
+    _nbconvert(_environment(root), "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=300",
+               str(REPO_ROOT / "notebooks" / "00-quickstart.ipynb"), "--output-dir", str(folder))
+    return folder / "00-quickstart.ipynb"
+
+
+def _monitor_output(notebook: dict[str, Any]) -> dict[str, Any]:
+    cell = next(c for c in notebook["cells"] if "".join(c["source"]).startswith("%%stream numbers"))
+    [output] = [o for o in cell["outputs"] if o["output_type"] == "display_data"]
+    return output
+
+
+def test_executed_quickstart_keeps_a_picture_and_text_of_its_monitor(executed):
+    size = executed.stat().st_size
+    print(f"executed quickstart: {size:,} bytes")
+    assert size <= SAVED_BUDGET
+    notebook = json.loads(executed.read_text(encoding="utf-8"))
+    assert not [o for c in notebook["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    data = _monitor_output(notebook)["data"]
+    # No page ever drew the widget: the output is the picture and the text, not a widget view
+    # that nbconvert's HTML would pick and show as nothing.
+    assert set(data) == {"image/png", "text/plain"}
+    png = base64.b64decode(data["image/png"])
+    assert png.startswith(b"\x89PNG") and len(png) < 200_000
+    text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
+    lines = text.splitlines()
+    assert lines[0] == "Stream monitor: numbers (memory sink), stopped"
+    assert " rows in, " in lines[1] and "last watermark 2024-01-01 " in lines[1]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"),
+                                  viewport={"width": 1400, "height": 1000})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _no_error_boxes(page: Any) -> None:
+    text = page.inner_text("body")
+    shown = [needle for needle in ERROR_TEXTS if needle in text]
+    assert not shown, f"the page shows {shown}"
+
+
+def test_exported_html_shows_the_pictures_offline(executed, browser, tmp_path):
+    env = _environment(tmp_path)
+    _nbconvert(env, "--to", "html", str(executed), "--output-dir", str(tmp_path))
+    page = browser.new_page()
+    refused: list[str] = []
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", offline)
+    try:
+        page.goto((tmp_path / "00-quickstart.html").as_uri())
+        wait_for(lambda: page.evaluate(JS_PICTURES), 30, 0.25, text="no picture in the exported page")
+        pictures = page.evaluate(JS_PICTURES)
+        assert {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in pictures, pictures
+        _no_error_boxes(page)
+        page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
+        save_screenshot(page, "saved-quickstart-html.png")
+    finally:
+        page.close()
+
+
+def test_saved_notebook_reopened_without_running_shows_the_pictures(executed, browser, tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    (folder / "quickstart-run.ipynb").write_bytes(executed.read_bytes())
+    with served(folder) as lab:
+        page = browser.new_page()
+        try:
+            page.goto(lab.notebook_url("quickstart-run.ipynb"))
+            wait_for(lambda: page.evaluate(JS_PICTURES), 90, 0.25, text="no picture in the reopened notebook")
+            # The kernel starts (nothing runs) and the widget manager restores: no error box after.
+            page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+            pictures = page.evaluate(JS_PICTURES)
+            assert {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in pictures, pictures
+            _no_error_boxes(page)
+            executed_count = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+                .filter(c => c.model.type === 'code' && c.model.executionCount !== null).length""")
+            assert executed_count > 0  # the saved outputs, not a new run
+            page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
+            save_screenshot(page, "saved-quickstart-reopened.png")
+        except Exception:
+            save_screenshot(page, "saved-quickstart-reopened-failed.png")
+            (ARTIFACTS / "saved-jupyter.log").write_text(lab.log_text(), encoding="utf-8")
+            raise
+        finally:
+            page.close()
+
+
+JS_MONITOR_OUTPUT = """() => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets
+    .find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith('%%stream numbers'));
+  const outputs = cell.model.outputs.toJSON().filter(o => o.output_type === 'display_data');
+  return outputs.map(o => Object.keys(o.data).sort());
+}"""
+
+
+def test_a_live_page_keeps_the_widget_and_gains_the_picture(browser):
+    """In JupyterLab the monitor stays a live widget after its stream stops; its output gains the picture."""
+    with served(REPO_ROOT / "notebooks") as lab:
+        page = browser.new_page()
+        try:
+            page.goto(lab.notebook_url("00-quickstart.ipynb"))
+            page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+            def ran() -> bool:
+                return page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+                    .every(c => c.model.type !== 'code' || (c.model.executionCount !== null
+                           && c.model.executionState !== 'running'))""")
+
+            wait_for(ran, 240, 0.5, text="the quickstart did not finish running")
+            # After `%stream stop --all` the output holds the picture beside the widget view (Run
+            # All queues every cell before the page's "ready": the view may come back a moment later).
+            full = [["application/vnd.jupyter.widget-view+json", "image/png", "text/plain"]]
+            wait_for(lambda: page.evaluate(JS_MONITOR_OUTPUT) == full, 30, 0.25,
+                     text=lambda: f"the monitor's output holds {page.evaluate(JS_MONITOR_OUTPUT)}")
+            # The page drew the widget, so it keeps showing it (header, charts), not the picture.
+            monitor = page.locator(".workbench-monitor")
+            assert monitor.count() == 1 and monitor.locator(".js-plotly-plot").count() == 4
+            assert "stopped" in monitor.locator(".widget-html").first.inner_text()
+            assert not page.locator(".jp-OutputArea-output img").count()
+            _no_error_boxes(page)
+        except Exception:
+            save_screenshot(page, "saved-live-page-failed.png")
+            raise
+        finally:
+            page.close()

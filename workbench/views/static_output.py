@@ -1,0 +1,211 @@
+"""A widget's display output that also carries a picture and a text summary, for viewers without it.
+
+A live widget is only drawn by a page that runs widgets while its kernel lives. What a notebook
+keeps of an output is its mime bundle, and each viewer picks one entry of it:
+
+- JupyterLab and Notebook 7 with the kernel alive pick the widget view.
+- GitHub, nbviewer, JupyterLab opening a notebook it does not trust, and any viewer that runs
+  no widgets pick the picture (``image/png``), else the text (``text/plain``).
+- nbconvert's HTML export picks a widget view over any picture, and draws it only with the
+  widget's JavaScript (fetched from a CDN), so an exported widget shows nothing offline.
+
+:class:`StaticOutput` therefore displays the widget with a display id and, when asked
+(a stream ended, a replay step, ``snapshot()``), updates that output (IPython's
+``update_display``) with a picture and a text summary beside the widget view. While no page
+has loaded the widget's charts by the time a later cell starts (``jupyter nbconvert
+--execute``, papermill: the chart model's page side never said ``ready``), the update leaves
+the widget view out, so the exported notebook and its HTML show the picture. A page that ran
+all cells at once says ``ready`` only after them (the kernel reads its messages in order):
+the view then comes back at once.
+
+An update sent from a background thread reaches a JupyterLab page whenever it comes, but
+``nbconvert --execute`` only records messages while a cell runs; so the owner also gets a
+call after every cell (IPython's ``post_execute`` event) to publish what is due then.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from typing import Any, Callable, Hashable
+
+__all__ = ["StaticOutput", "WIDGET_VIEW"]
+
+log = logging.getLogger(__name__)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+class StaticOutput:
+    """The display output of one widget: the live view, plus a picture and a text once published.
+
+    Parameters
+    ----------
+    widget : ipywidgets.Widget
+        The widget shown.
+    text : callable returning str
+        The widget's summary as plain text (called at each display and publish).
+    picture : callable returning bytes
+        Draws the PNG (called on :meth:`publish`, on the caller's thread).
+    after_cell : callable returning bool, optional
+        Called after every cell the kernel runs once the widget is displayed; when it returns
+        True the output is published then (on the kernel's main thread, inside that cell's
+        execution, where ``nbconvert --execute`` records it).
+
+    Examples
+    --------
+    >>> import ipywidgets as widgets
+    >>> box = widgets.VBox()
+    >>> out = StaticOutput(box, text=lambda: "a box", picture=lambda: b"\\x89PNG...")
+    >>> sorted(out.bundle())
+    ['application/vnd.jupyter.widget-view+json', 'text/plain']
+    >>> out.publish(key=1)
+    >>> sorted(out.bundle()), out.bundle()["text/plain"]
+    (['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain'], 'a box')
+    >>> sorted(out.bundle(with_view=False))
+    ['image/png', 'text/plain']
+    """
+
+    def __init__(self, widget: Any, *, text: Callable[[], str], picture: Callable[[], bytes],
+                 after_cell: Callable[[], bool] | None = None) -> None:
+        self._widget = widget
+        self._text = text
+        self._picture = picture
+        self._after_cell = after_cell
+        self._lock = threading.RLock()
+        self._display_ids: list[str] = []
+        self._png: bytes | None = None
+        self._key: Hashable = None
+        #: Whether a page loaded the widget's charts (then the widget view stays in the output).
+        self.seen_by_page = False
+        self._cells_started = 0  # cells started since the first display
+        self._shell: Any = None
+
+    # -- what is shown ------------------------------------------------------------------------
+
+    @property
+    def picture(self) -> bytes | None:
+        """The PNG published last, or None."""
+        return self._png
+
+    def bundle(self, *, with_view: bool | None = None) -> dict[str, Any]:
+        """The mime bundle of the output: widget view (unless left out), picture once drawn, text."""
+        import ipywidgets as widgets
+
+        # The base class's bundle: the owner may override _repr_mimebundle_ with this one.
+        view = widgets.Widget._repr_mimebundle_(self._widget).get(WIDGET_VIEW)
+        if with_view is None:
+            with_view = not self._png or not self.unseen
+        data: dict[str, Any] = {}
+        if with_view and view is not None:
+            data[WIDGET_VIEW] = view
+        if self._png:
+            data["image/png"] = base64.b64encode(self._png).decode("ascii")
+        data["text/plain"] = self._text()
+        return data
+
+    @property
+    def unseen(self) -> bool:
+        """True once a whole cell has started since the display and no page loaded the charts.
+
+        A page that draws widgets loads a chart model as soon as the kernel creates it, and
+        says ``ready`` before the user's next cell reaches the kernel; only then is "no page"
+        a safe conclusion (until then the picture is published beside the widget view).
+        """
+        return self._cells_started > 0 and not self.seen_by_page
+
+    @property
+    def settled(self) -> bool:
+        """Whether it is known if a page draws the widget (see :attr:`unseen`)."""
+        return self.seen_by_page or self._cells_started > 0
+
+    def watch_page(self, widget: Any) -> None:
+        """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
+        def on_message(_widget: Any, content: Any, _buffers: Any) -> None:
+            if isinstance(content, dict) and content.get("kind") == "ready":
+                with self._lock:
+                    left_out = self.unseen and bool(self._png)
+                    self.seen_by_page = True
+                    if left_out:
+                        # The page's "ready" came after cells it had queued (Run All): the
+                        # view was left out meanwhile; put it back.
+                        self._update()
+
+        widget.on_msg(on_message)
+
+    def display(self) -> None:
+        """Show the widget as a new output with a display id (what ``_ipython_display_`` calls)."""
+        from IPython.display import display
+
+        with self._lock:
+            handle = display(self.bundle(), raw=True, display_id=True)
+            if handle is not None:
+                self._display_ids.append(handle.display_id)
+        self._listen_to_cells()
+
+    @property
+    def displayed(self) -> bool:
+        """Whether the widget was shown with :meth:`display`."""
+        return bool(self._display_ids)
+
+    def draw(self, key: Hashable = None) -> bytes:
+        """The picture of the state named ``key``: drawn again only when ``key`` changed (or is None)."""
+        with self._lock:
+            if self._png is None or key is None or key != self._key:
+                self._png, self._key = self._picture(), key
+            return self._png
+
+    def publish(self, key: Hashable = None) -> None:
+        """Draw the picture (see :meth:`draw`) and update every output showing the widget.
+
+        ``key`` names the state drawn (e.g. the last batch id and the status): publishing the
+        same state again sends the picture already drawn.
+        """
+        with self._lock:
+            self.draw(key)
+            self._update()
+
+    def _update(self) -> None:
+        if not self._display_ids:
+            return
+        from IPython.display import update_display
+
+        bundle = self.bundle()
+        for display_id in self._display_ids:
+            update_display(bundle, raw=True, display_id=display_id)
+
+    # -- after each cell ----------------------------------------------------------------------
+
+    def _listen_to_cells(self) -> None:
+        if self._after_cell is None or self._shell is not None:
+            return
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython is a dependency
+            return
+        shell = get_ipython()
+        if shell is not None:
+            self._shell = shell
+            shell.events.register("pre_execute", self._on_cell_start)
+            shell.events.register("post_execute", self._on_cell_done)
+
+    def _on_cell_start(self) -> None:
+        self._cells_started += 1
+
+    def _on_cell_done(self) -> None:
+        try:
+            if self._after_cell is not None and self._after_cell():
+                self.stop_listening()
+        except Exception:  # a view must never break the user's cell
+            log.exception("publishing the picture of %r failed", self._widget)
+
+    def stop_listening(self) -> None:
+        """No more calls after each cell (the owner is done or closed)."""
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            for event, callback in (("pre_execute", self._on_cell_start), ("post_execute", self._on_cell_done)):
+                try:
+                    shell.events.unregister(event, callback)
+                except ValueError:
+                    pass
