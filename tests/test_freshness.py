@@ -1,8 +1,9 @@
-"""Batches reach the history (and the charts) on Spark's progress event, not on the next poll.
+"""Fast from the first click: batches drawn on Spark's progress event, and the background warm-up.
 
 The session-wide listener wakes the poller of the stream whose batch ended; the poll
 stays as the fallback, and wakes are coalesced so that a fast stream is read (and drawn)
-a few times a second, not once per batch.
+a few times a second, not once per batch. The warm-up runs a tiny query in a session of
+its own, which none of the places that list a user's streams shows.
 """
 
 from __future__ import annotations
@@ -159,3 +160,42 @@ def test_the_poll_fills_the_history_when_events_are_missed(env, rate_stream):
     assert heard, "the listener heard no batch: the test did not take events away"
     ids = [r.batch_id for r in handle.progress.records()]
     assert ids == list(range(len(ids)))
+
+
+# -- the warm-up -----------------------------------------------------------------------------
+
+
+def test_the_warm_up_runs_its_batches_and_ends_by_itself(spark, tmp_path):
+    from workbench.spark.warm_up import WarmUp
+
+    warm = WarmUp(spark, str(tmp_path / "warm-up")).start()
+    assert warm.wait(300), "the warm-up did not end"
+    assert warm.seconds is not None, "the warm-up failed or was stopped"
+    assert not warm.query.isActive and not warm.running
+    assert (tmp_path / "warm-up" / "commits" / "1").exists()  # batches 0 and 1 ran
+
+
+def test_a_running_warm_up_is_nobody_s_stream(env, spark, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.spark.warm_up import WARM_UP_NAME, WarmUp
+    from workbench.views.streams_panel import StreamsPublisher
+
+    warm = WarmUp(spark, str(tmp_path / "warm-up"), batches=10**9).start()
+    try:
+        query = wait_for(lambda: warm.query, timeout=300, message="the warm-up's query")
+        wait_for(lambda: query.lastProgress is not None, timeout=300, message="a warm-up batch")
+        assert query.isActive and query.name == WARM_UP_NAME
+        assert [q.name for q in spark.streams.active] == []
+        assert env.streams().empty
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "workbench")
+        try:
+            assert shell.run_line_magic("stream", "list").empty
+        finally:
+            shell.run_line_magic("unload_ext", "workbench")
+        assert StreamsPublisher(lambda: env, thread=False).snapshot()["streams"] == []
+        assert all(run.name != WARM_UP_NAME for run in env.watcher.recorder.runs())
+    finally:
+        warm.stop(timeout=60)
+    assert not warm.running and not query.isActive
