@@ -50,8 +50,9 @@ class ProgressPoller:
     interval : float, default 0.5
         Seconds between ticks.
     min_gap : float, default 0.25
-        Least seconds between two ticks when :meth:`wake` asks for them: a burst of
-        batches is read (and drawn) together, at most ``1 / min_gap`` times a second.
+        Least seconds from a tick that brought batches to one that :meth:`wake` asks for:
+        a burst of batches is read (and drawn) together, at most ``1 / min_gap`` times a
+        second, besides the interval's own ticks.
     on_finished : callable, optional
         Called once, with no arguments, on the poller's thread when the poller ends by
         itself: the query stopped (its last batches were read) or the source failed. Not
@@ -118,7 +119,8 @@ class ProgressPoller:
         newest_run = latest.batch_id - 1 if latest.is_idle_report else latest.batch_id
         if known is not None and newest_run <= known:
             return []
-        if known is not None and not latest.is_idle_report and latest.batch_id == known + 1:
+        if not latest.is_idle_report and latest.batch_id == (0 if known is None else known + 1):
+            # The next batch, or a run's very first one: nothing can be missing before it.
             return self.history.extend([latest])
         return self.fill()
 
@@ -147,8 +149,8 @@ class ProgressPoller:
     def wake(self) -> None:
         """Tick soon: a batch has ended (called from Spark's listener thread; returns at once).
 
-        The tick comes at once, or ``min_gap`` seconds after the previous one when that was
-        more recent, so that a burst of batches is read in one go.
+        The tick comes at once, or ``min_gap`` seconds after the previous tick that brought
+        batches when that was more recent, so that a burst of batches is read in one go.
         """
         self._woken.set()
 
@@ -178,12 +180,14 @@ class ProgressPoller:
             due, earliest = now + self.interval, now  # the first wake ticks at once
             while self._wait_for_tick(due, earliest):
                 tick = time.monotonic()
-                due, earliest = tick + self.interval, tick + self.min_gap
+                due = tick + self.interval
                 if not self.source.is_active():
                     # The query ended between ticks: read what it did before it stopped.
                     self.fill()
                     break
-                self.poll_once()
+                if self.poll_once():
+                    # Only a tick that brought batches (and so a redraw) holds the next wake back.
+                    earliest = tick + self.min_gap
             else:
                 return  # stopped from outside: whoever stopped us finishes the job
         except Exception:
