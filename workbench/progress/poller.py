@@ -2,7 +2,11 @@
 
 Reading ``lastProgress`` costs well under a millisecond while fetching ``recentProgress``
 (up to 99 entries through py4j) costs ~0.14 s, so each tick reads the former and fetches
-the latter only when batches were missed. The poller knows nothing of Spark: it reads a
+the latter only when batches were missed. A tick comes every ``interval`` seconds, or
+sooner when :meth:`ProgressPoller.wake` says a batch has ended (Spark's progress event):
+then the batch reaches the history within milliseconds instead of up to an interval later.
+Wakes are coalesced (at most one tick per ``min_gap`` seconds), so a fast stream does not
+mean a tick, and a redraw, per batch. The poller knows nothing of Spark: it reads a
 :class:`ProgressSource`, so its logic is tested with scripted progress.
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .history import ProgressHistory
@@ -44,6 +49,10 @@ class ProgressPoller:
         What to fill.
     interval : float, default 0.5
         Seconds between ticks.
+    min_gap : float, default 0.25
+        Least seconds from a tick that brought batches to one that :meth:`wake` asks for:
+        a burst of batches is read (and drawn) together, at most ``1 / min_gap`` times a
+        second, besides the interval's own ticks.
     on_finished : callable, optional
         Called once, with no arguments, on the poller's thread when the poller ends by
         itself: the query stopped (its last batches were read) or the source failed. Not
@@ -77,6 +86,7 @@ class ProgressPoller:
         history: ProgressHistory,
         *,
         interval: float = 0.5,
+        min_gap: float = 0.25,
         on_finished: Callable[[], None] | None = None,
         name: str = "workbench-poller",
     ) -> None:
@@ -84,7 +94,11 @@ class ProgressPoller:
             raise ValueError(f"poll interval must be a positive number of seconds, got {interval!r}")
         self.source = source
         self.history = history
+        if isinstance(min_gap, bool) or not isinstance(min_gap, (int, float)) or min_gap < 0:
+            raise ValueError(f"min_gap must be a number of seconds >= 0, got {min_gap!r}")
         self.interval = float(interval)
+        self.min_gap = float(min_gap)
+        self._woken = threading.Event()
         self._on_finished = on_finished
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -105,7 +119,8 @@ class ProgressPoller:
         newest_run = latest.batch_id - 1 if latest.is_idle_report else latest.batch_id
         if known is not None and newest_run <= known:
             return []
-        if known is not None and not latest.is_idle_report and latest.batch_id == known + 1:
+        if not latest.is_idle_report and latest.batch_id == (0 if known is None else known + 1):
+            # The next batch, or a run's very first one: nothing can be missing before it.
             return self.history.extend([latest])
         return self.fill()
 
@@ -131,21 +146,48 @@ class ProgressPoller:
         self._thread.start()
         return self
 
+    def wake(self) -> None:
+        """Tick soon: a batch has ended (called from Spark's listener thread; returns at once).
+
+        The tick comes at once, or ``min_gap`` seconds after the previous tick that brought
+        batches when that was more recent, so that a burst of batches is read in one go.
+        """
+        self._woken.set()
+
     def stop(self, timeout: float | None = 5.0) -> None:
         """Ask the thread to stop and wait for it (not when called from the thread itself)."""
         self._stop.set()
+        self._woken.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
+    def _wait_for_tick(self, due: float, earliest: float) -> bool:
+        """Wait for the next tick: at ``due``, or on a wake but not before ``earliest``; False when stopped."""
+        if self._woken.wait(max(0.0, due - time.monotonic())):
+            if self._stop.is_set():
+                return False
+            gap = earliest - time.monotonic()
+            if gap > 0 and self._stop.wait(gap):
+                return False
+        # Cleared before reading: a batch that ends from here on wakes the next tick.
+        self._woken.clear()
+        return not self._stop.is_set()
+
     def _run(self) -> None:
         try:
-            while not self._stop.wait(self.interval):
+            now = time.monotonic()
+            due, earliest = now + self.interval, now  # the first wake ticks at once
+            while self._wait_for_tick(due, earliest):
+                tick = time.monotonic()
+                due = tick + self.interval
                 if not self.source.is_active():
                     # The query ended between ticks: read what it did before it stopped.
                     self.fill()
                     break
-                self.poll_once()
+                if self.poll_once():
+                    # Only a tick that brought batches (and so a redraw) holds the next wake back.
+                    earliest = tick + self.min_gap
             else:
                 return  # stopped from outside: whoever stopped us finishes the job
         except Exception:

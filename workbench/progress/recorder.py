@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .history import ProgressHistory
 from .records import BatchProgress, parse_spark_time
@@ -110,6 +110,8 @@ class QueryRecorder:
         self.max_ended = max_ended
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()
         self._released: set[str] = set()
+        # Released runs whose owner wants to hear when the listener reports them.
+        self._wakers: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
 
     # -- listener events (Spark's listener thread) ---------------------------------------------
@@ -129,41 +131,65 @@ class QueryRecorder:
         """A batch's progress (Spark's JSON as a dict)."""
         record_json = BatchProgress.from_json(raw)
         with self._lock:
-            if record_json.run_id in self._released:
-                return
-            record = self._runs.get(record_json.run_id)
-            if record is None:  # started before the recorder was listening
-                record = self._new(record_json.query_id, record_json.run_id, record_json.name)
-            if record.first_batch_id is None and not record_json.is_idle_report:
-                record.first_batch_id = record_json.batch_id
-            # Under the lock, so that a history swapped in by attach() never misses a batch;
-            # the history's subscribers (monitors) only queue the records.
-            record.history.extend([record_json])
+            waker = self._wakers.get(record_json.run_id)
+            released = record_json.run_id in self._released
+            if not released:
+                record = self._runs.get(record_json.run_id)
+                if record is None:  # started before the recorder was listening
+                    record = self._new(record_json.query_id, record_json.run_id, record_json.name)
+                if record.first_batch_id is None and not record_json.is_idle_report:
+                    record.first_batch_id = record_json.batch_id
+                # Under the lock, so that a history swapped in by attach() never misses a batch;
+                # the history's subscribers (monitors) only queue the records.
+                record.history.extend([record_json])
+        if waker is not None:
+            _wake(waker)
 
     def terminated(self, run_id: str, exception: str | None = None) -> None:
         """A run ended (``exception``: Spark's text when it failed)."""
         with self._lock:
+            waker = self._wakers.pop(run_id, None)
             record = self._runs.get(run_id)
-            if record is None:
-                return
-            record.ended = True
-            record.exception = exception
-            self._forget_old()
+            if record is not None:
+                record.ended = True
+                record.exception = exception
+                self._forget_old()
+        if waker is not None:
+            _wake(waker)
 
-    def release(self, run_id: str) -> None:
+    def release(self, run_id: str, wake: Callable[[], None] | None = None) -> None:
         """Stop recording run ``run_id``: its owner (a stream the workbench started) keeps its own history.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+        wake : callable, optional
+            Called with no arguments whenever the listener reports a batch or the end of
+            the run (and at once when a batch was reported before the release), on the
+            listener's thread: it must return at once (a poller's ``wake``). The owner
+            then reads the batch itself, instead of waiting for its next poll.
 
         Examples
         --------
         >>> recorder = QueryRecorder()
-        >>> recorder.release("r")
+        >>> heard = []
+        >>> recorder.release("r", wake=lambda: heard.append("batch"))
         >>> recorder.started("q", "r", None)
         >>> recorder.get("r") is None
         True
+        >>> recorder.progress({"id": "q", "runId": "r", "batchId": 0, "numInputRows": 1,
+        ...                    "durationMs": {"addBatch": 1}})
+        >>> heard, recorder.get("r") is None
+        (['batch'], True)
         """
         with self._lock:
             self._released.add(run_id)
-            self._runs.pop(run_id, None)
+            known = self._runs.pop(run_id, None)
+            if wake is not None:
+                self._wakers[run_id] = wake
+        if wake is not None and known is not None and len(known.history):
+            _wake(wake)  # a batch ended before the owner took over
 
     # -- readers --------------------------------------------------------------------------------------
 
@@ -252,6 +278,14 @@ class QueryRecorder:
         ended = [key for key, record in self._runs.items() if record.ended]
         for key in ended[: max(0, len(ended) - self.max_ended)]:
             del self._runs[key]
+
+
+def _wake(waker: Callable[[], None]) -> None:
+    # On Spark's listener thread: a failing owner must not break the listener.
+    try:
+        waker()
+    except Exception:
+        log.debug("waking a run's owner failed", exc_info=True)
 
 
 def _time(text: str | None) -> datetime | None:

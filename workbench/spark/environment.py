@@ -38,6 +38,7 @@ from .session_end import discard_dead_session, spark_is_gone
 from .starting import start_stream
 from .handle import StreamHandle
 from .jvm_launch import jvm_log
+from .warm_up import WarmUp, warm_up_wanted
 from .watch import SessionWatcher
 
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env"]
@@ -82,6 +83,8 @@ class Workbench:
         # Several kernels may share one checkpoint root: each keeps to its own sub-folder.
         self._run_token = uuid.uuid4().hex[:8]
         self._warned_local_checkpoints = False
+        #: The background warm-up of the session's first streaming job (``spark.warm_up``), or None.
+        self.warm_up: WarmUp | None = None
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -112,6 +115,7 @@ class Workbench:
                     if fresh_temp:  # a refused setting leaves no folder behind
                         self.close()
                     raise
+                self._start_warm_up(self._spark)
             elif conf:
                 for key, value in conf.items():
                     try:
@@ -120,6 +124,17 @@ class Workbench:
                         log.warning("%s cannot change on a running session; restart the kernel to set it", key)
             self._listen(self._spark)
             return self._spark
+
+    def _start_warm_up(self, spark: Any) -> None:
+        """Start the first streaming job's one-time work in the background (a local session built here)."""
+        if not warm_up_wanted() or is_connect_session(spark) or session_target(spark).kind != "embedded":
+            return
+        self.warm_up = WarmUp(spark, self.new_temp_folder("warm-up")).start()
+
+    def _end_warm_up(self, wait: float = 0.0) -> None:
+        warm, self.warm_up = self.warm_up, None
+        if warm is not None:
+            warm.stop(wait)
 
     def ui_web_url(self) -> str | None:
         """The Spark UI's URL, or None before Spark starts and on Spark Connect (which has none).
@@ -342,6 +357,7 @@ class Workbench:
         from .session_end import end_session
 
         began = time.monotonic()
+        self._end_warm_up()
         # Usually a second call (the kernel's shutdown hook stops the streams first): the
         # stops are under way, and the JVM ends next anyway, so no waiting here.
         self.stop_all(grace=0.0, wait=0.0)
@@ -366,6 +382,7 @@ class Workbench:
 
     def close(self, grace: float = 1.0) -> None:
         """Stop everything and remove the temporary folder (the session itself stays)."""
+        self._end_warm_up(wait=30.0)  # before its checkpoint folder goes
         self.stop_all(grace)
         with self._lock:
             if self._temp_dir is not None:

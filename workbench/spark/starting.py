@@ -149,8 +149,9 @@ def start_stream(
             watcher = owner.watcher
             if watcher is not None:
                 # Its poller keeps its history complete (and fills in what the listener cannot
-                # know, such as the console sink's row counts): no second copy.
-                watcher.recorder.release(handle.run_id)
+                # know, such as the console sink's row counts): no second copy. The listener
+                # wakes the poller as each batch ends, so that it is drawn without waiting a tick.
+                watcher.recorder.release(handle.run_id, wake=handle.poller.wake)
         except KeyboardInterrupt:
             # Started but not yet registered: nobody could stop it later, so stop it now.
             _undo_start(handle, remove_checkpoint=checkpoint is None)
