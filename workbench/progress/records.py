@@ -277,3 +277,44 @@ class BatchProgress:
     def state_memory_bytes(self) -> int:
         """State store memory in bytes, summed over operators."""
         return sum(op.memory_used_bytes for op in self.operators)
+
+    def _custom_sum(self, *names: str) -> int:
+        return sum(int(op.custom_metrics.get(name, 0) or 0) for op in self.operators for name in names)
+
+    @property
+    def timers_registered(self) -> int:
+        """Timers a transformWithState processor registered in this batch (``numRegisteredTimers``)."""
+        return self._custom_sum("numRegisteredTimers")
+
+    @property
+    def timers_deleted(self) -> int:
+        """Timers removed in this batch (``numDeletedTimers``).
+
+        Spark 4.3's Python processors count a timer that fired here, as well as one the
+        handler deleted, and leave ``numExpiredTimers`` at 0 (measured).
+        """
+        return self._custom_sum("numDeletedTimers")
+
+    @property
+    def timers_expired(self) -> int:
+        """Timers Spark reported as expired in this batch (``numExpiredTimers``)."""
+        return self._custom_sum("numExpiredTimers")
+
+    @property
+    def state_variables(self) -> int:
+        """State variables of transformWithState processors, as Spark counts them (per state store).
+
+        Examples
+        --------
+        >>> op = {"operatorName": "transformWithStateInPandasExec",
+        ...       "customMetrics": {"numValueStateVars": 2, "numListStateVars": 2, "numRegisteredTimers": 1}}
+        >>> record = BatchProgress.from_json({"batchId": 0, "stateOperators": [op]})
+        >>> record.state_variables, record.timers_registered, record.state_values_removed_by_ttl
+        (4, 1, 0)
+        """
+        return self._custom_sum("numValueStateVars", "numListStateVars", "numMapStateVars")
+
+    @property
+    def state_values_removed_by_ttl(self) -> int:
+        """State values a TTL removed in this batch (``numValuesRemovedDueToTTLExpiry``)."""
+        return self._custom_sum("numValuesRemovedDueToTTLExpiry")

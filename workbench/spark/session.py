@@ -100,7 +100,11 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
-        # A RocksDB state store serves the state change feed only with a change log.
+        # transformWithState runs only on the RocksDB state store (the default HDFS-backed
+        # one fails its first batch); every other stateful operator runs on it as well.
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        # Spark's recommendation for RocksDB, and the state change feed needs the change log.
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.warehouse.dir": warehouse_dir,
         "spark.log.structuredLogging.enabled": "false",
