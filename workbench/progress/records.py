@@ -15,7 +15,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS"]
+__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS", "TWS_OPERATORS"]
 
 #: ``durationMs`` keys that make up a batch, in the order the monitor stacks them,
 #: mapped to the record attribute that holds each.
@@ -57,6 +57,10 @@ def parse_spark_time(text: str | None) -> datetime | None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)
 
+
+#: Spark's names for transformWithState operators (Scala, Python Rows, pandas).
+TWS_OPERATORS: frozenset[str] = frozenset({"transformWithStateExec", "transformWithStateInPandasExec",
+                                           "transformWithStateInPySparkExec"})
 
 #: One shared empty mapping for the many records without custom or observed metrics.
 _NO_METRICS: Mapping[str, Any] = MappingProxyType({})

@@ -23,12 +23,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..progress.records import TWS_OPERATORS
+
 __all__ = ["StateVariable", "ProcessorState", "processor_state", "TWS_OPERATORS", "TIMER_COLUMNS",
            "variable_columns", "variable_reading", "timer_columns", "timer_frame"]
 
-#: The operator names of transformWithState in ``state-metadata`` and progress.
-TWS_OPERATORS: frozenset[str] = frozenset({"transformWithStateExec", "transformWithStateInPandasExec",
-                                           "transformWithStateInPySparkExec"})
 
 #: Columns of the timers table besides the grouping key's.
 TIMER_COLUMNS: tuple[str, ...] = ("expires_at", "time_mode", "watermark", "ahead_of_watermark", "partition_id")
