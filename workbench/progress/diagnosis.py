@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
 
 from .input_watermarks import InputWatermark
-from .records import BatchProgress
+from .records import TWS_OPERATORS, BatchProgress
 
 __all__ = [
     "PlanFacts", "OutputSummary", "why_no_output", "earliest_window_end", "parse_interval",
@@ -186,6 +186,10 @@ class OutputSummary:
     watermark: datetime | None = None
     earliest_event_time: datetime | None = None
     latest_event_time: datetime | None = None
+    #: A transformWithState processor, and the timers it registered and removed so far.
+    processor: bool = False
+    timers_registered: int = 0
+    timers_deleted: int = 0
 
     def add(self, records: Iterable[BatchProgress]) -> OutputSummary:
         """A summary that also covers ``records`` (newer batches, in order)."""
@@ -196,6 +200,9 @@ class OutputSummary:
             values["output_rows"] += max(r.num_output_rows or 0, 0)
             values["quiet_batches"] = values["quiet_batches"] + 1 if r.num_input_rows == 0 else 0
             values["stateful"] = values["stateful"] or bool(r.operators)
+            values["processor"] = values["processor"] or any(op.operator_name in TWS_OPERATORS for op in r.operators)
+            values["timers_registered"] += r.timers_registered
+            values["timers_deleted"] += r.timers_deleted
             if r.watermark is not None:
                 values["watermark_seen"] = True
                 values["watermark"] = r.watermark
@@ -336,6 +343,8 @@ def why_no_output(
     >>> why_no_output(summary, output_mode="update") is None
     True
     """
+    if summary.processor and summary.output_rows == 0 and summary.batches >= min_batches and summary.input_rows:
+        return _processor_reason(summary)
     if (output_mode or "append") != "append" or summary.output_rows > 0:
         return None
     if summary.batches == 0:
@@ -391,3 +400,30 @@ def why_no_output(
     return (f"The watermark ({shown_watermark}) has not yet passed the end of any aggregate: in "
             f"append mode an aggregate is output only once the watermark passes it.{trail}"
             + (f" {held}" if held else ""))
+
+
+def _processor_reason(summary: OutputSummary) -> str:
+    """Why a transformWithState processor has output nothing (in any output mode).
+
+    Examples
+    --------
+    >>> op = lambda registered: {"operatorName": "transformWithStateInPandasExec",
+    ...                          "customMetrics": {"numRegisteredTimers": registered}}
+    >>> batch = lambda i, registered: BatchProgress.from_json({"batchId": i, "numInputRows": 4,
+    ...     "stateOperators": [op(registered)], "sink": {"numOutputRows": 0},
+    ...     "eventTime": {"watermark": "2024-01-01T12:00:00.000Z"}})
+    >>> why_no_output(OutputSummary().add(batch(i, 0) for i in range(3)), output_mode="update")[:59]
+    'The transformWithState processor has output nothing and reg'
+    >>> why_no_output(OutputSummary().add(batch(i, 1) for i in range(3)), output_mode="update")[:48]
+    'The transformWithState processor has 3 timers wa'
+    """
+    if summary.timers_registered == 0:
+        return ("The transformWithState processor has output nothing and registered no timer yet: it outputs only "
+                "the rows handleInputRows returns, or handleExpiredTimer once a timer fires.")
+    waiting = summary.timers_registered - summary.timers_deleted
+    watermark = summary.watermark
+    at = (f"the watermark is at {format_time(watermark)}" if watermark is not None and watermark > EPOCH
+          else "the watermark is not set yet")
+    return (f"The transformWithState processor has {waiting} timer{'s' if waiting != 1 else ''} waiting and none "
+            f"has fired: an event-time timer fires in the first batch whose watermark reaches its expiry, and {at}. "
+            "handle.timers() shows each timer's expiry and how far ahead of the watermark it is.")

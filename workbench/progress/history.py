@@ -29,6 +29,8 @@ HISTORY_COLUMNS: tuple[str, ...] = (
     "event_time_min", "event_time_max", "event_time_avg", "watermark",
     "state_rows_total", "state_rows_updated", "state_rows_removed",
     "state_rows_dropped_by_watermark", "state_memory_bytes", "num_output_rows",
+    # transformWithState (0 for other queries).
+    "state_variables", "timers_registered", "timers_deleted", "timers_expired", "state_values_removed_by_ttl",
 )
 
 #: Columns of ``to_frame(operators=True)``, one row per batch and stateful operator.

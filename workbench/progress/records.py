@@ -15,7 +15,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS"]
+__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS", "TWS_OPERATORS"]
 
 #: ``durationMs`` keys that make up a batch, in the order the monitor stacks them,
 #: mapped to the record attribute that holds each.
@@ -57,6 +57,10 @@ def parse_spark_time(text: str | None) -> datetime | None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)
 
+
+#: Spark's names for transformWithState operators (Scala, Python Rows, pandas).
+TWS_OPERATORS: frozenset[str] = frozenset({"transformWithStateExec", "transformWithStateInPandasExec",
+                                           "transformWithStateInPySparkExec"})
 
 #: One shared empty mapping for the many records without custom or observed metrics.
 _NO_METRICS: Mapping[str, Any] = MappingProxyType({})
@@ -295,3 +299,44 @@ class BatchProgress:
     def state_memory_bytes(self) -> int:
         """State store memory in bytes, summed over operators."""
         return sum(op.memory_used_bytes for op in self.operators)
+
+    def _custom_sum(self, *names: str) -> int:
+        return sum(int(op.custom_metrics.get(name, 0) or 0) for op in self.operators for name in names)
+
+    @property
+    def timers_registered(self) -> int:
+        """Timers a transformWithState processor registered in this batch (``numRegisteredTimers``)."""
+        return self._custom_sum("numRegisteredTimers")
+
+    @property
+    def timers_deleted(self) -> int:
+        """Timers removed in this batch (``numDeletedTimers``).
+
+        Spark 4.3's Python processors count a timer that fired here, as well as one the
+        handler deleted, and leave ``numExpiredTimers`` at 0 (measured).
+        """
+        return self._custom_sum("numDeletedTimers")
+
+    @property
+    def timers_expired(self) -> int:
+        """Timers Spark reported as expired in this batch (``numExpiredTimers``)."""
+        return self._custom_sum("numExpiredTimers")
+
+    @property
+    def state_variables(self) -> int:
+        """State variables of transformWithState processors, as Spark counts them (per state store).
+
+        Examples
+        --------
+        >>> op = {"operatorName": "transformWithStateInPandasExec",
+        ...       "customMetrics": {"numValueStateVars": 2, "numListStateVars": 2, "numRegisteredTimers": 1}}
+        >>> record = BatchProgress.from_json({"batchId": 0, "stateOperators": [op]})
+        >>> record.state_variables, record.timers_registered, record.state_values_removed_by_ttl
+        (4, 1, 0)
+        """
+        return self._custom_sum("numValueStateVars", "numListStateVars", "numMapStateVars")
+
+    @property
+    def state_values_removed_by_ttl(self) -> int:
+        """State values a TTL removed in this batch (``numValuesRemovedDueToTTLExpiry``)."""
+        return self._custom_sum("numValuesRemovedDueToTTLExpiry")

@@ -324,7 +324,7 @@ class StreamHandle:
     # -- state: thin wrappers over workbench.spark.state ------------------------------------
 
     def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
+              side: str | None = None, variable: str | None = None) -> pd.DataFrame:
         """The state rows the query holds after batch ``batch_id`` (default: the latest committed).
 
         Parameters
@@ -336,6 +336,10 @@ class StreamHandle:
             only when the query has several.
         side : {"left", "right"}, optional
             For a stream-stream join, which input's buffered rows.
+        variable : str, optional
+            For transformWithState, which state variable (``state_summary()`` lists them):
+            one row per key (value state), per element (list) or per map key (map), with
+            ``expires_at`` when the variable has a TTL.
 
         Returns
         -------
@@ -353,11 +357,12 @@ class StreamHandle:
         --------
         >>> handle.state(batch_id=3)                        # doctest: +SKIP
         >>> joined.state(side="left")                      # doctest: +SKIP
+        >>> sessions.state(variable="events")              # doctest: +SKIP
         """
-        return self._state().state(batch_id, operator, side)
+        return self._state().state(batch_id, operator, side, variable)
 
     def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
-                      side: str | None = None) -> pd.DataFrame:
+                      side: str | None = None, variable: str | None = None) -> pd.DataFrame:
         """What changed in state from ``start_batch`` to ``end_batch`` (default: the latest), both included.
 
         One row per change: ``batch_id``, ``change_type`` (``update`` / ``delete``), key
@@ -368,16 +373,32 @@ class StreamHandle:
         --------
         >>> handle.state_changes(0, 5).query("change_type == 'delete'")   # doctest: +SKIP
         """
-        return self._state().changes(start_batch, end_batch, operator, side)
+        return self._state().changes(start_batch, end_batch, operator, side, variable)
 
     def state_summary(self) -> pd.DataFrame:
         """The query's stateful operators: name, kind, sides, batch range, partitions.
+
+        For transformWithState, ``variables`` lists the processor's state variables (name,
+        kind, TTL) and its timers' time mode.
 
         Examples
         --------
         >>> handle.state_summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
         """
         return self._state().summary()
+
+    def timers(self, batch_id: int | None = None, operator: int | str | None = None) -> pd.DataFrame:
+        """The timers a transformWithState processor has registered after ``batch_id`` (default: the latest).
+
+        One row per timer: the grouping key's columns, ``expires_at``, ``time_mode``, the
+        ``watermark`` that batch ran with and ``ahead_of_watermark`` (an event-time timer
+        fires in the first batch whose watermark reaches its expiry).
+
+        Examples
+        --------
+        >>> sessions.timers()[["user", "expires_at", "ahead_of_watermark"]]   # doctest: +SKIP
+        """
+        return self._state().timers(batch_id, operator)
 
     def _state(self) -> Any:
         from .state import inspector_for

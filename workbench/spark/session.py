@@ -72,6 +72,17 @@ def _loopback_master(master: str) -> bool:
     return all(host in _LOOPBACK for host in hosts)
 
 
+#: The state store every session uses (also asked of a Spark Connect server): transformWithState
+#: runs only on RocksDB (the default HDFS-backed store fails its first batch) and every other
+#: stateful operator runs on it as well; changelog checkpointing is Spark's recommendation for
+#: RocksDB, and the state change feed needs it.
+STATE_STORE_CONF: dict[str, str] = {
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+
+
 def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
     """The configuration the workbench gives a session, before the user's own settings.
 
@@ -100,8 +111,7 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
-        # A RocksDB state store serves the state change feed only with a change log.
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        **STATE_STORE_CONF,
         "spark.sql.warehouse.dir": warehouse_dir,
         "spark.log.structuredLogging.enabled": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J}",
@@ -146,6 +156,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
             "spark.sql.shuffle.partitions": "2",
             "spark.sql.adaptive.enabled": "false",
             "spark.sql.session.timeZone": "UTC",
+            **STATE_STORE_CONF,
             **{k: str(v) for k, v in conf.items()},
         }
         if remote.startswith("local"):

@@ -7,12 +7,15 @@ and ``statestore`` readers and returns readable pandas tables:
   partitions);
 * :meth:`~StateInspector.state`: the rows held after a batch;
 * :meth:`~StateInspector.changes`: what changed between two batches (Spark's change
-  feed), each delete with the watermark of the batch that evicted it.
+  feed), each delete with the watermark of the batch that evicted it;
+* :meth:`~StateInspector.timers`: a transformWithState processor's registered timers
+  (its state variables are read with ``state(variable=NAME)``, see :mod:`.tws_state`).
 
 Keys and values are flat columns named as the query names them (``window_start``,
 ``window_end``, ``word``, ``count``), not Spark's nested ``key``/``value`` structs.
 
-Spark facts relied on (measured on 4.3, HDFS-backed store unless said): the state of batch
+Spark facts relied on (measured on 4.3, HDFS-backed store unless said; the workbench's
+sessions use the RocksDB store, on which the same holds): the state of batch
 N is what the operator kept after committing N; in append mode a window leaves state (a
 delete in the change feed) in the batch whose watermark passes its end, and the deletes
 of a batch equal its ``numRowsRemoved``. ``joinSide`` and ``readChangeFeed`` cannot be
@@ -36,6 +39,7 @@ import pandas as pd
 
 from ..errors import summarize_error
 from .frames import utc_times
+from .tws_state import TWS_OPERATORS, processor_state, timer_columns, timer_frame, variable_reading
 
 __all__ = ["StateInspector", "StateOperator", "SUMMARY_COLUMNS", "OPERATOR_KINDS", "inspector_for"]
 
@@ -44,7 +48,9 @@ log = logging.getLogger(__name__)
 #: Columns of :meth:`StateInspector.summary`.
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "operator", "operator_name", "kind", "sides", "stores", "num_partitions", "min_batch_id", "max_batch_id",
+    "variables",
 )
+
 
 #: Spark's operator names, in the words a user knows the operators by.
 OPERATOR_KINDS: dict[str, str] = {
@@ -57,6 +63,7 @@ OPERATOR_KINDS: dict[str, str] = {
     "flatMapGroupsWithState": "flatMapGroupsWithState",
     "transformWithStateExec": "transformWithState",
     "transformWithStateInPandasExec": "transformWithStateInPandas",
+    "transformWithStateInPySparkExec": "transformWithState (Python)",
 }
 
 SIDES = ("left", "right")
@@ -84,6 +91,13 @@ class StateOperator:
     num_partitions: int
     min_batch_id: int
     max_batch_id: int
+    #: Spark's ``operatorProperties`` (JSON): a transformWithState operator's variables.
+    properties: str = ""
+
+    @property
+    def is_tws(self) -> bool:
+        """Whether this is a transformWithState operator (named state variables, timers)."""
+        return self.name in TWS_OPERATORS
 
     @property
     def kind(self) -> str:
@@ -189,6 +203,7 @@ class StateInspector:
                 num_partitions=int(group[0]["numPartitions"]),
                 min_batch_id=min(int(r["minBatchId"]) for r in group),
                 max_batch_id=max(int(r["maxBatchId"]) for r in group),
+                properties=str(group[0]["operatorProperties"] or ""),
             )
             for op_id, group in sorted(grouped.items())
         ]
@@ -203,18 +218,21 @@ class StateInspector:
         rows = [
             {"operator": op.operator_id, "operator_name": op.name, "kind": op.kind,
              "sides": ", ".join(SIDES) if op.is_join else "", "stores": ", ".join(op.stores),
-             "num_partitions": op.num_partitions, "min_batch_id": op.min_batch_id, "max_batch_id": op.max_batch_id}
+             "num_partitions": op.num_partitions, "min_batch_id": op.min_batch_id, "max_batch_id": op.max_batch_id,
+             "variables": processor_state(op.properties).describe() if op.is_tws else ""}
             for op in self.operators()
         ]
         return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
-    def _pick(self, operator: int | str | None, side: str | None) -> StateOperator:
+    def _pick(self, operator: int | str | None, side: str | None, tws: bool = False) -> StateOperator:
         if side is not None and side not in SIDES:
             raise ValueError(f"unknown side {side!r}: use 'left' or 'right' (the sides of a stream-stream join)")
         if operator is not None and (isinstance(operator, bool) or not isinstance(operator, (int, str))):
             raise TypeError(f"operator must be an operator id (int) or name (str), got {operator!r}")
         operators = self.operators()
         known = ", ".join(op.label() for op in operators)
+        if operator is None and tws and sum(op.is_tws for op in operators) == 1:
+            operators = [op for op in operators if op.is_tws]  # variables and timers name their operator
         if operator is None:
             if len(operators) > 1:
                 raise ValueError(f"stream {self.name!r} has {len(operators)} stateful operators: pick one with "
@@ -245,8 +263,13 @@ class StateInspector:
     # -- reading -------------------------------------------------------------------------------
 
     def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
+              side: str | None = None, variable: str | None = None) -> pd.DataFrame:
         """The rows an operator holds after batch ``batch_id`` (default: the latest committed).
+
+        For a transformWithState operator, ``variable`` names the state variable (needed
+        when the processor has several): a value state gives one row per key, a list state
+        one row per element, a map state one row per map key; a variable with a TTL adds
+        ``expires_at``.
 
         Returns
         -------
@@ -256,8 +279,8 @@ class StateInspector:
         Raises
         ------
         ValueError
-            Unknown operator or side, a batch not in the checkpoint, a stateless query or
-            a removed checkpoint; one line naming what is allowed.
+            Unknown operator, side or variable, a batch not in the checkpoint, a stateless
+            query or a removed checkpoint; one line naming what is allowed.
 
         Examples
         --------
@@ -265,20 +288,42 @@ class StateInspector:
         """
         if batch_id is not None:
             batch_id = _check_batch(batch_id, "batch_id")
-        op = self._pick(operator, side)
+        op = self._pick(operator, side, tws=variable is not None)
+        options, flatten = variable_reading(op, variable, self.name)
         if batch_id is not None:
             self._check_in_range(batch_id, op, "batch")
-        reader = self._spark.read.format("statestore").option("operatorId", op.operator_id)
-        if batch_id is not None:
-            reader = reader.option("batchId", batch_id)
         if side is not None:
-            reader = reader.option("joinSide", side)
-        frame = self._load(reader, op)
+            options["joinSide"] = side
+        frame = self._load(self._reader(op, batch_id, options), op, flatten)
         return self._sorted(frame, ["partition_id"])
 
+    def timers(self, batch_id: int | None = None, operator: int | str | None = None) -> pd.DataFrame:
+        """The timers a transformWithState operator has registered after ``batch_id`` (default: the latest).
+
+        Returns the grouping key's columns, then :data:`~.tws_state.TIMER_COLUMNS`: ``expires_at``
+        (UTC), ``time_mode``, the ``watermark`` batch ``batch_id`` ran with and ``ahead_of_watermark``
+        (how far that watermark still has to move: an event-time timer fires in the first batch whose
+        watermark reaches it), sorted by expiry. Raises ``ValueError`` as :meth:`state` does, and for
+        an operator that is not transformWithState.
+        """
+        if batch_id is not None:
+            batch_id = _check_batch(batch_id, "batch_id")
+        op = self._pick(operator, None, tws=True)
+        if not op.is_tws:
+            raise ValueError(f"operator {op.label()} of stream {self.name!r} keeps no timers: only "
+                             "transformWithState processors register timers")
+        if batch_id is not None:
+            self._check_in_range(batch_id, op, "batch")
+        reader = self._reader(op, batch_id, {"readRegisteredTimers": True})
+        frame = timer_frame(self._load(reader, op, timer_columns), processor_state(op.properties).time_mode,
+                            self._watermarks.get(op.max_batch_id if batch_id is None else batch_id))
+        return self._sorted(frame, ["expires_at", "partition_id"], first=True)
+
     def changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
-                side: str | None = None) -> pd.DataFrame:
+                side: str | None = None, variable: str | None = None) -> pd.DataFrame:
         """What changed in state from batch ``start_batch`` to ``end_batch`` (both included).
+
+        ``variable`` names a transformWithState processor's state variable, as in :meth:`state`.
 
         Returns
         -------
@@ -297,18 +342,17 @@ class StateInspector:
             if start_batch > end_batch:
                 raise ValueError(f"start_batch {start_batch} is after end_batch {end_batch}: give start_batch <= "
                                  "end_batch")
-        op = self._pick(operator, side)
+        op = self._pick(operator, side, tws=variable is not None)
+        options, flatten = variable_reading(op, variable, self.name)
         self._check_in_range(start_batch, op, "start_batch")
         if end_batch is not None:
             self._check_in_range(end_batch, op, "end_batch")
-        reader = (self._spark.read.format("statestore").option("operatorId", op.operator_id)
-                  .option("readChangeFeed", True).option("changeStartBatchId", start_batch))
-        if end_batch is not None:
-            reader = reader.option("changeEndBatchId", end_batch)
+            options["changeEndBatchId"] = end_batch
         if side is not None:
             # Spark refuses joinSide with readChangeFeed: read the side's row store instead.
-            reader = reader.option("storeName", f"{side}-keyWithIndexToValue")
-        frame = self._load(reader, op)
+            options["storeName"] = f"{side}-keyWithIndexToValue"
+        options.update(readChangeFeed=True, changeStartBatchId=start_batch)
+        frame = self._load(self._reader(op, None, options), op, flatten)
         for column in frame.columns:
             # A delete has no value, which made pandas turn whole-number columns into floats.
             if column not in ("batch_id", "partition_id") and pd.api.types.is_float_dtype(frame[column]) \
@@ -320,14 +364,23 @@ class StateInspector:
         frame = frame[columns]
         return self._sorted(frame, ["batch_id", "change_type"], first=True)
 
-    def _load(self, reader: Any, op: StateOperator) -> pd.DataFrame:
+    def _reader(self, op: StateOperator, batch_id: int | None, options: dict[str, Any]) -> Any:
+        reader = self._spark.read.format("statestore").option("operatorId", op.operator_id)
+        for key, value in {**({} if batch_id is None else {"batchId": batch_id}), **options}.items():
+            reader = reader.option(key, value)
+        return reader
+
+    def _load(self, reader: Any, op: StateOperator, flatten: Any = None) -> pd.DataFrame:
+        from pyspark.sql.types import IntegralType
+
         try:
-            df = reader.load(self.checkpoint)
+            flat = flatten(reader.load(self.checkpoint)) if flatten else self._readable(reader.load(self.checkpoint), op)
+            self._integral = {f.name for f in flat.schema.fields if isinstance(f.dataType, IntegralType)}
             with warnings.catch_warnings():
                 # pyspark warns (with the JVM trace) before raising a failed Arrow read; the
                 # error below says it in one line.
                 warnings.simplefilter("ignore", UserWarning)
-                return utc_times(self._readable(df, op).toPandas())
+                return utc_times(flat.toPandas())
         except Exception as exc:
             text = str(exc)
             if ".changelog does not exist" in text or "changelog" in text.lower() and "FileNotFound" in text:
@@ -340,7 +393,7 @@ class StateInspector:
     def _readable(self, df: Any, op: StateOperator) -> Any:
         """Select flat, readably named columns from Spark's ``key``/``value`` structs."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import IntegralType, NullType, StructType
+        from pyspark.sql.types import NullType, StructType
 
         schema = {f.name: f.dataType for f in df.schema.fields}
         key_type, value_type = schema["key"], schema.get("value")
@@ -387,9 +440,7 @@ class StateInspector:
                 column = F.timestamp_micros(column)
             columns.append(column.alias(label))
         columns.append(F.col("partition_id"))
-        flat = df.select(*columns)
-        self._integral = {f.name for f in flat.schema.fields if isinstance(f.dataType, IntegralType)}
-        return flat
+        return df.select(*columns)
 
     @staticmethod
     def _sorted(frame: pd.DataFrame, last: list[str], *, first: bool = False) -> pd.DataFrame:

@@ -1,0 +1,239 @@
+"""transformWithState on real Spark: state variables, timers and TTL, batch by batch.
+
+Inputs come from ``rate-micro-batch``: batch ``b`` holds values ``b*4 .. b*4+3``, all at
+event time ``START + b minutes``. The event-time processor keys rows by ``value // 8``, so
+each key gets two batches of input and then none: its timer (last event + 2 minutes) fires
+once the watermark passes it. Each test derives what Spark must hold from those inputs and
+compares it with what the inspector read from the checkpoint.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.spark
+
+START = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
+MINUTE = timedelta(minutes=1)
+ROWS = 4
+
+
+class Sessions(StatefulProcessor):
+    """Per key: a count (value state), the values seen (list), a count per value % 3 (map) and a
+    timer at the last event + 2 minutes, which emits the key's total and clears its state."""
+
+    def init(self, handle):
+        self.handle = handle
+        self.count = handle.getValueState("count", "count long")
+        self.seen = handle.getListState("seen", "value long")
+        self.by_rest = handle.getMapState("by_rest", "rest int", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        total, last = (self.count.get()[0] if self.count.exists() else 0), None
+        for frame in rows:
+            for value, ts in zip(frame["value"], frame["timestamp"]):
+                self.seen.appendValue((int(value),))
+                rest = (int(value) % 3,)
+                old = self.by_rest.getValue(rest)
+                self.by_rest.updateValue(rest, ((old[0] if old else 0) + 1,))
+                total += 1
+                last = ts if last is None else max(last, ts)
+        self.count.update((total,))
+        for timer in list(self.handle.listTimers()):
+            self.handle.deleteTimer(timer)
+        self.handle.registerTimer(int(last.timestamp() * 1000) + 2 * 60_000)
+        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [False]})
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        total = self.count.get()[0] if self.count.exists() else 0
+        self.count.clear()
+        self.seen.clear()
+        self.by_rest.clear()
+        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [True]})
+
+
+class Latest(StatefulProcessor):
+    """Row flavour, processing time: the latest value (TTL 1 hour), recent values (TTL 1 ms), a
+    total without TTL, and a processing-time timer an hour ahead."""
+
+    def init(self, handle):
+        self.handle = handle
+        self.latest = handle.getValueState("latest", "value long", 3_600_000)
+        self.recent = handle.getListState("recent", "value long", 1)
+        self.total = handle.getValueState("total", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        total = self.total.get()[0] if self.total.exists() else 0
+        for row in rows:
+            self.latest.update((row.value,))
+            self.recent.appendValue((row.value,))
+            total += 1
+        self.total.update((total,))
+        if not list(self.handle.listTimers()):
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 3_600_000)
+        yield Row(k=key[0], n=total)
+
+
+def rate(spark):
+    return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", ROWS).option("numPartitions", 1)
+            .option("startTimestamp", int(START.timestamp() * 1000)).option("advanceMillisPerBatch", 60_000).load())
+
+
+def run_until(handle, done, what: str):
+    wait_for(lambda: done() or handle.status != "active", 240,
+             text=lambda: f"{handle.name}: {what}; {handle.progress.total} batches, {handle.status} {handle.error}")
+    assert handle.error is None
+
+
+def one_line(message: str) -> bool:
+    return "\n" not in message and "py4j" not in message.lower() and "org.apache" not in message
+
+
+def sessions_query(spark):
+    # A deduplication before the processor: a query with two stateful operators.
+    events = (rate(spark).withWatermark("timestamp", "1 minute").dropDuplicatesWithinWatermark(["value"])
+              .withColumn("k", (F.col("value") / (2 * ROWS)).cast("long")))
+    return events.groupBy("k").transformWithStateInPandas(
+        Sessions(), "k long, count long, fired boolean", "Update", "EventTime")
+
+
+def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd):
+    handle = env.start(sessions_query(spark), "sessions", trigger="200 ms", output_mode="update")
+    # Key 0 has input in batches 0 and 1 only: wait until its timer fired and key 1's did too.
+    run_until(handle, lambda: handle.result()["fired"].sum() >= 2, "two keys' timers fired")
+    handle.stop()
+    last = handle.progress.last_batch_id
+    marks = {r.batch_id: pd.Timestamp(r.watermark) for r in handle.progress.records()}
+
+    summary = handle.state_summary()
+    assert summary["operator_name"].tolist() == ["transformWithStateInPandasExec", "dedupeWithinWatermark"]
+    assert summary.loc[0, "variables"] == "by_rest (map); count (value); seen (list); timers: event time"
+    assert summary.loc[1, "variables"] == ""
+
+    fired = handle.result().query("fired")
+    for batch_id in range(last + 1):
+        seen = pd.DataFrame([(b, v) for b in range(batch_id + 1) for v in range(b * ROWS, (b + 1) * ROWS)],
+                            columns=["batch", "value"])
+        seen["k"] = seen["value"] // (2 * ROWS)
+        seen["ts"] = START + seen["batch"] * MINUTE
+        # A key is held until its timer (last event + 2 min) fires: in the first batch whose
+        # watermark reaches it (measured: a watermark equal to the expiry fires it).
+        expiry = seen.groupby("k")["ts"].max() + 2 * MINUTE
+        gone = {k for k, t in expiry.items() if any(marks[b] >= t for b in range(batch_id + 1))}
+        held = seen[~seen["k"].isin(gone)]
+
+        count = handle.state(batch_id=batch_id, variable="count")
+        assert list(count.columns) == ["k", "count", "partition_id"]
+        assert dict(zip(count["k"], count["count"])) == held.groupby("k").size().to_dict(), batch_id
+        elements = handle.state(batch_id=batch_id, variable="seen")  # one row per list element
+        assert list(elements.columns) == ["k", "value", "partition_id"]
+        assert sorted(zip(elements["k"], elements["value"])) == sorted(zip(held["k"], held["value"]))
+        per_rest = handle.state(batch_id=batch_id, variable="by_rest")  # one row per map key
+        assert list(per_rest.columns) == ["k", "rest", "n", "partition_id"]
+        expected = held.assign(rest=held["value"] % 3).groupby(["k", "rest"]).size().to_dict()
+        assert {(r.k, r.rest): r.n for r in per_rest.itertuples()} == expected
+
+        timers = handle.timers(batch_id=batch_id)
+        assert list(timers.columns) == ["k", "expires_at", "time_mode", "watermark", "ahead_of_watermark",
+                                        "partition_id"]
+        assert dict(zip(timers["k"], timers["expires_at"])) == {k: t for k, t in expiry.items() if k not in gone}
+        assert (timers["time_mode"] == "event time").all() and (timers["watermark"] == marks[batch_id]).all()
+        assert (timers["ahead_of_watermark"] == timers["expires_at"] - marks[batch_id]).all()
+        # What fired in this batch is what the inspector stopped showing.
+        assert set(fired.query("k in @gone")["k"]) == gone
+
+    # Progress: timers registered per batch, and each fired timer counted as deleted.
+    history = handle.history()
+    assert history["timers_registered"].sum() >= 2 and history["state_variables"].max() > 0
+    assert history["timers_deleted"].sum() >= len(fired)
+    assert (history["state_values_removed_by_ttl"] == 0).all()
+
+    # The Python worker's start-up lines go to the JVM's log, not to the cell's output.
+    out, err = capfd.readouterr()
+    assert "Python worker" not in out + err
+    assert "TransformWithStateInPandas Python worker" in spark._workbench_log.read_text()
+
+    # Bad names: one line listing the valid ones, before Spark reads any state.
+    cases = [
+        (dict(variable="cnt"), r"unknown state variable 'cnt' in stream 'sessions': use one of 'by_rest', 'count', "
+                               r"'seen'"),
+        (dict(variable="$eventTimers_keyToTimestamp"), r"\(timers are read with timers\(\)\): use one of"),
+        (dict(), r"has 2 stateful operators: pick one with operator="),
+        (dict(operator=0), r"processor has 3 state variables: pick one with variable= \(one of 'by_rest', 'count'"),
+        (dict(operator=1, variable="count"), r"variable='count' applies only to transformWithState; operator 1 "
+                                             r"\(dedupeWithinWatermark\) has no named state variables"),
+        (dict(variable="count", batch_id=last + 3), rf"batch {last + 3} is not in the checkpoint of stream "
+                                                    rf"'sessions': operator 0 \(transformWithStateInPandasExec\) "
+                                                    rf"has state for batches 0 to {last}"),
+        (dict(variable="count", batch_id="1"), r"batch_id must be a batch id \(a whole number >= 0\), got '1'"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message) as caught:
+            handle.state(**kwargs)
+        assert one_line(str(caught.value))
+    with pytest.raises(TypeError, match="variable must be a state variable's name"):
+        handle.state(variable=3)
+    with pytest.raises(ValueError, match=r"operator 1 \(dedupeWithinWatermark\) of stream 'sessions' keeps no timers"):
+        handle.timers(operator=1)
+
+    # Restart from the checkpoint: state and timers are read back, and the query goes on.
+    before = {name: handle.state(variable=name) for name in ("count", "seen", "by_rest")}
+    timers_before = handle.timers()
+    again = env.start(sessions_query(spark), "sessions_again", trigger="200 ms", output_mode="update",
+                      sink="console", checkpoint=handle.checkpoint)
+    run_until(again, lambda: again.progress.total >= 1, "a batch after the restart")
+    again.stop()
+    assert again.progress.records()[0].batch_id == last + 1
+    after_first = again.progress.records()[0].batch_id
+    assert handle.state(batch_id=last, variable="count").equals(before["count"])
+    assert again.state(batch_id=last, variable="seen").equals(before["seen"])
+    assert again.state(batch_id=last, variable="by_rest").equals(before["by_rest"])
+    assert again.timers(batch_id=last)[["k", "expires_at"]].equals(timers_before[["k", "expires_at"]])
+    assert not again.state(batch_id=after_first, variable="count").empty
+
+
+def test_row_flavour_processing_time_ttl_and_timers(env, spark):
+    keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value")
+    query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long", "Update", "ProcessingTime")
+    handle = env.start(query, "latest", trigger="200 ms", output_mode="update")
+    # A processing-time query with a TTL runs a cleanup batch at every trigger, data or not.
+    run_until(handle, lambda: handle.progress.total >= 4 and handle.history()["state_values_removed_by_ttl"].sum() > 0,
+              "TTL removed values")
+    handle.stop()
+    last = handle.progress.last_batch_id
+    summary = handle.state_summary()
+    assert summary["kind"].tolist() == ["transformWithState (Python)"]
+    assert summary.loc[0, "variables"] == ("latest (value, TTL); recent (list, TTL); total (value); "
+                                           "timers: processing time")
+
+    total = handle.state(variable="total")
+    assert list(total.columns) == ["k", "n", "partition_id"]
+    assert dict(zip(total["k"], total["n"])) == {0: ROWS // 2 * (last + 1), 1: ROWS // 2 * (last + 1)}
+    latest = handle.state(variable="latest")
+    assert list(latest.columns) == ["k", "value", "expires_at", "partition_id"]
+    assert dict(zip(latest["k"], latest["value"])) == {0: (last + 1) * ROWS - 2, 1: (last + 1) * ROWS - 1}
+    # A TTL is counted from the batch's processing time: an hour after this run's batches.
+    stamps = [pd.Timestamp(r.timestamp) for r in handle.progress.records()]
+    assert ((latest["expires_at"] - pd.Timedelta(hours=1)).between(stamps[0], stamps[-1] + pd.Timedelta(minutes=1))
+            ).all()
+    # The list's TTL is 1 ms: by the next batch its values are gone, and progress counted them.
+    recent = handle.state(variable="recent")
+    assert list(recent.columns) == ["k", "value", "expires_at", "partition_id"]
+    removed = handle.history()["state_values_removed_by_ttl"].sum()
+    assert set(recent["value"]) <= set(range(last * ROWS, (last + 1) * ROWS))
+    assert removed + len(recent) == ROWS * (last + 1)  # every value appended is held or was removed
+
+    timers = handle.timers()
+    assert sorted(timers["k"]) == [0, 1] and (timers["time_mode"] == "processing time").all()
+    assert timers["watermark"].isna().all() and timers["ahead_of_watermark"].isna().all()
+    first = pd.Timestamp(handle.progress.records()[0].timestamp)
+    assert ((timers["expires_at"] - pd.Timedelta(hours=1)).between(first - pd.Timedelta(minutes=1),
+                                                                     stamps[-1])).all()
