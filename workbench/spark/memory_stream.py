@@ -11,8 +11,8 @@ The reader's driver-side methods (``latestOffset``, ``partitions``) run in a Pyt
 the Spark driver starts, not in this process: the folder must be readable by the Spark
 driver's machine (the same machine for the embedded Spark and a client-mode cluster; for a
 Spark Connect server, its machine must see the same path). Partitions carry their rows, so
-executors need no access to the folder, only the workbench package importable by Spark's
-Python workers (as for any Python data source).
+executors need no access to the folder; the source's code (:mod:`.memory_source`) travels
+pickled by value, so Spark's Python workers need pyspark, not the workbench.
 """
 
 from __future__ import annotations
@@ -24,77 +24,16 @@ import tempfile
 import weakref
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import (
     BinaryType, BooleanType, DataType, DateType, DecimalType, FractionalType, IntegralType, StringType,
     StructType, TimestampNTZType, TimestampType,
 )
 
-__all__ = ["MemoryStream", "SOURCE_NAME", "register_memory_source"]
+from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, write_atomically
 
-#: The data source name the workbench registers with each session.
-SOURCE_NAME = "workbench_memory"
-
-_SUFFIX = ".pkl"
-
-
-def _count(folder: str) -> int:
-    """How many batches of rows ``folder`` holds (files are numbered from 1, never rewritten)."""
-    return sum(1 for name in os.listdir(folder) if name.endswith(_SUFFIX))
-
-
-def _batch_file(folder: str, index: int) -> str:
-    return os.path.join(folder, f"{index:09d}{_SUFFIX}")
-
-
-class _RowsPartition(InputPartition):
-    """The rows of offsets ``(start, end]``, carried to the executor that reads them."""
-
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
-        super().__init__(None)
-        self.rows = rows
-
-
-class _MemoryReader(DataSourceStreamReader):
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
-
-    def initialOffset(self) -> dict:
-        return {"added": 0}
-
-    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        # Every limit is read-all: a memory stream's next batch takes everything added.
-        return {"added": _count(self.folder)}
-
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        rows: list[tuple[Any, ...]] = []
-        for index in range(int(start["added"]) + 1, int(end["added"]) + 1):
-            with open(_batch_file(self.folder, index), "rb") as handle:
-                rows.extend(pickle.load(handle))
-        return [_RowsPartition(rows)]
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        yield from partition.rows  # type: ignore[attr-defined]
-
-    def commit(self, end: dict) -> None:
-        pass  # files stay until the stream is closed: a restart may read them again
-
-
-class MemoryDataSource(DataSource):
-    """The ``workbench_memory`` source: options ``folder``; the schema comes from ``.schema()``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> str:
-        raise ValueError("a workbench_memory stream needs its schema: use workbench.testing.MemoryStream")
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return _MemoryReader(self.options["folder"])
-
+__all__ = ["MemoryStream", "register_memory_source"]
 
 def register_memory_source(spark: Any) -> None:
     """Register the ``workbench_memory`` data source with ``spark`` (idempotent)."""
@@ -247,7 +186,7 @@ class MemoryStream:
     @property
     def offset(self) -> int:
         """The offset reached so far: how many non-empty :meth:`add` calls there were."""
-        return _count(self.folder)
+        return batch_count(self.folder)
 
     def add(self, rows: Any) -> int:
         """Append rows for the next micro-batch; return the offset reached.
@@ -279,11 +218,7 @@ class MemoryStream:
         if not converted:
             return self.offset
         index = self.offset + 1
-        target = _batch_file(self.folder, index)
-        fd, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(converted, handle)
-        os.replace(temporary, target)  # atomic: a reader sees all of the batch or none
+        write_atomically(batch_file(self.folder, index), converted)
         return index
 
     def rows(self) -> list[tuple[Any, ...]]:
@@ -294,7 +229,7 @@ class MemoryStream:
         """The rows of each :meth:`add`, in order: ``batches()[k]`` reached offset ``k + 1``."""
         out = []
         for index in range(1, self.offset + 1):
-            with open(_batch_file(self.folder, index), "rb") as handle:
+            with open(batch_file(self.folder, index), "rb") as handle:
                 out.append(pickle.load(handle))
         return out
 

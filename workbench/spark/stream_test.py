@@ -19,13 +19,14 @@ import shutil
 import tempfile
 import weakref
 from itertools import count
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
 from ..errors import summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
+from .memory_source import batch_saver
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
 from .progress_source import progress_json
@@ -40,18 +41,8 @@ FATES_CHECKED = ("dropped", "partial", "counted", "late")
 
 _NAMES = count()
 
-
-def _batch_saver(folder: str) -> Callable[[Any, int], None]:
-    """A ``foreachBatch`` function keeping each batch's rows in ``folder/<batch id>.pkl``."""
-
-    def save(batch: Any, batch_id: int) -> None:
-        records = batch.toPandas().to_dict("records")
-        fd, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(records, handle)
-        os.replace(temporary, os.path.join(folder, f"{batch_id}.pkl"))  # a replayed batch replaces itself
-
-    return save
+#: Spark's (internal) setting for the watermark-only batches of a running query.
+_NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
 class StreamTest:
@@ -65,8 +56,8 @@ class StreamTest:
     no_data_batches : bool, default True
         Whether :meth:`process` also runs the watermark-only batch Spark runs when the
         watermark moves (a query left running does). ``False`` runs exactly one batch
-        per :meth:`process`, with everything added since (``trigger(once=True)``), as the
-        replay panel's Step does; the moved watermark then first acts on the next batch.
+        per :meth:`process`, with everything added since, as the replay panel's Step
+        does; the moved watermark then first acts on the next batch.
 
     Raises
     ------
@@ -119,14 +110,26 @@ class StreamTest:
         self._steps += 1
         self._step = f"step {self._steps}, {step}"
 
-    def _start(self, once: bool = False) -> None:
+    def _start(self) -> None:
         if self._query is not None and self._query.isActive:
             return
         writer = (self.df.writeStream.queryName(self.name).outputMode(self.output_mode)
-                  .option("checkpointLocation", self.checkpoint).foreachBatch(_batch_saver(self._results)))
-        if once:
-            writer = writer.trigger(once=True)
-        self._query = writer.start()
+                  .option("checkpointLocation", self.checkpoint).foreachBatch(batch_saver(self._results)))
+        if self.no_data_batches:
+            self._query = writer.start()
+            return
+        # A query reads this setting when it starts (its session is cloned then), so it
+        # is set only around the start: other queries of the session keep Spark's default.
+        conf = self.df.sparkSession.conf
+        before = conf.get(_NO_DATA_BATCHES, None)
+        conf.set(_NO_DATA_BATCHES, "false")
+        try:
+            self._query = writer.start()
+        finally:
+            if before is None:
+                conf.unset(_NO_DATA_BATCHES)
+            else:
+                conf.set(_NO_DATA_BATCHES, before)
 
     def add(self, stream: MemoryStream, rows: Any) -> StreamTest:
         """Add ``rows`` to ``stream`` (see :meth:`MemoryStream.add`); the next :meth:`process` reads them.
@@ -145,18 +148,11 @@ class StreamTest:
 
     def _run(self) -> None:
         before = max(self._progress, default=-1)
-        if self.no_data_batches:
-            self._start()
-            try:
-                self._query.processAllAvailable()
-            finally:
-                self._collect_progress()
-        else:
-            self._start(once=True)
-            try:
-                self._query.awaitTermination()
-            finally:
-                self._stop()
+        self._start()
+        try:
+            self._query.processAllAvailable()
+        finally:
+            self._collect_progress()
         self._last_process = [b for b in sorted(self._progress) if b > before]
 
     def _collect_progress(self) -> None:
@@ -178,11 +174,12 @@ class StreamTest:
         AssertionError
             When the query fails; one line with the step and Spark's reason.
         """
+        __tracebackhide__ = True  # pytest shows the failing step, not this method
         self._begin("process()")
         try:
             self._run()
         except Exception as exc:
-            raise AssertionError(f"{self._where()}: the query failed: {summarize_error(str(exc))}") from None
+            raise AssertionError(f"{self._where(failing=True)}: the query failed: {summarize_error(str(exc))}") from None
         return self
 
     def expect_failure(self, match: str) -> StreamTest:
@@ -192,6 +189,7 @@ class StreamTest:
         --------
         >>> test.add(events, [(None, "dog")]).expect_failure("null")    # doctest: +SKIP
         """
+        __tracebackhide__ = True
         self._begin(f"expect_failure({match!r})")
         try:
             pattern = re.compile(match)
@@ -202,7 +200,7 @@ class StreamTest:
         except Exception as exc:
             text = str(exc)
             if not pattern.search(text):
-                raise AssertionError(f"{self._where()}: the query failed, but not with {match!r}: "
+                raise AssertionError(f"{self._where(failing=True)}: the query failed, but not with {match!r}: "
                                      f"{summarize_error(text)}") from None
             self._stop()
             return self
@@ -211,10 +209,10 @@ class StreamTest:
 
     def restart(self) -> StreamTest:
         """Stop the query and start it again from its checkpoint; state and offsets carry over."""
+        __tracebackhide__ = True
         self._begin("restart()")
         self._stop()
-        if self.no_data_batches:
-            self._start()
+        self._start()
         return self
 
     def _stop(self) -> None:
@@ -250,18 +248,17 @@ class StreamTest:
         record = BatchProgress.from_json(self._progress[last])
         return None if record.watermark is None else pd.Timestamp(record.watermark).tz_convert("UTC").tz_localize(None)
 
-    def _where(self, batch_id: int | None = None) -> str:
-        batch = self.last_batch if batch_id is None else batch_id
+    def _where(self, failing: bool = False) -> str:
+        """``step N, <step>, batch B, watermark W``: where a check or a batch failed."""
+        last = self.last_batch
+        batch = (0 if last is None else last + 1) if failing else last
         if batch is None:
             return f"{self._step}, before the first batch"
-        mark = self.watermark() if batch_id is None else None
-        if batch_id is not None and batch_id in self._progress:
-            own = BatchProgress.from_json(self._progress[batch_id]).watermark
-            mark = None if own is None else pd.Timestamp(own)
-        shown = "none" if mark is None else show_time(mark)
-        return f"{self._step}, batch {batch}, watermark {shown}"
+        mark = self.watermark()
+        return f"{self._step}, batch {batch}, watermark {'none' if mark is None else show_time(mark)}"
 
     def _check(self, what: str, expected: Sequence[Any], actual: list[tuple[Any, ...]]) -> None:
+        __tracebackhide__ = True
         missing, unexpected = row_diff(expected, actual)
         if missing or unexpected:
             raise AssertionError(f"{self._where()}: {what} differs\n  missing:\n{describe_rows(missing)}\n"
@@ -276,6 +273,7 @@ class StreamTest:
         --------
         >>> test.process().check_new_answer([(("2024-01-01 12:00", "2024-01-01 12:10"), "dog", 1)])  # doctest: +SKIP
         """
+        __tracebackhide__ = True
         self._begin("check_new_answer()")
         expected = self.columns.rows(rows)
         new = [b for b in self._batches() if b > self._answered]
@@ -293,6 +291,7 @@ class StreamTest:
 
     def check_answer(self, rows: Sequence[Any]) -> StreamTest:
         """Check the whole result so far (order ignored); in complete mode the current table."""
+        __tracebackhide__ = True
         self._begin("check_answer()")
         expected = self.columns.rows(rows)
         self._answered = max([self._answered, *self._batches()])
@@ -301,6 +300,7 @@ class StreamTest:
 
     def check_watermark(self, expected: Any) -> StreamTest:
         """Check the watermark the last batch reported (a time, e.g. ``"2024-01-01 12:11"``; None: none)."""
+        __tracebackhide__ = True
         self._begin(f"check_watermark({expected!r})")
         want = None if expected is None else as_time(expected, "watermark")
         got = self.watermark()
@@ -316,15 +316,14 @@ class StreamTest:
         Rows are given in the state inspector's columns (keys, then values, e.g.
         ``(window_start, window_end, word, count)``), as tuples or dicts.
         """
+        __tracebackhide__ = True
         self._begin("check_state()")
         from .state import StateInspector
 
         inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)
         table = inspector.state(operator=operator).drop(columns=["partition_id"], errors="ignore")
         columns = list(table.columns)
-        if rows and isinstance(rows[0], dict):
-            rows = [tuple(r.get(c) for c in columns) for r in rows]
-        normal = _loose_rows(rows, columns)
+        normal = _loose_rows([_state_row(r, columns) for r in rows], columns)
         actual = _loose_rows([tuple(r) for r in table.itertuples(index=False, name=None)], columns)
         missing, unexpected = row_diff(normal, actual)
         if missing or unexpected:
@@ -371,6 +370,7 @@ class StreamTest:
             ``dropped``: in no result; ``partial``: dropped from some sliding windows;
             ``counted``: late but still aggregated; ``late``: all of them.
         """
+        __tracebackhide__ = True
         self._begin(f"check_late(fate={fate!r})")
         if fate not in FATES_CHECKED:
             raise ValueError(f"unknown fate {fate!r}: use one of {', '.join(FATES_CHECKED)}")
@@ -410,6 +410,17 @@ def _added(offset: Any) -> int:
     if isinstance(offset, str):
         offset = json.loads(offset)
     return int((offset or {}).get("added", 0))
+
+
+def _state_row(row: Any, columns: list[str]) -> tuple[Any, ...]:
+    if isinstance(row, dict):
+        unknown = [k for k in row if k not in columns]
+        if unknown:
+            raise ValueError(f"state row {row!r} names unknown column(s) {unknown}; the state's columns are {columns}")
+        return tuple(row.get(c) for c in columns)
+    if not isinstance(row, (tuple, list)):
+        raise TypeError(f"state row {row!r} must be a tuple or a dict; the state's columns are {columns}")
+    return tuple(row)
 
 
 def _loose_rows(rows: Sequence[Any], columns: list[str]) -> list[tuple[Any, ...]]:
