@@ -234,3 +234,12 @@ def test_the_widget_adds_typed_rows_and_says_why_it_refuses_one(spark, testing):
     assert form.add() is None
     assert "Not added" in form.status.value and "'soon' is not a time" in form.status.value
     assert events.offset == 1
+
+
+@pytest.mark.parametrize("module", ["workbench.spark.stream_answers", "workbench.testing.recording"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed

@@ -179,7 +179,8 @@ class StreamTest:
         try:
             self._run()
         except Exception as exc:
-            raise AssertionError(f"{self._where(failing=True)}: the query failed: {summarize_error(str(exc))}") from None
+            reason = summarize_error(str(exc))
+            raise AssertionError(f"{self._where(failing=True)}: the query failed: {reason}") from None
         return self
 
     def expect_failure(self, match: str) -> StreamTest:
@@ -383,7 +384,10 @@ class StreamTest:
         if fate != "late":
             late = late[late["fate"] == fate]
         names = stream.schema.fieldNames()
-        actual = [inputs.key(*(r[n] for n in names)) for r in late.to_dict("records")]
+        # late_row_fates names the event-time column ``event_time`` whatever the input calls it.
+        when = self.plan.watermark_column if self.plan is not None else None
+        actual = [inputs.key(*(r["event_time"] if n == when else r[n] for n in names))
+                  for r in late.to_dict("records")]
         self._check(f"the {fate} late rows", inputs.rows(rows), actual)
         return self
 

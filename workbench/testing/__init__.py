@@ -16,12 +16,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["MemoryStream", "StreamTest", "record", "to_test"]
+__all__ = ["MemoryStream", "StreamTest", "to_test"]
 
 _LAZY = {
     "MemoryStream": ("workbench.testing.memory", "MemoryStream"),
     "StreamTest": ("workbench.spark.stream_test", "StreamTest"),
-    "record": ("workbench.testing.recording", "record"),
     "to_test": ("workbench.testing.recording", "to_test"),
 }
 

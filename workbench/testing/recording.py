@@ -75,8 +75,8 @@ def module_source(*, name: str, schema: str, query_source: str, output_mode: str
     --------
     >>> text = module_source(name="demo", schema="t timestamp, w string",
     ...     query_source="def query(df):\\n    return df", output_mode="append",
-    ...     steps=[{"rows": [("2024-01-01 12:07", "dog")], "watermark": None, "new_answer": [("2024-01-01 12:07", "dog")],
-    ...             "late": {}}], origin="an example")
+    ...     steps=[{"rows": [("2024-01-01 12:07", "dog")], "watermark": None,
+    ...             "new_answer": [("2024-01-01 12:07", "dog")], "late": {}}], origin="an example")
     >>> "def test_demo(stream_test):" in text and "check_new_answer" in text
     True
     """
