@@ -1,0 +1,245 @@
+"""workbench.testing on the suite's Spark: MemoryStream, each StreamTest step, failure messages, bad input.
+
+The guide's windowed word count (10-minute windows sliding every 5 minutes, a 10-minute
+watermark) is the query under test, with the expected rows written out by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "event_time timestamp, word string"
+
+
+def t(hm: str) -> str:
+    return f"2024-01-01 {hm}"
+
+
+def w(start: str, end: str) -> tuple[str, str]:
+    return (t(start), t(end))
+
+
+@pytest.fixture
+def testing(env):
+    import workbench.testing
+
+    return workbench.testing
+
+
+def word_counts(df, delay: str = "10 minutes"):
+    from pyspark.sql import functions as F
+
+    return df.withWatermark("event_time", delay).groupBy(F.window("event_time", "10 minutes", "5 minutes"),
+                                                         "word").count()
+
+
+def test_the_guides_word_count_step_by_step_with_a_restart(spark, testing):
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        (test.add(events, [(t("12:07"), "dog"), (t("12:08"), "owl")]).process()
+         .check_new_answer([]).check_watermark(t("11:58")).check_late([], fate="late")
+         .add(events, [(t("12:14"), "dog"), (t("12:09"), "cat")]).process()
+         .check_new_answer([]).check_watermark(t("12:04"))
+         .add(events, [(t("12:15"), "cat"), (t("12:08"), "dog"), (t("12:13"), "owl"), (t("12:21"), "owl")])
+         .process()
+         # The watermark passed 12:10 (12:21 - 10 min), and process() ran the no-data batch
+         # that emits the windows it closed.
+         .check_watermark(t("12:11"))
+         .check_new_answer([(w("12:00", "12:10"), "dog", 2), (w("12:00", "12:10"), "owl", 1),
+                            {"window": w("12:00", "12:10"), "word": "cat", "count": 1}])
+         # Behind the watermark 12:11: both windows of 12:04 and of 11:50 end by then.
+         .add(events, [(t("12:17"), "owl"), (t("12:04"), "donkey"), (t("11:50"), "rat")]).process()
+         .check_late([(t("12:04"), "donkey"), (t("11:50"), "rat")])
+         .check_new_answer([])
+         .restart()
+         .add(events, [(t("12:40"), "cat")]).process()
+         .check_watermark(t("12:30"))
+         # Counts made before the restart are in the windows emitted after it.
+         .check_new_answer([
+             (w("12:05", "12:15"), "cat", 1), (w("12:05", "12:15"), "dog", 3), (w("12:05", "12:15"), "owl", 2),
+             (w("12:10", "12:20"), "cat", 1), (w("12:10", "12:20"), "dog", 1), (w("12:10", "12:20"), "owl", 2),
+             (w("12:15", "12:25"), "cat", 1), (w("12:15", "12:25"), "owl", 2), (w("12:20", "12:30"), "owl", 1),
+         ])
+         .check_state([(t("12:35"), t("12:45"), "cat", 1), {"window_start": t("12:40"), "window_end": t("12:50"),
+                                                              "word": "cat", "count": 1}])
+         .check_answer([(w("12:00", "12:10"), "dog", 2), (w("12:00", "12:10"), "owl", 1),
+                        (w("12:00", "12:10"), "cat", 1),
+                        (w("12:05", "12:15"), "cat", 1), (w("12:05", "12:15"), "dog", 3),
+                        (w("12:05", "12:15"), "owl", 2), (w("12:10", "12:20"), "cat", 1),
+                        (w("12:10", "12:20"), "dog", 1), (w("12:10", "12:20"), "owl", 2),
+                        (w("12:15", "12:25"), "cat", 1), (w("12:15", "12:25"), "owl", 2),
+                        (w("12:20", "12:30"), "owl", 1)]))
+    assert events.offset == 5
+
+
+def test_one_batch_per_process_lets_the_guides_donkey_in(spark, testing):
+    # Without the no-data batch, the watermark that moved to 12:11 first acts on the batch
+    # after the donkey's: the donkey is filtered against 12:04 and counted, as in the replay.
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df), no_data_batches=False) as test:
+        test.add(events, [(t("12:07"), "dog"), (t("12:08"), "owl")]).process().check_watermark("1970-01-01")
+        test.add(events, [(t("12:14"), "dog")]).process().check_watermark(t("11:58"))
+        test.add(events, [(t("12:21"), "owl")]).process().check_watermark(t("12:04")).check_new_answer([])
+        test.add(events, [(t("12:04"), "donkey"), (t("11:50"), "rat")]).process()
+        test.check_watermark(t("12:11")).check_late([(t("12:04"), "donkey")], fate="counted")
+        test.check_late([(t("11:50"), "rat")])
+        test.check_new_answer([(w("11:55", "12:05"), "donkey", 1), (w("12:00", "12:10"), "donkey", 1),
+                               (w("12:00", "12:10"), "dog", 1), (w("12:00", "12:10"), "owl", 1)])
+    assert test.last_batch == 3
+
+
+def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
+    events = testing.MemoryStream(spark, "id int, name string")
+    assert events.add([(1, "a"), (2, "b")]) == 1
+    assert events.add([{"id": 3, "name": "c"}]) == 2
+    assert events.add([]) == 2
+    with testing.StreamTest(events.df) as test:
+        test.process().restart().restart()
+        test.add(events, pd.DataFrame({"name": ["d", "e"], "id": [4, 5]})).process().restart()
+        test.add(events, [(6, None)]).process()
+        test.check_answer([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, None)])
+        assert test.last_batch == 2, "a restart made Spark read something again"
+    assert events.rows() == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, None)]
+
+
+def assert_message(error: pytest.ExceptionInfo, *parts: str) -> str:
+    text = str(error.value)
+    for part in parts:
+        assert part in text, f"{part!r} not in the message:\n{text}"
+    assert not re.search(r"py4j|org\.apache|Traceback|\tat ", text), f"a JVM or Python stack in:\n{text}"
+    return text
+
+
+def test_failing_checks_name_the_step_batch_watermark_and_rows(spark, testing):
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        test.add(events, [(t("12:07"), "dog"), (t("12:21"), "owl")]).process()
+        with pytest.raises(AssertionError) as error:
+            test.check_new_answer([(w("12:00", "12:10"), "dog", 2), (w("12:00", "12:10"), "cat", 1)])
+        assert_message(error, "step 3, check_new_answer(), batch 1, watermark 2024-01-01 12:11",
+                       "missing:\n    (('2024-01-01 12:00', '2024-01-01 12:10'), 'cat', 1)\n"
+                       "    (('2024-01-01 12:00', '2024-01-01 12:10'), 'dog', 2)\n"
+                       "  unexpected:\n    (('2024-01-01 12:00', '2024-01-01 12:10'), 'dog', 1)")
+        with pytest.raises(AssertionError) as error:
+            test.check_watermark(t("12:10"))
+        assert_message(error, "check_watermark('2024-01-01 12:10'), batch 1",
+                       "the watermark is 2024-01-01 12:11, expected 2024-01-01 12:10")
+        with pytest.raises(AssertionError) as error:
+            test.check_answer([])
+        assert_message(error, "check_answer()", "missing:\n    (none)")
+        test.add(events, [(t("11:50"), "rat")]).process()
+        with pytest.raises(AssertionError) as error:
+            test.check_late([])
+        assert_message(error, "check_late(fate='dropped')", "unexpected:\n    ('2024-01-01 11:50', 'rat')")
+        with pytest.raises(AssertionError) as error:
+            test.check_state([])
+        assert_message(error, "check_state()", "the state ['window_start', 'window_end', 'word', 'count']",
+                       "('2024-01-01 12:15', '2024-01-01 12:25', 'owl', 1)")
+
+
+def test_a_failing_query_is_one_line_and_expect_failure_matches_it(spark, testing):
+    from pyspark.sql import functions as F
+
+    @F.udf("int")
+    def checked(value):
+        if value < 0:
+            raise ValueError(f"negative value {value}")
+        return value
+
+    events = testing.MemoryStream(spark, "value int")
+    with testing.StreamTest(events.df.select(checked("value").alias("value"))) as test:
+        test.add(events, [(1,)]).process().check_new_answer([(1,)])
+        test.add(events, [(-7,)]).expect_failure(r"negative value -7")
+        with pytest.raises(AssertionError) as error:
+            test.restart().process()
+        assert_message(error, "process(), batch 1, watermark none: the query failed: ValueError: negative value -7")
+        assert "\n" not in str(error.value)
+        with pytest.raises(AssertionError) as error:
+            test.expect_failure("too big")
+        assert_message(error, "the query failed, but not with 'too big': ValueError: negative value -7")
+    with testing.StreamTest(events.df) as fine:
+        with pytest.raises(AssertionError) as error:
+            fine.expect_failure("anything")
+        assert_message(error, "expected the query to fail with 'anything', but it processed batches [0]")
+
+
+def test_a_test_leaves_no_query_or_folder_behind_pass_or_fail(spark, testing):
+    events = testing.MemoryStream(spark, SCHEMA)
+    with pytest.raises(AssertionError):
+        with testing.StreamTest(word_counts(events.df)) as test:
+            test.add(events, [(t("12:07"), "dog")]).process().check_answer([])
+            test.check_watermark(t("09:00"))
+    assert not spark.streams.active
+    assert not os.path.exists(test.checkpoint)
+    test.close()  # twice is fine
+    folder = events.folder
+    events.close()
+    assert not os.path.exists(folder)
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda s, m: m(s, "event_time timestamp, word"), ValueError, "is not a valid DDL schema"),
+    (lambda s, m: m(s, 42), TypeError, "schema must be a DDL string"),
+    (lambda s, m: m(s, SCHEMA).add([("noon", "dog")]), ValueError, "column 'event_time': 'noon' is not a time"),
+    (lambda s, m: m(s, SCHEMA).add([(t("12:00"), 7)]), TypeError, "column 'word' is string: 7 is not a string"),
+    (lambda s, m: m(s, SCHEMA).add([(t("12:00"),)]), ValueError, "has 1 value(s); the stream's columns are"),
+    (lambda s, m: m(s, SCHEMA).add([{"when": t("12:00")}]), ValueError, "unknown column(s) ['when']"),
+    (lambda s, m: m(s, SCHEMA).add("dog"), TypeError, "rows must be a list of tuples or dicts"),
+    (lambda s, m: m(s, "n int").add([(True,)]), TypeError, "True is not a whole number"),
+])
+def test_memory_stream_refuses_bad_input_in_one_line(spark, testing, make, error, message):
+    with pytest.raises(error) as raised:
+        make(spark, testing.MemoryStream)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_stream_test_refuses_bad_input_before_starting(spark, testing):
+    events = testing.MemoryStream(spark, SCHEMA)
+    with pytest.raises(ValueError, match="not streaming"):
+        testing.StreamTest(spark.range(3))
+    with pytest.raises(ValueError, match="unknown output mode 'sometimes'"):
+        testing.StreamTest(events.df, output_mode="sometimes")
+    with pytest.raises(ValueError, match="cannot run this query in append mode"):
+        testing.StreamTest(events.df.groupBy("word").count())
+    test = testing.StreamTest(events.df)
+    try:
+        with pytest.raises(ValueError, match="unknown fate 'lost': use one of dropped, partial, counted, late"):
+            test.check_late([], fate="lost")
+        with pytest.raises(ValueError, match=r"match '\[window' is not a regular expression"):
+            test.expect_failure("[window")
+        with pytest.raises(ValueError, match=r"row \('dog',\) has 1 value\(s\); the result's columns are"):
+            test.check_answer([("dog",)])
+        with pytest.raises(TypeError, match="add needs a workbench.testing.MemoryStream"):
+            test.add(spark, [])
+    finally:
+        test.close()
+    assert not spark.streams.active
+
+
+def test_the_widget_adds_typed_rows_and_says_why_it_refuses_one(spark, testing):
+    events = testing.MemoryStream(spark, "event_time timestamp, word string, n int")
+    form = events.widget()
+    assert form is events.widget()
+    form.fields["event_time"].value, form.fields["word"].value, form.fields["n"].value = t("12:04"), "donkey", "3"
+    form.button.click()
+    assert events.rows() == [(pd.Timestamp(t("12:04")).to_pydatetime(), "donkey", 3)]
+    assert "Added at offset 1" in form.status.value
+    form.fields["event_time"].value = "soon"
+    assert form.add() is None
+    assert "Not added" in form.status.value and "'soon' is not a time" in form.status.value
+    assert events.offset == 1
+
+
+@pytest.mark.parametrize("module", ["workbench.spark.stream_answers", "workbench.testing.recording"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed

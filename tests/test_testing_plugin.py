@@ -1,0 +1,92 @@
+"""The pytest plugin from a clean folder, and a replay saved as a test that passes, then fails when changed.
+
+One pytest subprocess runs in an empty temporary folder (no conftest, no ini file) with
+three files: a test written by hand on the plugin's fixtures, the module ``to_test`` wrote
+from the guide's replay, and the same module with a 5-minute watermark. The plugin is found
+the way an installed workbench offers it: through its ``pytest11`` entry point, read from
+this checkout's pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+HAND_WRITTEN = '''
+def test_words(stream_test, spark):
+    events = stream_test.memory_stream("word string")
+    test = stream_test(events.df.groupBy("word").count(), output_mode="complete")
+    test.add(events, [("dog",), ("dog",), ("owl",)]).process().check_answer([("dog", 2), ("owl", 1)])
+    test.add(events, [{"word": "owl"}]).process().check_new_answer([("dog", 2), ("owl", 2)])
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+'''
+
+
+def plugin_entry_point(site: Path) -> None:
+    """Offer pyproject's pytest11 entry point from ``site``, as an installed package would."""
+    plugins = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert plugins == {"workbench": "workbench.testing.plugin"}
+    installed = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    if installed.get("workbench") == plugins["workbench"]:
+        return  # this environment's install has it already
+    info = site / "spark_streaming_workbench_checkout-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spark-streaming-workbench-checkout\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in plugins.items()))
+
+
+@pytest.fixture
+def recorded(env, tmp_path):
+    """The guide's replay stepped four times and saved with to_test."""
+    import workbench
+    import workbench.testing
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
+    try:
+        for _ in range(4):
+            panel.step()
+        written = workbench.testing.to_test(panel, folder / "test_guide_word_count.py")
+    finally:
+        panel.close()
+    return folder, written
+
+
+def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
+    folder, written = recorded
+    assert written == folder / "test_guide_word_count.py"
+    text = written.read_text()
+    assert "withWatermark('event_time', '10 minutes')" in text
+    assert "test.check_late([\n        ('2024-01-01 12:04', 'donkey'),\n    ], fate='counted')" in text
+    (folder / "test_guide_5_minutes.py").write_text(
+        text.replace("'10 minutes').groupBy", "'5 minutes').groupBy").replace("def test_guide_word_count",
+                                                                             "def test_guide_5_minutes"))
+    (folder / "test_words.py").write_text(HAND_WRITTEN)
+    site, temp = tmp_path / "site", tmp_path / "temp"
+    temp.mkdir()
+    plugin_entry_point(site)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(temp),
+           "PYTHONPATH": f"{REPO}:{site}", "JAVA_HOME": os.environ.get("JAVA_HOME", "")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+                          cwd=folder, capture_output=True, text=True, timeout=1200,
+                          env={k: v for k, v in env.items() if v})
+    out = done.stdout
+    assert "2 passed" in out and "1 failed" in out, out[-3000:]
+    assert "FAILED test_guide_5_minutes.py::test_guide_5_minutes" in out
+    # The changed watermark shows in the first batch that reports it, in the StreamTest's words.
+    assert ("AssertionError: step 9, check_watermark('2024-01-01 11:58'), batch 1, watermark 2024-01-01 12:03: "
+            "the watermark is 2024-01-01 12:03, expected 2024-01-01 11:58") in out, out[-3000:]
+    assert "stream_test.py" not in out, "pytest showed the StreamTest's own frames"
+    left = [p.name for p in temp.iterdir() if p.name.startswith("workbench-")]
+    assert not left, f"the test run left these behind: {left}"

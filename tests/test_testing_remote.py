@@ -1,0 +1,66 @@
+"""MemoryStream and StreamTest on a standalone cluster and through a Spark Connect server.
+
+Each Spark runs in its own processes (``tests.cluster_support``); a subprocess drives a
+StreamTest there with ``WORKBENCH_MASTER`` or ``SPARK_REMOTE`` set, as a user's test run
+would, and prints what it saw as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.cluster_support import REPO, SparkProcesses, user_env
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+#: Runs in the subprocess: three adds, a restart between the second and the third, and a
+#: windowed count whose state must survive the restart.
+SCRIPT = r"""
+import json, workbench
+from pyspark.sql import functions as F
+from workbench.testing import MemoryStream, StreamTest
+
+spark = workbench.session()
+events = MemoryStream(spark, "event_time timestamp, word string")
+seen = {}
+with StreamTest(events.df, output_mode="append") as plain:
+    plain.add(events, [("2024-01-01 12:00", "a"), ("2024-01-01 12:01", "b")]).process()
+    plain.add(events, [("2024-01-01 12:02", "c")]).process().restart()
+    plain.add(events, [("2024-01-01 12:03", "d"), ("2024-01-01 12:04", "e")]).process()
+    seen["rows"] = sorted(r[1] for r in plain.answer())
+more = MemoryStream(spark, "event_time timestamp, word string")
+counts = (more.df.withWatermark("event_time", "10 minutes")
+          .groupBy(F.window("event_time", "10 minutes"), "word").count())
+with StreamTest(counts) as test:
+    test.add(more, [("2024-01-01 12:01", "dog"), ("2024-01-01 12:02", "dog")]).process().restart()
+    test.add(more, [("2024-01-01 12:30", "owl")]).process()
+    test.check_watermark("2024-01-01 12:20")
+    test.check_answer([(("2024-01-01 12:00", "2024-01-01 12:10"), "dog", 2)])
+    seen["checks"] = "passed"
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def processes():
+    with SparkProcesses() as spark_processes:
+        yield spark_processes
+
+
+@pytest.mark.parametrize("kind", ["cluster", "connect"])
+def test_every_row_is_read_once_across_a_restart(processes, kind, tmp_path):
+    if kind == "cluster":
+        extra = {"WORKBENCH_MASTER": processes.start_cluster()}
+    else:
+        extra = {"SPARK_REMOTE": processes.start_connect()}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=900,
+                          env=user_env(**extra, TMPDIR=str(tmp_path)), cwd=REPO)
+    assert done.returncode == 0, f"the StreamTest on the {kind} failed:\n{done.stderr[-3000:]}"
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"rows": ["a", "b", "c", "d", "e"], "checks": "passed"}
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("workbench-")], \
+        "a memory stream or StreamTest folder was left behind"

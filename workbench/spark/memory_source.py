@@ -1,0 +1,111 @@
+"""What runs in Spark's Python workers for workbench.testing: the memory source and the batch saver.
+
+:class:`MemoryDataSource` (``workbench_memory``) is a Python data source
+(:class:`pyspark.sql.datasource.DataSourceStreamReader`) reading the numbered files a
+:class:`~workbench.spark.memory_stream.MemoryStream` writes: the offset is the number of
+files, batch ``(start, end]`` reads files ``start + 1 .. end``. :func:`batch_saver` is a
+``foreachBatch`` function keeping each batch's rows in a file named by batch id.
+
+Spark runs them in Python workers it starts itself: the driver's (``latestOffset``,
+``partitions``), the executors' (``read``), a Spark Connect server's (``foreachBatch``).
+This module is pickled by value, so those workers need pyspark and pandas, not the
+workbench; it imports nothing of the workbench for that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import tempfile
+import warnings
+from typing import Any, Callable, Iterator, Sequence
+
+from pyspark import cloudpickle
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver"]
+
+#: The data source name the workbench registers with each session.
+SOURCE_NAME = "workbench_memory"
+
+SUFFIX = ".pkl"
+
+
+def batch_count(folder: str) -> int:
+    """How many batches of rows ``folder`` holds (files are numbered from 1, never rewritten)."""
+    return sum(1 for name in os.listdir(folder) if name.endswith(SUFFIX))
+
+
+def batch_file(folder: str, index: int) -> str:
+    """The file of the ``index``-th batch added (from 1)."""
+    return os.path.join(folder, f"{index:09d}{SUFFIX}")
+
+
+def write_atomically(path: str, value: Any) -> None:
+    """Pickle ``value`` to ``path`` so that a reader sees all of it or nothing."""
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    with os.fdopen(fd, "wb") as handle:
+        pickle.dump(value, handle)
+    os.replace(temporary, path)
+
+
+class _MemoryReader(DataSourceStreamReader):
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def initialOffset(self) -> dict:
+        return {"added": 0}
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        # Every limit is read-all: a memory stream's next batch takes everything added.
+        return {"added": batch_count(self.folder)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        rows: list[tuple[Any, ...]] = []
+        for index in range(int(start["added"]) + 1, int(end["added"]) + 1):
+            with open(batch_file(self.folder, index), "rb") as handle:
+                rows.extend(pickle.load(handle))
+        # The rows travel in the partition: executors need no access to the folder.
+        return [InputPartition(rows)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        yield from partition.value
+
+    def commit(self, end: dict) -> None:
+        pass  # files stay until the stream is closed: a restart may read them again
+
+
+class MemoryDataSource(DataSource):
+    """The ``workbench_memory`` source: option ``folder``; the schema comes from ``.schema()``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        raise ValueError("a workbench_memory stream needs its schema: use workbench.testing.MemoryStream")
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return _MemoryReader(self.options["folder"])
+
+
+def batch_saver(folder: str) -> Callable[[Any, int], None]:
+    """A ``foreachBatch`` function keeping each batch's rows in ``folder/<batch id>.pkl``.
+
+    A batch replayed after a restart replaces its own file instead of counting twice.
+    """
+
+    def save(batch: Any, batch_id: int) -> None:
+        with warnings.catch_warnings():
+            # A failing batch fails the query, which says why; pyspark's warning about
+            # Arrow would only repeat it.
+            warnings.simplefilter("ignore", UserWarning)
+            records = batch.toPandas().to_dict("records")
+        write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), records)
+
+    return save
+
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -1,0 +1,242 @@
+"""A memory stream for Python: rows added from Python, read by the next micro-batch, exactly once.
+
+Built on Spark 4's Python data source API (:class:`pyspark.sql.datasource.DataSource` and
+:class:`~pyspark.sql.datasource.DataSourceStreamReader`). Each :meth:`MemoryStream.add`
+writes one immutable file, ``<n>.pkl``, into the stream's folder; the offset is the number
+of such files. Spark records the offsets each batch read in the query's checkpoint, so a
+query restarted from its checkpoint goes on from where it stopped and reads every row once,
+in the order it was added.
+
+The reader's driver-side methods (``latestOffset``, ``partitions``) run in a Python worker
+the Spark driver starts, not in this process: the folder must be readable by the Spark
+driver's machine (the same machine for the embedded Spark and a client-mode cluster; for a
+Spark Connect server, its machine must see the same path). Partitions carry their rows, so
+executors need no access to the folder; the source's code (:mod:`.memory_source`) travels
+pickled by value, so Spark's Python workers need pyspark, not the workbench.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import tempfile
+import weakref
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql.types import (
+    BinaryType, BooleanType, DataType, DateType, DecimalType, FractionalType, IntegralType, StringType,
+    StructType, TimestampNTZType, TimestampType,
+)
+
+from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, write_atomically
+
+__all__ = ["MemoryStream", "register_memory_source"]
+
+def register_memory_source(spark: Any) -> None:
+    """Register the ``workbench_memory`` data source with ``spark`` (idempotent)."""
+    spark.dataSource.register(MemoryDataSource)
+
+
+def _parse_schema(spark: Any, schema: Any) -> StructType:
+    if isinstance(schema, StructType):
+        return schema
+    if not isinstance(schema, str) or not schema.strip():
+        raise TypeError(f"schema must be a DDL string such as 'event_time timestamp, word string' or a "
+                        f"StructType, got {schema!r}")
+    try:
+        parsed = StructType.fromDDL(schema) if hasattr(StructType, "fromDDL") else None
+        if parsed is None:
+            parsed = spark.createDataFrame([], schema).schema
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"schema {schema!r} is not a valid DDL schema ({first[:200]}); write it like "
+                         "'event_time timestamp, word string'") from None
+    if not isinstance(parsed, StructType) or not parsed.fields:
+        raise ValueError(f"schema {schema!r} has no columns; write it like 'event_time timestamp, word string'")
+    return parsed
+
+
+def _time(value: Any, field: str, as_date: bool) -> Any:
+    import pandas as pd
+
+    if isinstance(value, str):
+        try:
+            stamp = pd.Timestamp(value)
+        except ValueError:
+            raise ValueError(f"column {field!r}: {value!r} is not a time; write times like "
+                             "'2024-01-01 12:07:00'") from None
+    elif isinstance(value, (datetime, date)):
+        stamp = pd.Timestamp(value)
+    else:
+        raise TypeError(f"column {field!r}: {value!r} is not a time; give a string like '2024-01-01 12:07:00', "
+                        "a datetime or a pandas Timestamp")
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_convert("UTC").tz_localize(None)
+    return stamp.date() if as_date else stamp.to_pydatetime()
+
+
+_PLAIN: list[tuple[type[DataType], tuple[type, ...], str]] = [
+    (BooleanType, (bool,), "True or False"),
+    (IntegralType, (int,), "a whole number"),
+    (FractionalType, (float, int), "a number"),
+    (DecimalType, (Decimal, int), "a Decimal"),
+    (StringType, (str,), "a string"),
+    (BinaryType, (bytes, bytearray), "bytes"),
+]
+
+
+def _value(value: Any, name: str, dtype: DataType) -> Any:
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalars from a pandas DataFrame
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return _time(value, name, as_date=False)
+    if isinstance(dtype, DateType):
+        return _time(value, name, as_date=True)
+    for spark_type, python_types, words in _PLAIN:
+        if isinstance(dtype, spark_type):
+            wrong = isinstance(value, bool) and spark_type is not BooleanType
+            if wrong or not isinstance(value, python_types):
+                raise TypeError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not {words}")
+            return float(value) if spark_type is FractionalType else value
+    return value  # nested types: Spark checks them when the batch reads them
+
+
+def _rows(rows: Any, schema: StructType) -> list[tuple[Any, ...]]:
+    import pandas as pd
+
+    names = schema.fieldNames()
+    if isinstance(rows, pd.DataFrame):
+        missing = [n for n in names if n not in rows.columns]
+        if missing:
+            raise ValueError(f"the DataFrame lacks column(s) {missing}; the stream's columns are {names}")
+        rows = [tuple(record) for record in rows[names].itertuples(index=False, name=None)]
+    elif isinstance(rows, (tuple, dict)) or not hasattr(rows, "__iter__") or isinstance(rows, str):
+        raise TypeError(f"rows must be a list of tuples or dicts, or a pandas DataFrame, got {rows!r}")
+    converted = []
+    for row in rows:
+        if isinstance(row, dict):
+            unknown = [k for k in row if k not in names]
+            if unknown:
+                raise ValueError(f"row {row!r} names unknown column(s) {unknown}; the stream's columns are {names}")
+            values = [row.get(n) for n in names]
+        elif isinstance(row, (tuple, list)):
+            if len(row) != len(names):
+                raise ValueError(f"row {tuple(row)!r} has {len(row)} value(s); the stream's columns are {names}")
+            values = list(row)
+        else:
+            raise TypeError(f"row {row!r} must be a tuple or a dict; the stream's columns are {names}")
+        converted.append(tuple(_value(v, f.name, f.dataType) for v, f in zip(values, schema.fields)))
+    return converted
+
+
+class MemoryStream:
+    """A streaming source fed from Python: rows added now are read by the next micro-batch.
+
+    Every row added is read exactly once and in order, also across a restart of the query
+    from its checkpoint. It uses Spark's Python data source API, so it needs Spark 4.0 or
+    later and pyarrow, and a Spark driver that reads this machine's file system (the
+    embedded Spark, a cluster in client mode, or a Spark Connect server on this machine or
+    sharing ``folder``).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose queries read the stream.
+    schema : str or pyspark.sql.types.StructType
+        The columns, e.g. ``"event_time timestamp, word string"``.
+    folder : str or path, optional
+        Where the added rows are kept; a private temporary folder (removed by
+        :meth:`close` or at exit) when left out. Give one that the Spark driver reads
+        when it runs elsewhere.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad schema or folder, before Spark starts anything.
+
+    Examples
+    --------
+    >>> events = MemoryStream(spark, "event_time timestamp, word string")   # doctest: +SKIP
+    >>> events.add([("2024-01-01 12:07", "dog"), ("2024-01-01 12:08", "owl")])  # doctest: +SKIP
+    1
+    >>> counts = events.df.groupBy("word").count()                          # doctest: +SKIP
+    """
+
+    def __init__(self, spark: Any, schema: str | StructType, *, folder: str | os.PathLike[str] | None = None) -> None:
+        self.schema = _parse_schema(spark, schema)
+        if folder is None:
+            self.folder = tempfile.mkdtemp(prefix="workbench-memory-stream-")
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
+        else:
+            if not isinstance(folder, (str, os.PathLike)):
+                raise TypeError(f"folder must be a path, got {folder!r}")
+            self.folder = os.path.abspath(os.fspath(folder))
+            os.makedirs(self.folder, exist_ok=True)
+            self._cleanup = None
+        self._spark = spark
+        register_memory_source(spark)
+        self.df = (spark.readStream.format(SOURCE_NAME).schema(self.schema)
+                   .option("folder", self.folder).load())
+
+    @property
+    def offset(self) -> int:
+        """The offset reached so far: how many non-empty :meth:`add` calls there were."""
+        return batch_count(self.folder)
+
+    def add(self, rows: Any) -> int:
+        """Append rows for the next micro-batch; return the offset reached.
+
+        Parameters
+        ----------
+        rows : list of tuple or dict, or pandas.DataFrame
+            Tuples in the schema's column order, dicts by column name (missing columns are
+            null), or a DataFrame with the schema's columns. Times may be strings such as
+            ``"2024-01-01 12:07"`` (UTC), datetimes or pandas Timestamps.
+
+        Returns
+        -------
+        int
+            The offset after these rows; adding no rows returns the current offset.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A row that does not fit the schema, naming the value and the column; nothing
+            is added then.
+
+        Examples
+        --------
+        >>> events.add([{"event_time": "2024-01-01 12:04", "word": "donkey"}])   # doctest: +SKIP
+        2
+        """
+        converted = _rows(rows, self.schema)
+        if not converted:
+            return self.offset
+        index = self.offset + 1
+        write_atomically(batch_file(self.folder, index), converted)
+        return index
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every row added so far, in order (as converted to the schema's types)."""
+        return [row for batch in self.batches() for row in batch]
+
+    def batches(self) -> list[list[tuple[Any, ...]]]:
+        """The rows of each :meth:`add`, in order: ``batches()[k]`` reached offset ``k + 1``."""
+        out = []
+        for index in range(1, self.offset + 1):
+            with open(batch_file(self.folder, index), "rb") as handle:
+                out.append(pickle.load(handle))
+        return out
+
+    def close(self) -> None:
+        """Remove the private folder of added rows (a folder given by the caller is kept)."""
+        if self._cleanup is not None:
+            self._cleanup()
+
+    def __repr__(self) -> str:
+        return f"<MemoryStream {self.schema.simpleString()} offset={self.offset}>"

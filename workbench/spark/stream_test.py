@@ -1,0 +1,449 @@
+"""StreamTest: run a streaming query one step at a time and check each batch's answer.
+
+Spark's Scala suites test streaming queries with a ``StreamTest`` DSL; this is that for
+Python. A :class:`StreamTest` runs the query with a private checkpoint and a sink that keeps
+each batch's rows by batch id, so a batch replayed after a restart replaces itself instead
+of counting twice. (Spark's memory sink cannot restart from a checkpoint in append or
+update mode: measured on 4.3.) Steps return the test, so they chain; a failing check raises
+``AssertionError`` naming the step, the batch, its watermark and the rows missing and
+unexpected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import shutil
+import tempfile
+import weakref
+from itertools import count
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ..errors import summarize_error
+from ..options import check_output_mode
+from ..progress import BatchProgress
+from .memory_source import batch_saver
+from .memory_stream import MemoryStream
+from .plan import output_mode_problem, plan_facts
+from .progress_source import progress_json
+from .replay_late import classify_late_rows
+from .starting import check_streaming_frame
+from .stream_answers import Columns, as_time, describe_rows, row_diff, show_time
+
+__all__ = ["StreamTest", "FATES_CHECKED"]
+
+#: The fates :meth:`StreamTest.check_late` can check (see :mod:`workbench.replay.late`).
+FATES_CHECKED = ("dropped", "partial", "counted", "late")
+
+_NAMES = count()
+
+#: Spark's (internal) setting for the watermark-only batches of a running query.
+_NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+class StreamTest:
+    """Run ``df`` as a streaming query one step at a time, with exact per-batch answers.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The streaming query under test, usually built on :class:`MemoryStream` inputs.
+    output_mode : {"append", "update", "complete"}, default "append"
+    no_data_batches : bool, default True
+        Whether :meth:`process` also runs the watermark-only batch Spark runs when the
+        watermark moves (a query left running does). ``False`` runs exactly one batch
+        per :meth:`process`, with everything added since, as the replay panel's Step
+        does; the moved watermark then first acts on the next batch.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a DataFrame that is not streaming or an unknown output mode, before any query
+        starts; ``ValueError`` with Spark's reason when the query cannot run in that mode.
+
+    Examples
+    --------
+    >>> events = MemoryStream(spark, "event_time timestamp, word string")       # doctest: +SKIP
+    >>> counts = (events.df.withWatermark("event_time", "10 minutes")          # doctest: +SKIP
+    ...           .groupBy(F.window("event_time", "10 minutes"), "word").count())
+    >>> with StreamTest(counts) as test:                                         # doctest: +SKIP
+    ...     (test.add(events, [("2024-01-01 12:07", "dog")]).process().check_new_answer([])
+    ...          .add(events, [("2024-01-01 12:21", "owl")]).process()
+    ...          .check_watermark("2024-01-01 12:11")
+    ...          .check_new_answer([(("2024-01-01 12:00", "2024-01-01 12:10"), "dog", 1)]))
+    """
+
+    def __init__(self, df: Any, output_mode: str = "append", *, no_data_batches: bool = True) -> None:
+        check_streaming_frame(df)
+        mode = check_output_mode(output_mode) or "append"
+        problem = output_mode_problem(df, mode)
+        if problem is not None:
+            raise ValueError(f"Spark cannot run this query in {mode} mode: {summarize_error(problem)}")
+        self.df = df
+        self.output_mode = mode
+        if not isinstance(no_data_batches, bool):
+            raise TypeError(f"no_data_batches must be True or False, got {no_data_batches!r}")
+        self.no_data_batches = no_data_batches
+        self.columns = Columns(df.schema)
+        self.plan = plan_facts(df)
+        self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
+        self._folder = tempfile.mkdtemp(prefix="workbench-stream-test-")
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
+        self.checkpoint = os.path.join(self._folder, "checkpoint")
+        self._results = os.path.join(self._folder, "batches")
+        os.makedirs(self._results)
+        self._query: Any = None
+        self._streams: list[MemoryStream] = []
+        self._progress: dict[int, dict[str, Any]] = {}   # batch id -> Spark's progress JSON
+        self._last_process: list[int] = []               # the batch ids the last process() ran
+        self._answered = -1                              # the last batch check_new_answer covered
+        self._steps = 0
+        self._step = ""
+
+    # -- running ---------------------------------------------------------------------------
+
+    def _begin(self, step: str) -> None:
+        self._steps += 1
+        self._step = f"step {self._steps}, {step}"
+
+    def _start(self) -> None:
+        if self._query is not None and self._query.isActive:
+            return
+        writer = (self.df.writeStream.queryName(self.name).outputMode(self.output_mode)
+                  .option("checkpointLocation", self.checkpoint).foreachBatch(batch_saver(self._results)))
+        if self.no_data_batches:
+            self._query = writer.start()
+            return
+        # A query reads this setting when it starts (its session is cloned then), so it
+        # is set only around the start: other queries of the session keep Spark's default.
+        conf = self.df.sparkSession.conf
+        before = conf.get(_NO_DATA_BATCHES, None)
+        conf.set(_NO_DATA_BATCHES, "false")
+        try:
+            self._query = writer.start()
+        finally:
+            if before is None:
+                conf.unset(_NO_DATA_BATCHES)
+            else:
+                conf.set(_NO_DATA_BATCHES, before)
+
+    def add(self, stream: MemoryStream, rows: Any) -> StreamTest:
+        """Add ``rows`` to ``stream`` (see :meth:`MemoryStream.add`); the next :meth:`process` reads them.
+
+        Examples
+        --------
+        >>> test.add(events, [("2024-01-01 12:07", "dog")])    # doctest: +SKIP
+        """
+        self._begin(f"add({len(rows) if hasattr(rows, '__len__') else '?'} rows)")
+        if not isinstance(stream, MemoryStream):
+            raise TypeError(f"add needs a workbench.testing.MemoryStream, got {type(stream).__name__}")
+        stream.add(rows)
+        if stream not in self._streams:
+            self._streams.append(stream)
+        return self
+
+    def _run(self) -> None:
+        before = max(self._progress, default=-1)
+        self._start()
+        try:
+            self._query.processAllAvailable()
+        finally:
+            self._collect_progress()
+        self._last_process = [b for b in sorted(self._progress) if b > before]
+
+    def _collect_progress(self) -> None:
+        if self._query is None:
+            return
+        for progress in self._query.recentProgress:
+            raw = progress_json(progress)
+            if not BatchProgress.from_json(raw).is_idle_report:
+                self._progress[int(raw["batchId"])] = raw
+
+    def process(self) -> StreamTest:
+        """Run until every row added so far is processed, and no further.
+
+        That includes the no-data batch Spark runs when the watermark moves, so windows
+        the watermark closed are already emitted.
+
+        Raises
+        ------
+        AssertionError
+            When the query fails; one line with the step and Spark's reason.
+        """
+        __tracebackhide__ = True  # pytest shows the failing step, not this method
+        self._begin("process()")
+        try:
+            self._run()
+        except Exception as exc:
+            reason = summarize_error(str(exc))
+            raise AssertionError(f"{self._where(failing=True)}: the query failed: {reason}") from None
+        return self
+
+    def expect_failure(self, match: str) -> StreamTest:
+        """Process, and check that the query fails with an error matching ``match`` (a regex).
+
+        Examples
+        --------
+        >>> test.add(events, [(None, "dog")]).expect_failure("null")    # doctest: +SKIP
+        """
+        __tracebackhide__ = True
+        self._begin(f"expect_failure({match!r})")
+        try:
+            pattern = re.compile(match)
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"match {match!r} is not a regular expression: {exc}") from None
+        try:
+            self._run()
+        except Exception as exc:
+            text = str(exc)
+            if not pattern.search(text):
+                raise AssertionError(f"{self._where(failing=True)}: the query failed, but not with {match!r}: "
+                                     f"{summarize_error(text)}") from None
+            self._stop()
+            return self
+        raise AssertionError(f"{self._where()}: expected the query to fail with {match!r}, but it processed "
+                             f"batches {self._last_process or 'none'} without error")
+
+    def restart(self) -> StreamTest:
+        """Stop the query and start it again from its checkpoint; state and offsets carry over."""
+        __tracebackhide__ = True
+        self._begin("restart()")
+        self._stop()
+        self._start()
+        return self
+
+    def _stop(self) -> None:
+        if self._query is not None:
+            try:
+                self._query.stop()
+            finally:
+                self._collect_progress()
+                self._query = None
+
+    # -- what happened ---------------------------------------------------------------------
+
+    def _batch_rows(self, batch_id: int) -> list[dict[str, Any]]:
+        path = os.path.join(self._results, f"{batch_id}.pkl")
+        if not os.path.exists(path):
+            return []
+        with open(path, "rb") as handle:
+            return pickle.load(handle)
+
+    def _batches(self) -> list[int]:
+        return sorted(int(name[:-4]) for name in os.listdir(self._results) if name.endswith(".pkl"))
+
+    @property
+    def last_batch(self) -> int | None:
+        """The id of the last batch that ran, or None before the first."""
+        return max(self._progress, default=None)
+
+    def watermark(self) -> pd.Timestamp | None:
+        """The watermark the last batch reported (Spark's ``eventTime.watermark``), or None."""
+        last = self.last_batch
+        if last is None:
+            return None
+        record = BatchProgress.from_json(self._progress[last])
+        return None if record.watermark is None else pd.Timestamp(record.watermark).tz_convert("UTC").tz_localize(None)
+
+    def _where(self, failing: bool = False) -> str:
+        """``step N, <step>, batch B, watermark W``: where a check or a batch failed."""
+        last = self.last_batch
+        batch = (0 if last is None else last + 1) if failing else last
+        if batch is None:
+            return f"{self._step}, before the first batch"
+        mark = self.watermark()
+        return f"{self._step}, batch {batch}, watermark {'none' if mark is None else show_time(mark)}"
+
+    def _check(self, what: str, expected: Sequence[Any], actual: list[tuple[Any, ...]]) -> None:
+        __tracebackhide__ = True
+        missing, unexpected = row_diff(expected, actual)
+        if missing or unexpected:
+            raise AssertionError(f"{self._where()}: {what} differs\n  missing:\n{describe_rows(missing)}\n"
+                                 f"  unexpected:\n{describe_rows(unexpected)}")
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def check_new_answer(self, rows: Sequence[Any]) -> StreamTest:
+        """Check the rows emitted since the previous answer check (order ignored).
+
+        Examples
+        --------
+        >>> test.process().check_new_answer([(("2024-01-01 12:00", "2024-01-01 12:10"), "dog", 1)])  # doctest: +SKIP
+        """
+        __tracebackhide__ = True
+        self._begin("check_new_answer()")
+        expected = self.columns.rows(rows)
+        new = [b for b in self._batches() if b > self._answered]
+        actual = [self.columns.row(r) for b in new for r in self._batch_rows(b)]
+        self._answered = max([self._answered, *new, self.last_batch if self.last_batch is not None else -1])
+        self._check("the new answer", expected, actual)
+        return self
+
+    def answer(self) -> list[tuple[Any, ...]]:
+        """The whole result so far: every batch's rows; in complete mode the last batch's table."""
+        batches = self._batches()
+        if self.output_mode == "complete":
+            batches = batches[-1:]
+        return [self.columns.row(r) for b in batches for r in self._batch_rows(b)]
+
+    def check_answer(self, rows: Sequence[Any]) -> StreamTest:
+        """Check the whole result so far (order ignored); in complete mode the current table."""
+        __tracebackhide__ = True
+        self._begin("check_answer()")
+        expected = self.columns.rows(rows)
+        self._answered = max([self._answered, *self._batches()])
+        self._check("the answer", expected, self.answer())
+        return self
+
+    def check_watermark(self, expected: Any) -> StreamTest:
+        """Check the watermark the last batch reported (a time, e.g. ``"2024-01-01 12:11"``; None: none)."""
+        __tracebackhide__ = True
+        self._begin(f"check_watermark({expected!r})")
+        want = None if expected is None else as_time(expected, "watermark")
+        got = self.watermark()
+        if want != got:
+            shown = "none" if got is None else show_time(got)
+            raise AssertionError(f"{self._where()}: the watermark is {shown}, expected "
+                                 f"{'none' if want is None else show_time(want)}")
+        return self
+
+    def check_state(self, rows: Sequence[Any], operator: int | str | None = None) -> StreamTest:
+        """Check the rows a stateful operator holds after the last batch (order ignored).
+
+        Rows are given in the state inspector's columns (keys, then values, e.g.
+        ``(window_start, window_end, word, count)``), as tuples or dicts.
+        """
+        __tracebackhide__ = True
+        self._begin("check_state()")
+        from .state import StateInspector
+
+        inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)
+        table = inspector.state(operator=operator).drop(columns=["partition_id"], errors="ignore")
+        columns = list(table.columns)
+        normal = _loose_rows([_state_row(r, columns) for r in rows], columns)
+        actual = _loose_rows([tuple(r) for r in table.itertuples(index=False, name=None)], columns)
+        missing, unexpected = row_diff(normal, actual)
+        if missing or unexpected:
+            raise AssertionError(f"{self._where()}: the state {columns} differs\n  missing:\n"
+                                 f"{describe_rows(missing)}\n  unexpected:\n{describe_rows(unexpected)}")
+        return self
+
+    def late_rows(self) -> pd.DataFrame:
+        """Every input row the query's batches read behind the watermark, with its fate.
+
+        The columns of ``workbench.replay.late.late_row_fates``; one input (the first
+        memory stream added to) is followed.
+        """
+        if not self._streams or self.plan is None or self.plan.watermark_column is None:
+            return pd.DataFrame(columns=["batch", "batch_id", "value", "fate"])
+        stream = self._streams[0]
+        added = stream.batches()
+        names = stream.schema.fieldNames()
+        inputs, data_batches = [], []
+        for batch_id in sorted(self._progress):
+            source = (self._progress[batch_id].get("sources") or [{}])[0]
+            start = _added(source.get("startOffset"))
+            end = _added(source.get("endOffset"))
+            rows = [row for batch in added[start:end] for row in batch]
+            if not rows:
+                continue
+            for row in rows:
+                inputs.append({"batch": len(data_batches), **dict(zip(names, row))})
+            data_batches.append(batch_id)
+        frame = pd.DataFrame(inputs, columns=["batch", *names])
+        frame.insert(1, "value", range(len(frame)))
+        records = [BatchProgress.from_json(self._progress[b]) for b in sorted(self._progress)]
+        return classify_late_rows(frame, event_time=self.plan.watermark_column, records=records,
+                                  data_batches=data_batches, plan=self.plan, output_mode=self.output_mode)
+
+    def check_late(self, rows: Sequence[Any], fate: str = "dropped") -> StreamTest:
+        """Check the input rows the last :meth:`process` read behind the watermark.
+
+        Parameters
+        ----------
+        rows : list of tuple or dict
+            Input rows, in the memory stream's columns.
+        fate : {"dropped", "partial", "counted", "late"}, default "dropped"
+            ``dropped``: in no result; ``partial``: dropped from some sliding windows;
+            ``counted``: late but still aggregated; ``late``: all of them.
+        """
+        __tracebackhide__ = True
+        self._begin(f"check_late(fate={fate!r})")
+        if fate not in FATES_CHECKED:
+            raise ValueError(f"unknown fate {fate!r}: use one of {', '.join(FATES_CHECKED)}")
+        if not self._streams:
+            raise ValueError("check_late needs rows added through test.add(stream, rows)")
+        stream = self._streams[0]
+        inputs = Columns(stream.schema)
+        late = self.late_rows()
+        late = late[late["batch_id"].isin(self._last_process)]
+        if fate != "late":
+            late = late[late["fate"] == fate]
+        names = stream.schema.fieldNames()
+        # late_row_fates names the event-time column ``event_time`` whatever the input calls it.
+        when = self.plan.watermark_column if self.plan is not None else None
+        actual = [inputs.key(*(r["event_time"] if n == when else r[n] for n in names))
+                  for r in late.to_dict("records")]
+        self._check(f"the {fate} late rows", inputs.rows(rows), actual)
+        return self
+
+    # -- cleanup ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the query and remove its checkpoint and kept batches. Safe to call twice."""
+        try:
+            self._stop()
+        finally:
+            self._cleanup()
+
+    def __enter__(self) -> StreamTest:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<StreamTest {self.name} {self.output_mode} last_batch={self.last_batch}>"
+
+
+def _added(offset: Any) -> int:
+    if isinstance(offset, str):
+        offset = json.loads(offset)
+    return int((offset or {}).get("added", 0))
+
+
+def _state_row(row: Any, columns: list[str]) -> tuple[Any, ...]:
+    if isinstance(row, dict):
+        unknown = [k for k in row if k not in columns]
+        if unknown:
+            raise ValueError(f"state row {row!r} names unknown column(s) {unknown}; the state's columns are {columns}")
+        return tuple(row.get(c) for c in columns)
+    if not isinstance(row, (tuple, list)):
+        raise TypeError(f"state row {row!r} must be a tuple or a dict; the state's columns are {columns}")
+    return tuple(row)
+
+
+def _loose_rows(rows: Sequence[Any], columns: list[str]) -> list[tuple[Any, ...]]:
+    out = []
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"state row {tuple(row)!r} has {len(row)} value(s); the state's columns are {columns}")
+        out.append(tuple(_loose(v) for v in row))
+    return out
+
+
+def _loose(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return show_time(pd.Timestamp(value)) if re.match(r"\d{4}-\d\d-\d\d[ T]\d", value) else value
+        except ValueError:
+            return value
+    if isinstance(value, pd.Timestamp) or hasattr(value, "isoformat") and not isinstance(value, str):
+        return show_time(value)
+    if hasattr(value, "item"):
+        return value.item()
+    return value

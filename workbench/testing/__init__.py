@@ -1,0 +1,32 @@
+"""Streaming queries under test: a memory stream, a step-by-step StreamTest, a pytest plugin.
+
+>>> import workbench.testing as wt                                          # doctest: +SKIP
+>>> events = wt.MemoryStream(spark, "event_time timestamp, word string")    # doctest: +SKIP
+>>> counts = events.df.withWatermark("event_time", "10 minutes").groupBy("word").count()  # doctest: +SKIP
+>>> with wt.StreamTest(counts, output_mode="update") as test:               # doctest: +SKIP
+...     test.add(events, [("2024-01-01 12:07", "dog")]).process().check_new_answer([("dog", 1)])
+
+Installing the workbench registers the pytest plugin :mod:`workbench.testing.plugin`
+(fixtures ``spark`` and ``stream_test``). Importing this package does not import pyspark;
+the first use of a name that needs Spark does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["MemoryStream", "StreamTest", "to_test"]
+
+_LAZY = {
+    "MemoryStream": ("workbench.testing.memory", "MemoryStream"),
+    "StreamTest": ("workbench.spark.stream_test", "StreamTest"),
+    "to_test": ("workbench.testing.recording", "to_test"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'workbench.testing' has no attribute {name!r}")

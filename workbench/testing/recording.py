@@ -1,0 +1,222 @@
+"""Save a run as a test: a replay turned into a readable pytest module that checks what was seen.
+
+:func:`to_test` reads a replay run (or its panel) after its steps: each data batch's input
+rows, the answer it emitted, the watermark it reported and the fates of its late rows. It
+writes a pytest module that feeds the same rows to a :class:`~workbench.testing.MemoryStream`
+one batch per step, runs the same query in a :class:`~workbench.testing.StreamTest` (one
+batch per ``process()``, as the panel's Step runs them) and checks each of those. The module
+passes as written and fails, with the StreamTest's message, when the query changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import os
+import re
+import textwrap
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ..replay.late import FATES
+from ..replay.spec import WindowCount
+from ..replay.values import duration_text
+
+__all__ = ["to_test", "module_source"]
+
+
+def _literal(value: Any) -> str:
+    if value is None or (not isinstance(value, (list, tuple, dict, str)) and pd.isna(value) is True):
+        return "None"
+    if isinstance(value, pd.Timestamp) or hasattr(value, "isoformat") and not isinstance(value, str):
+        stamp = pd.Timestamp(value)
+        if stamp.tzinfo is not None:
+            stamp = stamp.tz_convert("UTC").tz_localize(None)
+        text = stamp.isoformat(sep=" ")
+        return repr(text[:-3] if text.endswith(":00") and len(text) == 19 else text)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+def _rows_literal(rows: Sequence[tuple[Any, ...]], indent: str, *, ordered: bool = False) -> str:
+    if not rows:
+        return "[]"
+    if not ordered:  # answers compare as multisets: sorted, they read better
+        rows = sorted(rows, key=lambda r: _literal(tuple(r)))
+    lines = [f"{indent}    {_literal(tuple(r))}," for r in rows]
+    return "[\n" + "\n".join(lines) + f"\n{indent}]"
+
+
+def module_source(*, name: str, schema: str, query_source: str, output_mode: str,
+                       steps: Sequence[dict[str, Any]], origin: str) -> str:
+    """The text of a pytest module that replays ``steps`` and checks each one.
+
+    Parameters
+    ----------
+    name : str
+        The test function is ``test_<name>``.
+    schema : str
+        The input's DDL schema.
+    query_source : str
+        Python source defining ``query(df)``; may use ``F`` (``pyspark.sql.functions``).
+    output_mode : str
+    steps : list of dict
+        One per batch: ``rows`` (input tuples), ``watermark`` (a time or None),
+        ``new_answer`` (result tuples) and ``late`` (``{fate: input tuples}``).
+    origin : str
+        What the test was recorded from, for its docstring.
+
+    Examples
+    --------
+    >>> text = module_source(name="demo", schema="t timestamp, w string",
+    ...     query_source="def query(df):\\n    return df", output_mode="append",
+    ...     steps=[{"rows": [("2024-01-01 12:07", "dog")], "watermark": None,
+    ...             "new_answer": [("2024-01-01 12:07", "dog")], "late": {}}], origin="an example")
+    >>> "def test_demo(stream_test):" in text and "check_new_answer" in text
+    True
+    """
+    out = [f'"""Recorded from {origin} by workbench.testing.to_test.', "",
+           "Each step adds one batch of the recorded input, runs exactly one micro-batch, and checks",
+           "the rows it emitted, the watermark it reported and the input rows it read behind the",
+           "watermark. Change the query and the step where its behaviour differs fails.",
+           '"""', "", "from pyspark.sql import functions as F  # noqa: F401  (the query may use it)", "",
+           f"SCHEMA = {schema!r}", "", "", query_source.rstrip(), "", "",
+           f"def test_{name}(stream_test):",
+           "    events = stream_test.memory_stream(SCHEMA)",
+           f"    test = stream_test(query(events.df), output_mode={output_mode!r}, no_data_batches=False)"]
+    indent = "    "
+    for number, step in enumerate(steps):
+        out += ["", f"    # batch {number}",
+                f"    test.add(events, {_rows_literal(step['rows'], indent, ordered=True)}).process()",
+                f"    test.check_new_answer({_rows_literal(step['new_answer'], indent)})",
+                f"    test.check_watermark({_literal(step['watermark'])})"]
+        late = step.get("late") or {}
+        for fate in FATES:
+            if late.get(fate):
+                out.append(f"    test.check_late({_rows_literal(late[fate], indent)}, fate={fate!r})")
+        if not any(late.values()):
+            out.append("    test.check_late([], fate='late')")
+    return "\n".join(out) + "\n"
+
+
+def _window_count_source(query: WindowCount) -> str:
+    head = f"df.withWatermark({query.time_column!r}, {duration_text(query.watermark)!r})" \
+        if query.watermark is not None else "df"
+    window = (f"F.window({query.time_column!r}, {duration_text(query.window)!r}, "
+              f"{duration_text(query.slide)!r})")
+    grouping = ", ".join([window, *(repr(k) for k in query.keys)])
+    return f"def query(df):\n    return {head}.groupBy({grouping}).count()"
+
+
+def _function_source(query: Any) -> str:
+    try:
+        source = textwrap.dedent(inspect.getsource(query))
+    except (OSError, TypeError):
+        source = ""
+    name = getattr(query, "__name__", "")
+    if not source.startswith("def ") or not name.isidentifier() or name == "<lambda>":
+        raise ValueError("cannot read the query function's source (a lambda, or defined in a notebook cell "
+                         "Python cannot read back): pass query_source='def query(df):\\n    return ...'")
+    return source if name == "query" else f"{source.rstrip()}\n\n\nquery = {name}"
+
+
+def _result_row(record: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+    values = []
+    for column in columns:
+        if column in record:
+            values.append(record[column])
+        elif f"{column}_start" in record and f"{column}_end" in record:
+            values.append((record[f"{column}_start"], record[f"{column}_end"]))
+        else:
+            raise ValueError(f"the run's results have no column {column!r}: {sorted(record)}")
+    return tuple(values)
+
+
+def _ddl(schema: Any) -> str:
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
+
+
+def _test_name(text: str) -> str:
+    name = re.sub(r"\W+", "_", text).strip("_").lower() or "recorded_run"
+    return f"{name}_" if keyword.iskeyword(name) or name[0].isdigit() else name
+
+
+def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None = None,
+            name: str | None = None) -> Path:
+    """Write a pytest module that replays ``run``'s input batch by batch and checks what it saw.
+
+    Parameters
+    ----------
+    run : ReplayPanel or ReplayRun
+        A replay stepped at least once with Step (a run whose Play ran watermark-only batches
+        cannot be repeated one batch per step, and is refused).
+    path : str or path
+        The file to write (``test_*.py`` for pytest to collect it); its folder must exist.
+    query_source : str, optional
+        Source defining ``query(df)``, for a query function whose source Python cannot
+        read (a lambda). A :class:`~workbench.replay.WindowCount` and a ``def`` in a file
+        need none.
+    name : str, optional
+        The test is ``test_<name>``; defaults to the run's name.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For something that is not a replay, a run with no batches, or a folder that
+        does not exist; nothing is written then.
+
+    Examples
+    --------
+    >>> panel = workbench.replay_panel(workbench.scenarios.guide_word_count())   # doctest: +SKIP
+    >>> for _ in range(4):                                                      # doctest: +SKIP
+    ...     panel.step()
+    >>> workbench.testing.to_test(panel, "tests/test_guide_word_count.py")     # doctest: +SKIP
+    PosixPath('tests/test_guide_word_count.py')
+    """
+    run = getattr(run, "run", run)
+    if not all(hasattr(run, attr) for attr in ("raw_progress", "inputs", "batch_results", "late_rows", "input_df")):
+        raise TypeError(f"to_test needs a replay panel or run (workbench.replay_panel(...)), got {type(run).__name__}")
+    target = Path(os.fspath(path))
+    if not target.parent.is_dir():
+        raise ValueError(f"folder {str(target.parent)!r} does not exist: create it or write the test elsewhere")
+    records = run.raw_progress.records()
+    if not records:
+        raise ValueError(f"replay {run.name!r} has run no batch yet: step it first")
+    if any(r.num_input_rows == 0 for r in records):
+        raise ValueError(f"replay {run.name!r} ran watermark-only batches (Play): reset it and use Step, which "
+                         "runs one batch with input per step, so the test can repeat it")
+    if query_source is None:
+        query_source = _window_count_source(run.query) if isinstance(run.query, WindowCount) \
+            else _function_source(run.query)
+    input_columns = list(run.input_df.columns)
+    result_columns = list(run.df.columns)
+    inputs = run.inputs()
+    results = run.batch_results()
+    late = run.late_rows()
+    steps = []
+    for index, record in enumerate(sorted(records, key=lambda r: r.batch_id)):
+        rows = inputs[inputs["batch"] == index][input_columns]
+        batch_late = late[late["batch_id"] == record.batch_id] if len(late) else late
+        steps.append({
+            "rows": [tuple(r) for r in rows.itertuples(index=False, name=None)],
+            "watermark": record.watermark,
+            "new_answer": [_result_row(r, result_columns)
+                           for r in results.get(record.batch_id, pd.DataFrame()).to_dict("records")],
+            "late": {fate: [tuple(r[c] for c in input_columns) for r in batch_late.to_dict("records")
+                            if r["fate"] == fate] for fate in FATES},
+        })
+    text = module_source(name=_test_name(name or run.name), schema=_ddl(run.input_df.schema),
+                              query_source=query_source, output_mode=run.output_mode or "append",
+                              steps=steps, origin=f"replay {run.name!r}")
+    target.write_text(text)
+    return target
