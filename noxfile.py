@@ -11,7 +11,7 @@ virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
 * ``smoke(pyspark)``: the tests that catch a broken pyspark quickly (:data:`SMOKE`);
   ``.ci/run`` runs it on every pyspark but the newest, whose full suite runs anyway.
 * ``spark(pyspark)``: the whole suite but the browser tests, notebooks included.
-* ``browser(jupyterlab)``: the browser tests (and the notebooks they open) on a JupyterLab;
+* ``browser(jupyterlab)``: the extension's and the browser tests (:data:`BROWSER`) on a JupyterLab;
   ``.ci/run`` runs it on the oldest, the full suite covers the newest.
 * ``wheel``: builds the wheel and sdist and checks them in a virtualenv without Node
   (``tests/test_wheel.py``).
@@ -40,7 +40,12 @@ SMOKE = [
     "tests/test_replay.py",
     "tests/test_monitor.py",
     "tests/test_magics.py",
+    "tests/test_versions.py",
 ]
+
+#: What a JupyterLab release breaks: the extension's install (``jupyter labextension list``)
+#: and the pages the browser tests drive (the quickstart's monitor, the Streams panel).
+BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py"]
 
 
 def install(session: nox.Session, *pins: str) -> None:
@@ -68,9 +73,9 @@ def spark(session: nox.Session, pyspark: str) -> None:
 @nox.session
 @nox.parametrize("jupyterlab", [nox.param(v, tags=[] if v == JUPYTERLAB[-1] else ["ci"]) for v in JUPYTERLAB])
 def browser(session: nox.Session, jupyterlab: str) -> None:
-    """The browser tests on one JupyterLab."""
+    """The extension's and the browser tests on one JupyterLab."""
     install(session, f"jupyterlab=={jupyterlab}")
-    session.run("workbench", "test", "-m", "browser and not wheel", *session.posargs)
+    session.run("workbench", "test", *BROWSER, *session.posargs)
 
 
 @nox.session

@@ -621,7 +621,7 @@ def versions_line(pyspark: list[str], jupyterlab: list[str]) -> str:
 @pytest.fixture(scope="module")
 def matrix() -> dict[str, list[str]]:
     constants = noxfile_constants()
-    found = {name: constants.get(name) for name in ("PYSPARK", "JUPYTERLAB", "SMOKE")}
+    found = {name: constants.get(name) for name in ("PYSPARK", "JUPYTERLAB", "SMOKE", "BROWSER")}
     assert all(isinstance(value, list) and value for value in found.values()), f"noxfile.py lost its matrix: {found}"
     return found  # type: ignore[return-value]
 
@@ -663,6 +663,6 @@ def test_classifiers_and_readme_say_what_is_tested(pyproject, matrix):
     assert line in (REPO / "README.md").read_text(encoding="utf-8"), f"README.md lost the line: {line!r}"
 
 
-def test_smoke_tier_files_exist(matrix):
-    missing = [name for name in matrix["SMOKE"] if not (REPO / name).is_file()]
-    assert not missing, f"noxfile.py's SMOKE names missing files: {missing}"
+def test_the_matrix_tiers_name_test_files_that_exist(matrix):
+    missing = [name for name in matrix["SMOKE"] + matrix["BROWSER"] if not (REPO / name).is_file()]
+    assert not missing, f"noxfile.py's SMOKE or BROWSER names missing files: {missing}"
