@@ -30,10 +30,11 @@ PYSPARK = ["4.0.5", "4.1.4", "4.2.1", "4.3.0"]
 #: The oldest and the newest JupyterLab 4 minor (their newest patches).
 JUPYTERLAB = ["4.0.13", "4.6.6"]
 
-#: What a pyspark release breaks first, measured to run in about two minutes on 2 cores:
-#: a windowed stateful stream and its history, state(), state_summary() and state_changes(),
-#: the monitor, replay steps, the magics on a real shell, and plain scripts that must exit
-#: cleanly (pyspark's accumulator server) and leave nothing behind.
+#: What a pyspark release breaks first (160 tests, no notebooks): windowed, joined and
+#: deduplicating stateful streams with their history, state(), state_summary() and
+#: state_changes(), the monitor, replay steps, the magics on a real shell, plain scripts
+#: that must exit cleanly (pyspark's accumulator server) and leave nothing behind, and
+#: what tests/test_versions.py knows to differ between releases.
 SMOKE = [
     "tests/test_state.py",
     "tests/test_streams.py",
