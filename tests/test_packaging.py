@@ -27,6 +27,8 @@ PACKAGE = REPO / "workbench"
 
 # Conda entries that are not Python packages of pyproject (the interpreter, the JVM, pip).
 CONDA_ONLY = {"python", "openjdk", "pip"}
+# conda-forge names that differ from the PyPI name of the same package.
+CONDA_NAMES = {"python-build": "build"}
 
 
 def normalise(name: str) -> str:
@@ -74,7 +76,7 @@ def pip_specs(pyproject) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def conda_specs(environment) -> dict[str, str]:
     entries = [entry for entry in environment["dependencies"] if isinstance(entry, str)]
-    parsed = dict(split_conda(entry) for entry in entries)
+    parsed = {CONDA_NAMES.get(name, name): spec for name, spec in map(split_conda, entries)}
     assert len(parsed) == len(entries), "environment.yml names a package twice"
     return parsed
 
@@ -556,7 +558,7 @@ def test_runtime_dependencies_are_what_the_workbench_imports(pyproject):
     assert not undeclared, f"imported by workbench/ but not a runtime dependency in pyproject: {undeclared}"
     unused = declared - set(imported) - set(USED_WITHOUT_IMPORT)
     assert not unused, (f"runtime dependencies workbench/ never imports: {sorted(unused)} (move them to the "
-                        "`test` or `bench` extra, or say in USED_WITHOUT_IMPORT why they are needed)")
+                        "`test` extra, or say in USED_WITHOUT_IMPORT why they are needed)")
     assert not set(USED_WITHOUT_IMPORT) - declared, "USED_WITHOUT_IMPORT names a package pyproject does not"
 
 
@@ -582,3 +584,96 @@ def test_a_pyspark_private_is_read_in_one_place(private):
         or (isinstance(node, ast.Constant) and node.value == private)  # getattr(query, "_jsq")
     ]
     assert len(places) == 1, f"pyspark's {private} is read in {len(places)} places: {places}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Declared versions: what noxfile.py's matrix tests
+# ---------------------------------------------------------------------------------------------
+
+
+def noxfile_constants() -> dict[str, object]:
+    """The literal module-level constants of ``noxfile.py`` (read with ast: nox need not be installed)."""
+    constants = {}
+    for node in ast.parse((REPO / "noxfile.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id.isupper():
+                try:
+                    constants[target.id] = ast.literal_eval(value)
+                except ValueError:
+                    pass
+    return constants
+
+
+def minor(version: str) -> tuple[int, int]:
+    major, minor_, *_ = version.split(".")
+    return int(major), int(minor_)
+
+
+def bounds_of(versions: list[str]) -> str:
+    """``["4.0.5", "4.3.0"]`` -> ``">=4.0,<4.4"``: the oldest tested minor up to the newest."""
+    (low_major, low), (high_major, high) = minor(versions[0]), minor(versions[-1])
+    return f">={low_major}.{low},<{high_major}.{high + 1}"
+
+
+def versions_line(pyspark: list[str], jupyterlab: list[str]) -> str:
+    def listing(versions: list[str]) -> str:
+        names = [".".join(map(str, minor(v))) for v in versions]
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    return f"Tested with pyspark {listing(pyspark)} and JupyterLab {listing(jupyterlab)}"
+
+
+@pytest.fixture(scope="module")
+def matrix() -> dict[str, list[str]]:
+    constants = noxfile_constants()
+    found = {name: constants.get(name) for name in ("PYSPARK", "JUPYTERLAB", "SMOKE", "BROWSER")}
+    assert all(isinstance(value, list) and value for value in found.values()), f"noxfile.py lost its matrix: {found}"
+    return found  # type: ignore[return-value]
+
+
+def test_tested_bounds_and_line():
+    assert bounds_of(["4.0.5", "4.1.4", "4.3.0"]) == ">=4.0,<4.4"
+    assert versions_line(["4.0.5", "4.1.4", "4.2.1"], ["4.0.13", "4.6.6"]) == (
+        "Tested with pyspark 4.0, 4.1 and 4.2 and JupyterLab 4.0 and 4.6")
+
+
+@pytest.mark.parametrize("package", ["pyspark", "jupyterlab"])
+def test_matrix_has_one_version_of_each_minor_oldest_first(matrix, package):
+    versions = matrix[package.upper()]
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in versions), versions
+    minors = [minor(v) for v in versions]
+    assert minors == sorted(set(minors)), f"noxfile.py's {package} versions: one per minor, oldest first: {versions}"
+
+
+def test_pyspark_matrix_has_every_minor_in_between(matrix):
+    minors = [minor(v) for v in matrix["PYSPARK"]]
+    expected = [(minors[0][0], m) for m in range(minors[0][1], minors[-1][1] + 1)]
+    assert minors == expected, f"a pyspark minor is not tested: {matrix['PYSPARK']}"
+
+
+@pytest.mark.parametrize("package", ["pyspark", "jupyterlab"])
+def test_declared_bounds_are_the_tested_versions(pip_specs, conda_specs, matrix, package):
+    expected = bounds_of(matrix[package.upper()])
+    assert (pip_specs[package], conda_specs[package]) == (expected, expected), (
+        f"{package}: pyproject and environment.yml must declare what noxfile.py tests, {expected}")
+
+
+def test_classifiers_and_readme_say_what_is_tested(pyproject, matrix):
+    classifiers = pyproject["project"]["classifiers"]
+    majors = {minor(v)[0] for v in matrix["JUPYTERLAB"]}
+    assert {f"Framework :: Jupyter :: JupyterLab :: {m}" for m in majors} <= set(classifiers)
+    python = [c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert python == ["3.11"], f"the suite runs on Python 3.11 only; classifiers say {python}"
+    line = versions_line(matrix["PYSPARK"], matrix["JUPYTERLAB"])
+    assert line in (REPO / "README.md").read_text(encoding="utf-8"), f"README.md lost the line: {line!r}"
+
+
+def test_the_matrix_tiers_name_test_files_that_exist(matrix):
+    missing = [name for name in matrix["SMOKE"] + matrix["BROWSER"] if not (REPO / name).is_file()]
+    assert not missing, f"noxfile.py's SMOKE or BROWSER names missing files: {missing}"

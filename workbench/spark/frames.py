@@ -19,7 +19,9 @@ __all__ = ["flat_select", "to_flat_pandas", "utc_times"]
 def flat_select(df: Any) -> Any:
     """``df`` with each struct column replaced by one column per field (``window_start``).
 
-    Nested structs are flattened all the way down, names joined with ``_``.
+    Nested structs are flattened all the way down, names joined with ``_``. Columns of type
+    VOID (``F.lit(None)``, ``F.raise_error(...)``) become strings of nulls: results are stored
+    as parquet, which pyspark 4.0 refuses to write with a VOID column (4.1 and later store it).
 
     Examples
     --------
@@ -28,7 +30,11 @@ def flat_select(df: Any) -> Any:
     ['window_start', 'window_end']
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import NullType, StructType
+
+    def leaf(dtype: Any, path: list[str], name: str) -> Any:
+        column = F.col(".".join(f"`{p}`" for p in path))
+        return (column.cast("string") if isinstance(dtype, NullType) else column).alias(name)
 
     def leaves(dtype: StructType, path: list[str], name: str) -> list[Any]:
         out = []
@@ -37,7 +43,7 @@ def flat_select(df: Any) -> Any:
             if isinstance(sub.dataType, StructType):
                 out += leaves(sub.dataType, sub_path, sub_name)
             else:
-                out.append(F.col(".".join(f"`{p}`" for p in sub_path)).alias(sub_name))
+                out.append(leaf(sub.dataType, sub_path, sub_name))
         return out
 
     columns = []
@@ -45,7 +51,7 @@ def flat_select(df: Any) -> Any:
         if isinstance(field.dataType, StructType):
             columns += leaves(field.dataType, [field.name], field.name)
         else:
-            columns.append(F.col(f"`{field.name}`"))
+            columns.append(leaf(field.dataType, [field.name], field.name))
     return df.select(*columns)
 
 
