@@ -60,6 +60,10 @@ JS_APPEND_AND_RUN = """async (source) => {
   return index;
 }"""
 
+STATIC_CHARTS = ('from workbench.views.charts import ChartGrid\n'
+                 'ChartGrid([{"key": "s", "layout": {"title": {"text": "static"}},'
+                 ' "traces": [{"type": "bar", "x": [1, 2], "y": [3, 4]}]}])')
+
 EXTRA_STREAM = '''%%stream extra --trigger "1 second" --rows 3
 events.selectExpr("value", "timestamp")'''
 
@@ -194,6 +198,11 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         wait_for(lambda: monitor.locator(".widget-toggle-button", has_text="Resume updates").count() == 1, 30, 0.25,
                  text="Pause did not turn into Resume")
         page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
+
+        # A chart grid of static charts, as the replay panel and workbench.compare draw them.
+        static = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, STATIC_CHARTS))
+        wait_for(lambda: static.locator(".js-plotly-plot .bars .point").count() == 2, 30, 0.25,
+                 text=lambda: f"the static chart shows {static.text_content()!r}")
         print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
               f"per batch {per_batch:.0f}")
 
