@@ -230,15 +230,20 @@ def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):
     output.watch_page(grid)
     shell.user_ns["output"] = output
     shell.run_cell("output.display()")
-    outputs = shell.display_pub.outputs
-    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
+    # Only this output's messages: outputs of earlier tests publish after cells too.
+    own_id = output._display_ids[0]
+
+    def last() -> dict:
+        return [o for o in shell.display_pub.outputs if o["transient"].get("display_id") == own_id][-1]
+
+    assert set(last()["data"]) == {WIDGET_VIEW, "text/plain"}
     output.publish("first")  # in the displaying cell nothing is known yet: the view stays
-    assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    assert set(last()["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
     shell.run_cell("pass")  # a later cell started and no page said "ready": no page draws it
     output.publish("first")
-    assert set(outputs[-1]["data"]) == {"image/png", "text/plain"}
+    assert set(last()["data"]) == {"image/png", "text/plain"}
     # A page that queued its cells (Run All) says "ready" late: the view comes back at once.
     grid._handle_custom_msg({"kind": "ready"}, [])
-    assert outputs[-1]["update"] and set(outputs[-1]["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
+    assert last()["update"] and set(last()["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
     output.stop_listening()
     grid.close()

@@ -99,7 +99,10 @@ class WarmUp:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the warm-up to end (done, stopped or failed); True when it has."""
-        return self._done.wait(timeout)
+        done = self._done.wait(timeout)
+        if done and self._thread is not threading.current_thread():
+            self._thread.join(5.0)  # its last lines after setting the event
+        return done
 
     def stop(self, timeout: float = 0.0) -> None:
         """End the warm-up: its query is told to stop (on a thread of its own when ``timeout`` is 0)."""
