@@ -9,6 +9,8 @@ compares it with what the inspector read from the checkpoint.
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
@@ -80,6 +82,38 @@ class Latest(StatefulProcessor):
         if not list(self.handle.listTimers()):
             self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 3_600_000)
         yield Row(k=key[0], n=total)
+
+
+# Spark 4.3's state-metadata operatorProperties for a processor (measured).
+PROPERTIES = ('{"timeMode":"EventTime","outputMode":"Update","stateVariables":['
+              '{"stateName":"by_kind","stateVariableType":"MapState","ttlEnabled":false},'
+              '{"stateName":"count","stateVariableType":"ValueState","ttlEnabled":false},'
+              '{"stateName":"$eventTimers_keyToTimestamp","stateVariableType":"TimerState","ttlEnabled":false},'
+              '{"stateName":"seen","stateVariableType":"ListState","ttlEnabled":true}]}')
+
+
+@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records"])
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_processor_variables_from_sparks_metadata():
+    from workbench.spark.tws_state import StateVariable, processor_state
+
+    state = processor_state(PROPERTIES)
+    assert state.variables == (StateVariable("by_kind", "map", False), StateVariable("count", "value", False),
+                               StateVariable("seen", "list", True))
+    assert state.describe() == "by_kind (map); count (value); seen (list, TTL); timers: event time"
+    assert state.pick("seen", "s").kind == "list"
+    with pytest.raises(ValueError, match=r"^unknown state variable 'Count' in stream 's': use one of 'by_kind', "
+                                         r"'count', 'seen'$"):
+        state.pick("Count", "s")
+    with pytest.raises(ValueError, match=r"has 3 state variables: pick one with variable="):
+        state.pick(None, "s")
+    only = processor_state('{"timeMode":"ProcessingTime","stateVariables":['
+                           '{"stateName":"n","stateVariableType":"ValueState","ttlEnabled":false}]}')
+    assert only.pick(None, "s").name == "n" and only.describe() == "n (value)"
 
 
 def rate(spark):
