@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from tests.helpers import wait_for
+from tests.test_magics import magics, shell  # noqa: F401  (the shared IPython shell with the workbench loaded)
 
 pytestmark = pytest.mark.spark
 
@@ -271,3 +272,31 @@ def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     first = pd.Timestamp(handle.progress.records()[0].timestamp)
     assert ((timers["expires_at"] - pd.Timedelta(hours=1)).between(first - pd.Timedelta(minutes=1),
                                                                      stamps[-1])).all()
+
+
+PROCESSOR_CELL = """
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+class Counter(StatefulProcessor):
+    def init(self, handle):
+        self.n = handle.getValueState("n", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = (self.n.get()[0] if self.n.exists() else 0) + sum(1 for _ in rows)
+        self.n.update((n,))
+        yield Row(k=key[0], n=n)
+"""
+
+
+def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, spark, env):  # noqa: F811
+    assert shell.run_cell(PROCESSOR_CELL).success
+    shell.run_cell_magic("stream", "counted --mode update --trigger available-now --no-monitor", (
+        "spark.sql('SELECT value % 2 AS k, value FROM events').groupBy('k')"
+        ".transformWithState(Counter(), 'k long, n long', 'Update', 'None')"))
+    handle = env.get("counted")
+    assert handle.wait_finished(180) and handle.error is None
+    inputs = int(handle.history()["num_input_rows"].sum())
+    state = handle.state(variable="n")
+    assert inputs > 0 and int(state["n"].sum()) == inputs
+    assert dict(zip(state["k"], state["n"])) == handle.result().groupby("k")["n"].max().to_dict()
