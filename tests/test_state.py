@@ -81,7 +81,7 @@ def test_windowed_state_holds_exactly_the_windows_not_yet_emitted(env, spark):
     summary = handle.state_summary()
     assert summary.to_dict("records") == [{
         "operator": 0, "operator_name": "stateStoreSave", "kind": "aggregation", "sides": "", "stores": "default",
-        "num_partitions": 2, "min_batch_id": 0, "max_batch_id": last, "variables": ""}]
+        "num_partitions": 2, "min_batch_id": 0, "max_batch_id": last}]
 
 
 def test_change_feed_deletes_match_num_rows_removed_and_carry_their_watermark(env, spark):

@@ -9,6 +9,8 @@ compares it with what the inspector read from the checkpoint.
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
@@ -18,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from tests.helpers import wait_for
+from tests.test_magics import magics, shell  # noqa: F401  (the shared IPython shell with the workbench loaded)
 
 pytestmark = pytest.mark.spark
 
@@ -80,6 +83,38 @@ class Latest(StatefulProcessor):
         if not list(self.handle.listTimers()):
             self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 3_600_000)
         yield Row(k=key[0], n=total)
+
+
+# Spark 4.3's state-metadata operatorProperties for a processor (measured).
+PROPERTIES = ('{"timeMode":"EventTime","outputMode":"Update","stateVariables":['
+              '{"stateName":"by_kind","stateVariableType":"MapState","ttlEnabled":false},'
+              '{"stateName":"count","stateVariableType":"ValueState","ttlEnabled":false},'
+              '{"stateName":"$eventTimers_keyToTimestamp","stateVariableType":"TimerState","ttlEnabled":false},'
+              '{"stateName":"seen","stateVariableType":"ListState","ttlEnabled":true}]}')
+
+
+@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records"])
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_processor_variables_from_sparks_metadata():
+    from workbench.spark.tws_state import StateVariable, processor_state
+
+    state = processor_state(PROPERTIES)
+    assert state.variables == (StateVariable("by_kind", "map", False), StateVariable("count", "value", False),
+                               StateVariable("seen", "list", True))
+    assert state.describe() == "by_kind (map); count (value); seen (list, TTL); timers: event time"
+    assert state.pick("seen", "s").kind == "list"
+    with pytest.raises(ValueError, match=r"^unknown state variable 'Count' in stream 's': use one of 'by_kind', "
+                                         r"'count', 'seen'$"):
+        state.pick("Count", "s")
+    with pytest.raises(ValueError, match=r"has 3 state variables: pick one with variable="):
+        state.pick(None, "s")
+    only = processor_state('{"timeMode":"ProcessingTime","stateVariables":['
+                           '{"stateName":"n","stateVariableType":"ValueState","ttlEnabled":false}]}')
+    assert only.pick(None, "s").name == "n" and only.describe() == "n (value)"
 
 
 def rate(spark):
@@ -237,3 +272,31 @@ def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     first = pd.Timestamp(handle.progress.records()[0].timestamp)
     assert ((timers["expires_at"] - pd.Timedelta(hours=1)).between(first - pd.Timedelta(minutes=1),
                                                                      stamps[-1])).all()
+
+
+PROCESSOR_CELL = """
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+class Counter(StatefulProcessor):
+    def init(self, handle):
+        self.n = handle.getValueState("n", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = (self.n.get()[0] if self.n.exists() else 0) + sum(1 for _ in rows)
+        self.n.update((n,))
+        yield Row(k=key[0], n=n)
+"""
+
+
+def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, spark, env):  # noqa: F811
+    assert shell.run_cell(PROCESSOR_CELL).success
+    shell.run_cell_magic("stream", "counted --mode update --trigger available-now --no-monitor", (
+        "spark.sql('SELECT value % 2 AS k, value FROM events').groupBy('k')"
+        ".transformWithState(Counter(), 'k long, n long', 'Update', 'None')"))
+    handle = env.get("counted")
+    assert handle.wait_finished(180) and handle.error is None
+    inputs = int(handle.history()["num_input_rows"].sum())
+    state = handle.state(variable="n")
+    assert inputs > 0 and int(state["n"].sum()) == inputs
+    assert dict(zip(state["k"], state["n"])) == handle.result().groupby("k")["n"].max().to_dict()

@@ -378,8 +378,8 @@ class StreamHandle:
     def state_summary(self) -> pd.DataFrame:
         """The query's stateful operators: name, kind, sides, batch range, partitions.
 
-        For transformWithState, ``variables`` lists the processor's state variables (name,
-        kind, TTL) and its timers' time mode.
+        With a transformWithState operator, a ``variables`` column lists the processor's state
+        variables (name, kind, TTL) and its timers' time mode.
 
         Examples
         --------

@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 #: Columns of :meth:`StateInspector.summary`.
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "operator", "operator_name", "kind", "sides", "stores", "num_partitions", "min_batch_id", "max_batch_id",
-    "variables",
 )
 
 
@@ -209,20 +208,22 @@ class StateInspector:
         ]
 
     def summary(self) -> pd.DataFrame:
-        """One row per stateful operator: see :data:`SUMMARY_COLUMNS`.
+        """One row per stateful operator (:data:`SUMMARY_COLUMNS`; ``variables`` too with transformWithState).
 
         Examples
         --------
         >>> inspector.summary()[["operator", "kind", "max_batch_id"]]   # doctest: +SKIP
         """
+        operators = self.operators()
         rows = [
             {"operator": op.operator_id, "operator_name": op.name, "kind": op.kind,
              "sides": ", ".join(SIDES) if op.is_join else "", "stores": ", ".join(op.stores),
              "num_partitions": op.num_partitions, "min_batch_id": op.min_batch_id, "max_batch_id": op.max_batch_id,
              "variables": processor_state(op.properties).describe() if op.is_tws else ""}
-            for op in self.operators()
+            for op in operators
         ]
-        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+        tws = any(op.is_tws for op in operators)
+        return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *(["variables"] if tws else [])])
 
     def _pick(self, operator: int | str | None, side: str | None, tws: bool = False) -> StateOperator:
         if side is not None and side not in SIDES:
