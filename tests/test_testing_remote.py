@@ -64,3 +64,30 @@ def test_every_row_is_read_once_across_a_restart(processes, kind, tmp_path):
     assert seen == {"rows": ["a", "b", "c", "d", "e"], "checks": "passed"}
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("workbench-")], \
         "a memory stream or StreamTest folder was left behind"
+
+
+#: A MemoryStream read by Spark's memory sink through Connect: no Python worker but the source's.
+MEMORY_SINK = r"""
+import json, workbench
+from workbench.testing import MemoryStream
+spark = workbench.session()
+events = MemoryStream(spark, "id int, name string")
+events.add([(1, "a"), (2, "b")])
+query = events.df.writeStream.format("memory").queryName("memory_stream_probe").start()
+query.processAllAvailable()
+events.add([(3, "c")])
+query.processAllAvailable()
+rows = sorted(tuple(r) for r in spark.sql("select * from memory_stream_probe").collect())
+query.stop()
+events.close()
+print(json.dumps(rows))
+"""
+
+
+def test_a_memory_stream_through_connect_into_the_memory_sink(processes, tmp_path):
+    done = subprocess.run([sys.executable, "-c", MEMORY_SINK], capture_output=True, text=True, timeout=900,
+                          env=user_env(SPARK_REMOTE=processes.start_connect(), TMPDIR=str(tmp_path)), cwd=REPO)
+    assert done.returncode == 0, f"the memory stream through Connect failed:\n{done.stderr[-3000:]}"
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[1, "a"], [2, "b"], [3, "c"]]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("workbench-memory-stream")], \
+        "the memory stream's folder was left behind"
