@@ -95,8 +95,10 @@ def lab(tmp_path_factory) -> Iterator[LabServer]:
 
 
 #: JupyterLab's own debugger logs this when a notebook closes while it asks the kernel for
-#: its debug state; it happens without the workbench too.
+#: its debug state; it happens without the workbench too. JupyterLab 4.0 leaves the same
+#: cancelled request as an uncaught page error.
 JUPYTERLAB_NOISE = ("Could not restore the debugger state: Canceled future for debug_request",)
+JUPYTERLAB_PAGE_NOISE = ("Canceled future for debug_request message before replies were done",)
 
 
 class Console:
@@ -105,11 +107,15 @@ class Console:
     def __init__(self, page: Any) -> None:
         self.errors: list[str] = []
         page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        page.on("pageerror", self._page_error)
 
     def _console(self, message: Any) -> None:
         if message.type == "error" and not message.text.startswith(JUPYTERLAB_NOISE):
             self.errors.append(f"console.error: {message.text}")
+
+    def _page_error(self, error: Any) -> None:
+        if not str(error).startswith(JUPYTERLAB_PAGE_NOISE):
+            self.errors.append(f"page error: {error}")
 
     def take(self) -> list[str]:
         errors, self.errors = self.errors, []
