@@ -6,14 +6,16 @@ The stream is the one a new user tries: ``%%stream rates --trigger "1 second"`` 
 phase lasting ``--cpu-minute`` seconds (60 by default):
 
 - **visible**: the monitor drawn under its cell, on screen;
+- **out of view**: the same, scrolled out of view (below a tall output);
 - **hidden**: the same, the notebook's tab behind a Launcher tab;
 - **no monitor**: the same stream started with ``--no-monitor`` (the page's floor).
 
-Measured per phase: Chromium's CPU (user + system of all its processes, ``psutil``) per
-minute and per batch, and Chrome's own counters for the page (CDP ``Performance.getMetrics``:
-task, script, style and layout time, layout count). Targets: <= 30 ms of browser CPU per
-batch and <= 2 s per minute for one visible monitor; <= 0.3 s per minute for a hidden one
-(above the no-monitor floor).
+Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
+(user + system of all its processes, ``psutil``) per minute and per batch, and Chrome's own
+counters for the page (CDP ``Performance.getMetrics``: task, script, style and layout time,
+layout count). Targets: <= 30 ms of browser CPU per
+batch and <= 2 s per minute for one visible monitor; <= 0.3 s per minute above the
+no-monitor floor for one out of view or hidden ("not" visible).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ CELLS = [
     "import workbench\nfrom pyspark.sql import functions as F\nspark = workbench.session()\n"
     "spark.conf.set('spark.sql.shuffle.partitions', 2)\n%load_ext workbench",
     f'%%stream rates --trigger "1 second"\n{QUERY}',
+    "from IPython.display import HTML\nHTML('<div style=\"height: 4000px\">below the monitor</div>')",
     f'%%stream bare --trigger "1 second" --no-monitor\n{QUERY}',
 ]
 METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "LayoutCount")
@@ -49,6 +52,11 @@ JS_RUN = """(index) => {
 JS_DONE = """(index) => {
   const cell = window.benchPanel.content.widgets[index];
   return cell.model.executionCount !== null && cell.model.executionState !== 'running';
+}"""
+#: Scroll the notebook to its last cell's end.
+JS_SCROLL_TO_END = """() => {
+  const cells = window.benchPanel.content.widgets;
+  cells[cells.length - 1].node.scrollIntoView({block: 'end'});
 }"""
 JS_CHARTS_DRAWN = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
   .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length >= 4"""
@@ -94,7 +102,7 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
 
 def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
                         notebook: Callable[[list[str]], dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """The three phases (visible, hidden, no monitor) in one fresh page and kernel.
+    """The phases (visible, out of view, hidden, no monitor) in one fresh page and kernel.
 
     ``notebook`` makes the notebook's JSON from its cells' sources.
     """
@@ -114,13 +122,17 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
             page.wait_for_function(JS_DONE, arg=index, timeout=300_000, polling=200)
 
         run(0)
+        run(2)
         run(1)
         page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
+        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         results["visible"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate(JS_SCROLL_TO_END)
+        results["out of view"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
         results["hidden"] = _phase(page, cdp, "rates", seconds)
         page.evaluate(JS_KERNEL, "workbench.stream('rates').stop()")
-        run(2)
+        run(3)
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
         page.evaluate(JS_KERNEL, "workbench.stop_all()")
     finally:
@@ -139,8 +151,7 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
           f"{seconds:.0f} s per phase, per minute unless said")
     print(f"{'':26}" + "".join(f"{phase:>14}" for phase in results) + f"{'target':>26}")
     floor = results.get("no monitor", {}).get("cpu s/min", 0.0)
-    targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} s visible, "
-                            f"<= {floor + TARGET_HIDDEN:.2f} hidden",
+    targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} visible, <= {floor + TARGET_HIDDEN:.2f} not",
                "cpu ms/batch": f"<= {TARGET_BATCH_MS:.0f} ms visible"}
     rows = [("Chromium CPU (s/min)", "cpu s/min", "{:.2f}"), ("Chromium CPU (ms/batch)", "cpu ms/batch", "{:.0f}"),
             ("batches per minute", "batches/min", "{:.0f}"), ("CDP task time (s/min)", "TaskDuration", "{:.2f}"),
