@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from tests.browser_support import (  # noqa: E402
     ARTIFACTS, CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable,
 )
+from bench.browser_cpu import measure_browser_cpu, print_browser_cpu  # noqa: E402
 
 TRIGGER = "0.5 seconds"
 
@@ -348,6 +349,8 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
 
 #: The workbench's monitor in a front end without the workbench's JupyterLab extension.
 NO_EXTENSION = "no extension"
+#: Chromium's CPU for one monitor, visible, hidden and absent (bench/browser_cpu.py).
+BROWSER_CPU = "browser cpu"
 
 
 def measure_without_extension(browser: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -382,7 +385,10 @@ def main() -> None:
     parser.add_argument("--monitors", type=int, default=10, help="monitors on one page")
     parser.add_argument("--cpu-seconds", type=float, default=15.0, help="seconds per kernel CPU phase")
     parser.add_argument("--cpu-rounds", type=int, default=3, help="rounds of the kernel CPU phases")
-    parser.add_argument("--arms", default=",".join([*ARMS, NO_EXTENSION]), help="comma-separated arms to run")
+    parser.add_argument("--arms", default=",".join([*ARMS, NO_EXTENSION, BROWSER_CPU]),
+                        help="comma-separated arms to run")
+    parser.add_argument("--cpu-minute", type=float, default=60.0,
+                        help=f"seconds per phase of the '{BROWSER_CPU}' arm (bench/browser_cpu.py)")
     parser.add_argument("--draw-timeout", type=float, default=300.0,
                         help="seconds a monitor's first draw may take")
     parser.add_argument("--ten-timeout", type=float, default=300.0,
@@ -393,6 +399,7 @@ def main() -> None:
     lab = LabServer(ROOT / "notebooks")
     lab.start()
     results: dict[str, dict[str, Any]] = {}
+    browser_cpu: dict[str, dict[str, float]] = {}
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
@@ -400,6 +407,10 @@ def main() -> None:
                 args=[*CHROMIUM_ARGS, "--enable-precise-memory-info", "--js-flags=--expose-gc"])
             try:
                 for arm in args.arms.split(","):
+                    if arm == BROWSER_CPU:
+                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook)
+                        print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
+                        continue
                     if arm == NO_EXTENSION:
                         results[arm] = measure_without_extension(browser, args)
                         print(f"{arm}: {json.dumps(results[arm])}", flush=True)
@@ -419,6 +430,9 @@ def main() -> None:
 
     targets = {"first draw seconds": None, "first draw": 300e3, "per update": 20e3, "ten monitors": 5e6, "heap growth": 50e6,
                "kernel cpu": 2.0}
+    print_browser_cpu(browser_cpu, args.cpu_minute)
+    if not results:
+        return
     print(f"page and kernel costs of one monitor, stream of 20 rows per batch every {TRIGGER}")
     header = f"{'':28}" + "".join(f"{arm:>24}" for arm in results) + f"{'target':>14}"
     print(header)

@@ -225,6 +225,8 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
 
     # The monitor's four charts render under the cell that started the stream.
     monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
+    # Watched as a user would, on screen: a monitor out of view keeps its points undrawn.
+    monitor.scroll_into_view_if_needed()
 
     def titles() -> list[str]:
         return monitor.locator(".js-plotly-plot .gtitle").all_text_contents()

@@ -174,6 +174,7 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         # A further monitor: its charts drawn from the code the page already has.
         before = frames.total
         index = _append_and_run(page, EXTRA_STREAM)
+        page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".workbench-monitor").scroll_into_view_if_needed()
         wait_for(lambda: len(_monitor_charts(page, index)) == len(CHART_TITLES), 60, 0.25,
                  text=lambda: f"the second monitor drew {_monitor_charts(page, index)}")
         wait_for(lambda: _kernel_int(page, "workbench.stream('extra').progress.total") >= 2, 60, 0.5,
@@ -201,6 +202,7 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
 
         # A chart grid of static charts, as the replay panel and workbench.compare draw them.
         static = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, STATIC_CHARTS))
+        static.scroll_into_view_if_needed()
         wait_for(lambda: static.locator(".js-plotly-plot .bars .point").count() == 2, 30, 0.25,
                  text=lambda: f"the static chart shows {static.text_content()!r}")
         print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
@@ -216,6 +218,7 @@ def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
         _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=120)
         assert page.evaluate(JS_ERRORS) == []
         monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
+        monitor.scroll_into_view_if_needed()  # out of view, charts keep their points undrawn
         wait_for(lambda: len(monitor.locator(".js-plotly-plot .gtitle").all_text_contents()) == len(CHART_TITLES),
                  60, 0.25, text=lambda: f"Notebook 7 drew {monitor.locator('.js-plotly-plot .gtitle').all_text_contents()}")
         text = page.locator(".jp-Notebook").text_content() or ""

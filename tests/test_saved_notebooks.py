@@ -191,7 +191,10 @@ def test_a_live_page_keeps_the_widget_and_gains_the_picture(browser):
                      text=lambda: f"the monitor's output holds {page.evaluate(JS_MONITOR_OUTPUT)}")
             # The page drew the widget, so it keeps showing it (header, charts), not the picture.
             monitor = page.locator(".workbench-monitor")
-            assert monitor.count() == 1 and monitor.locator(".js-plotly-plot").count() == 4
+            assert monitor.count() == 1
+            monitor.scroll_into_view_if_needed()  # out of view, its charts would stay undrawn
+            wait_for(lambda: monitor.locator(".js-plotly-plot").count() == 4, 30, 0.25,
+                     text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
             assert "stopped" in monitor.locator(".widget-html").first.inner_text()
             assert not page.locator(".jp-OutputArea-output img").count()
             _no_error_boxes(page)

@@ -6,6 +6,13 @@
 // charts' rolling window of points: the kernel sends only new points ({kind: "data",
 // reset: false}); a view that starts asks for the whole window with {kind: "ready"}. See
 // workbench/views/charts.py for the wire format; drawing is in draw.ts.
+//
+// Drawing is the page's main cost, so a view draws only what changed, at most once per
+// animation frame, and only while it can be seen: a grid scrolled out of view, in a
+// collapsed output or a hidden JupyterLab tab (IntersectionObserver), or in a background
+// browser tab (document.visibilityState) keeps taking points but draws nothing; when it
+// shows again it draws the latest state in one update. The grid's `data-draws` attribute
+// counts the drawn updates (what the browser tests watch).
 
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
@@ -25,6 +32,12 @@ class ChartGridView {
   private plotly: Plotly | null = null;
   private frame: number | null = null;
   private removed = false;
+  /** Charts whose points or spec changed since they were last drawn. */
+  private dirty = new Set<string>();
+  /** Whether the grid intersects the viewport (true where IntersectionObserver is missing). */
+  private onScreen = typeof IntersectionObserver === 'undefined';
+  private observer: IntersectionObserver | null = null;
+  private draws = 0;
 
   constructor(
     private model: IModel,
@@ -42,12 +55,21 @@ class ChartGridView {
       width: '100%'
     });
     el.appendChild(this.grid);
+    this.grid.dataset.draws = '0';
     this.build();
+    this.specs().forEach(spec => this.dirty.add(spec.key));
     model.on('change:charts', this.onCharts);
-    model.on('change:empty_message', this.schedule);
+    model.on('change:empty_message', this.onCharts);
     model.on('msg:custom', this.onMessage);
     // The kernel answers with the whole rolling window (a reload, a second view).
     model.send({ kind: 'ready' });
+    if (!this.onScreen) {
+      // A node with no box (display: none, a hidden tab) never intersects; the margin
+      // draws a grid just before it scrolls in.
+      this.observer = new IntersectionObserver(this.onIntersection, { rootMargin: '200px' });
+      this.observer.observe(this.grid);
+    }
+    document.addEventListener('visibilitychange', this.schedule);
     loadPlotly()
       .then(plotly => {
         this.plotly = plotly;
@@ -60,15 +82,32 @@ class ChartGridView {
 
   private onCharts = (): void => {
     this.build();
+    for (const spec of this.specs()) {
+      this.dirty.add(spec.key);
+    }
     this.schedule();
   };
 
   private onMessage = (content: IDataMessage): void => {
     if (content && content.kind === 'data') {
       applyData(this.series, content, Math.max(1, Number(this.model.get('window')) || 60));
+      for (const key of Object.keys(content.charts ?? {})) {
+        this.dirty.add(key);
+      }
       this.schedule();
     }
   };
+
+  private onIntersection = (entries: IntersectionObserverEntry[]): void => {
+    // The last entry is the newest state of the one observed node.
+    this.onScreen = entries[entries.length - 1].isIntersecting;
+    this.schedule();
+  };
+
+  /** Whether a user could see the grid now. */
+  private visible(): boolean {
+    return this.onScreen && document.visibilityState !== 'hidden';
+  }
 
   private specs(): IChartSpec[] {
     return (this.model.get('charts') as IChartSpec[]) ?? [];
@@ -96,9 +135,12 @@ class ChartGridView {
     }
   }
 
-  /** Draw at most once per animation frame, however many messages arrived. */
+  /**
+   * Draw at most once per animation frame, however many messages arrived, and only while
+   * visible (what changed meanwhile stays in `dirty` until the grid shows again).
+   */
   private schedule = (): void => {
-    if (this.frame !== null || this.removed) {
+    if (this.frame !== null || this.removed || this.dirty.size === 0 || !this.visible()) {
       return;
     }
     this.frame = requestAnimationFrame(() => {
@@ -109,24 +151,28 @@ class ChartGridView {
 
   private draw(): void {
     const plotly = this.plotly;
-    if (!plotly || this.removed) {
+    if (!plotly || this.removed || !this.visible()) {
       return;
     }
     const fallback = String(this.model.get('empty_message') ?? '');
     for (const spec of this.specs()) {
       const div = this.plots.get(spec.key);
-      if (div) {
+      if (div && this.dirty.has(spec.key)) {
         drawChart(plotly, div, spec, this.series.get(spec.key), fallback);
       }
     }
+    this.dirty.clear();
+    this.grid.dataset.draws = String(++this.draws);
   }
 
   /** anywidget calls it when the view goes away. */
   dispose = (): void => {
     this.removed = true;
     this.model.off('change:charts', this.onCharts);
-    this.model.off('change:empty_message', this.schedule);
+    this.model.off('change:empty_message', this.onCharts);
     this.model.off('msg:custom', this.onMessage);
+    this.observer?.disconnect();
+    document.removeEventListener('visibilitychange', this.schedule);
     if (this.frame !== null) {
       cancelAnimationFrame(this.frame);
       this.frame = null;

@@ -1,0 +1,164 @@
+"""The browser-CPU arm of ``bench_browser.py``: what Chromium spends drawing one live monitor.
+
+The stream is the one a new user tries: ``%%stream rates --trigger "1 second"`` over a
+``rate`` source (50 rows per second), a 10-second watermark and a 5-second windowed count,
+``spark.sql.shuffle.partitions`` = 2, about one batch a second. In one page and kernel, each
+phase lasting ``--cpu-minute`` seconds (60 by default):
+
+- **visible**: the monitor drawn under its cell, on screen;
+- **out of view**: the same, scrolled out of view (below a tall output);
+- **hidden**: the same, the notebook's tab behind a Launcher tab;
+- **no monitor**: the same stream started with ``--no-monitor`` (the page's floor).
+
+Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
+(user + system of all its processes, ``psutil``) per minute and per batch, and Chrome's own
+counters for the page (CDP ``Performance.getMetrics``: task, script, style and layout time,
+layout count). Targets: <= 30 ms of browser CPU per
+batch and <= 2 s per minute for one visible monitor; <= 0.3 s per minute above the
+no-monitor floor for one out of view or hidden ("not" visible).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+import psutil
+
+from tests.browser_support import JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer
+
+NOTEBOOK = "bench_browser_cpu.ipynb"
+QUERY = ("spark.readStream.format('rate').option('rowsPerSecond', 50).load()"
+         ".withWatermark('timestamp', '10 seconds').groupBy(F.window('timestamp', '5 seconds')).count()")
+CELLS = [
+    "import workbench\nfrom pyspark.sql import functions as F\nspark = workbench.session()\n"
+    "spark.conf.set('spark.sql.shuffle.partitions', 2)\n%load_ext workbench",
+    f'%%stream rates --trigger "1 second"\n{QUERY}',
+    "from IPython.display import HTML\nHTML('<div style=\"height: 4000px\">below the monitor</div>')",
+    f'%%stream bare --trigger "1 second" --no-monitor\n{QUERY}',
+]
+METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "LayoutCount")
+#: Targets: browser CPU per batch (visible), seconds per minute (visible, hidden above the floor).
+TARGET_BATCH_MS, TARGET_VISIBLE, TARGET_HIDDEN = 30.0, 2.0, 0.3
+
+JS_RUN = """(index) => {
+  const app = window.jupyterapp;
+  window.benchPanel = window.benchPanel || app.shell.currentWidget;
+  app.shell.activateById(window.benchPanel.id);
+  window.benchPanel.content.activeCellIndex = index;
+  app.commands.execute('notebook:run-cell');
+}"""
+JS_DONE = """(index) => {
+  const cell = window.benchPanel.content.widgets[index];
+  return cell.model.executionCount !== null && cell.model.executionState !== 'running';
+}"""
+#: Scroll the notebook to its last cell's end.
+JS_SCROLL_TO_END = """() => {
+  const cells = window.benchPanel.content.widgets;
+  cells[cells.length - 1].node.scrollIntoView({block: 'end'});
+}"""
+JS_CHARTS_DRAWN = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
+  .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length >= 4"""
+#: The kernel's output (the notebook need not be the current tab).
+JS_KERNEL = JS_KERNEL_PRINT.replace("window.jupyterapp.shell.currentWidget", "window.benchPanel")
+
+
+def chromium_cpu() -> dict[int, float]:
+    """User + system CPU seconds of every Chromium process this bench started, by pid."""
+    times: dict[int, float] = {}
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in process.name().lower():
+                cpu = process.cpu_times()
+                times[process.pid] = cpu.user + cpu.system
+        except psutil.Error:  # it ended meanwhile
+            pass
+    return times
+
+
+def _page_metrics(cdp: Any) -> dict[str, float]:
+    return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] in METRICS}
+
+
+def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]:
+    """Chromium's CPU and the page's counters over ``seconds``, per minute and per batch."""
+    def batches() -> int:
+        return int(page.evaluate(JS_KERNEL, f"print(workbench.stream({stream!r}).progress.total)"))
+
+    page.wait_for_timeout(3000)  # let the phase's change (a draw, a hide) pass
+    b0, c0, m0, t0 = batches(), chromium_cpu(), _page_metrics(cdp), time.monotonic()
+    page.wait_for_timeout(seconds * 1000)
+    c1, m1, t1 = chromium_cpu(), _page_metrics(cdp), time.monotonic()
+    count = max(1, batches() - b0)
+    per_minute = 60.0 / (t1 - t0)
+    cpu = sum(value - c0.get(pid, 0.0) for pid, value in c1.items())
+    result = {"cpu s/min": cpu * per_minute, "cpu ms/batch": cpu / count * 1000, "batches/min": count * per_minute}
+    for name in METRICS:
+        result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
+    result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
+    return result
+
+
+def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
+                        notebook: Callable[[list[str]], dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The phases (visible, out of view, hidden, no monitor) in one fresh page and kernel.
+
+    ``notebook`` makes the notebook's JSON from its cells' sources.
+    """
+    (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1700, "height": 1200})
+    page = context.new_page()
+    results: dict[str, dict[str, float]] = {}
+    try:
+        page.goto(lab.notebook_url(NOTEBOOK) + "&reset")
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+
+        def run(index: int) -> None:
+            page.evaluate(JS_RUN, index)
+            page.wait_for_timeout(300)
+            page.wait_for_function(JS_DONE, arg=index, timeout=300_000, polling=200)
+
+        run(0)
+        run(2)
+        run(1)
+        page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
+        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+        results["visible"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate(JS_SCROLL_TO_END)
+        results["out of view"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
+        results["hidden"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate(JS_KERNEL, "workbench.stream('rates').stop()")
+        run(3)
+        results["no monitor"] = _phase(page, cdp, "bare", seconds)
+        page.evaluate(JS_KERNEL, "workbench.stop_all()")
+    finally:
+        context.close()
+        for session in lab.api("GET", "/api/sessions") or []:
+            if session.get("path", "").endswith(NOTEBOOK):
+                lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
+    return results
+
+
+def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> None:
+    """The phases side by side, with the targets."""
+    if not results:
+        return
+    print(f"browser CPU of one monitor, %%stream rates --trigger '1 second' (rate 50 rows/s), "
+          f"{seconds:.0f} s per phase, per minute unless said")
+    print(f"{'':26}" + "".join(f"{phase:>14}" for phase in results) + f"{'target':>26}")
+    floor = results.get("no monitor", {}).get("cpu s/min", 0.0)
+    targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} visible, <= {floor + TARGET_HIDDEN:.2f} not",
+               "cpu ms/batch": f"<= {TARGET_BATCH_MS:.0f} ms visible"}
+    rows = [("Chromium CPU (s/min)", "cpu s/min", "{:.2f}"), ("Chromium CPU (ms/batch)", "cpu ms/batch", "{:.0f}"),
+            ("batches per minute", "batches/min", "{:.0f}"), ("CDP task time (s/min)", "TaskDuration", "{:.2f}"),
+            ("CDP script time (s/min)", "ScriptDuration", "{:.2f}"),
+            ("CDP style time (s/min)", "RecalcStyleDuration", "{:.2f}"),
+            ("CDP layout time (s/min)", "LayoutDuration", "{:.2f}"), ("CDP layouts (per min)", "LayoutCount", "{:.0f}"),
+            ("CDP layouts per batch", "layouts/batch", "{:.1f}")]
+    for label, key, form in rows:
+        print(f"{label:26}" + "".join(f"{form.format(r[key]):>14}" for r in results.values())
+              + f"{targets.get(key, ''):>26}")

@@ -1,0 +1,155 @@
+"""A chart grid draws only while it can be seen, in a real JupyterLab and headless Chromium.
+
+A grid of one live chart (window of 5 points) under a cell, a tall output under the next
+cell, and points sent from the kernel with ``grid.extend``. The grid's ``data-draws``
+attribute counts its drawn updates; the chart's plotly data (``div.data``) is what it drew.
+
+* while visible, each sent point is drawn, and a trace never holds more than the window;
+* hidden (the notebook's tab behind a Launcher, the grid scrolled out of view, the cell's
+  output collapsed), the grid keeps taking points but draws nothing; shown again, it draws
+  the latest window at once, in one update (not a replay of each missed point).
+
+Not timed: the settling waits only give the page time to do something it must not do.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .browser_support import JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served
+from .helpers import wait_for
+from . import test_browser
+from .test_browser import evidence_on_failure
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "drawing.ipynb"
+WINDOW = 5
+GRID_CELL = ('from workbench.views.charts import ChartGrid\n'
+             'grid = ChartGrid([{"key": "rates", "layout": {"title": {"text": "rates"}, "height": 300},'
+             ' "traces": [{"type": "scatter", "name": "input"}]}], window=%d)\n'
+             'grid' % WINDOW)
+SPACER_CELL = ('from IPython.display import HTML\n'
+               'HTML(\'<div style="height: 4000px">spacer</div>\')')
+#: Seconds given to the page to do what it must not (draw while hidden) before checking.
+SETTLE = 2.0
+
+#: The grid's drawn-update count and the x values its chart holds (null before plotly drew);
+#: the grid is kept once found (a collapsed output takes it out of the document).
+JS_DRAWN = """() => {
+  const grid = window.drawingGrid = window.drawingGrid || document.querySelector('.workbench-chart-grid');
+  const plot = grid && grid.querySelector('.js-plotly-plot');
+  return {draws: grid ? Number(grid.dataset.draws) : -1,
+          x: plot && plot.data ? plot.data.map(trace => Array.from(trace.x || [])) : null};
+}"""
+
+#: Run code on the notebook's kernel (the notebook need not be the current tab).
+JS_KERNEL_RUN = """async (code) => {
+  const kernel = window.drawingPanel.sessionContext.session.kernel;
+  await kernel.requestExecute({code, silent: false, store_history: false}).done;
+}"""
+
+#: Scroll the notebook to its last cell's end (true) or to its first cell (false).
+JS_SCROLL = """(toEnd) => {
+  const cells = window.drawingPanel.content.widgets;
+  cells[toEnd ? cells.length - 1 : 0].node.scrollIntoView({block: toEnd ? 'end' : 'start'});
+}"""
+#: Where the grid is: its top and bottom against the window's height.
+JS_WHERE = """() => {
+  const box = window.drawingGrid.getBoundingClientRect();
+  return {top: box.top, bottom: box.bottom, width: box.width, window: window.innerHeight};
+}"""
+
+
+def _notebook(folder: Path) -> None:
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+             for source in (GRID_CELL, SPACER_CELL)]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (folder / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
+
+
+#: Chromium on this module's ``lab``, as in tests/test_browser.py.
+page = test_browser.page
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[LabServer]:
+    _notebook(tmp_path)
+    with served(tmp_path) as server:
+        yield server
+
+
+def _drawn(page: Any) -> dict[str, Any]:
+    return page.evaluate(JS_DRAWN)
+
+
+def _send(page: Any, first: int, last: int) -> None:
+    """Send the points first..last (x = y = i), one message each, as a monitor does per batch."""
+    page.evaluate(JS_KERNEL_RUN,
+                  f'for i in range({first}, {last + 1}):\n    grid.extend({{"rates": ([i], [[float(i)]])}})')
+
+
+def _wait_drawn(page: Any, last: int, what: str) -> dict[str, Any]:
+    """Wait until the chart shows the window ending at point ``last``; what it drew."""
+    expected = list(range(max(0, last - WINDOW + 1), last + 1))
+    wait_for(lambda: (_drawn(page)["x"] or [None])[0] == expected, 60, 0.2,
+             text=lambda: f"{what}: the chart drew {_drawn(page)}, expected x = {expected}")
+    return _drawn(page)
+
+
+def _hidden_then_shown(page: Any, hide: str, show: str, first: int, what: str) -> int:
+    """Hide the grid, send points, check nothing drew, show it: one update with the latest window."""
+    page.evaluate(hide)
+    time.sleep(SETTLE)  # the page learns it is hidden (an IntersectionObserver callback)
+    before = _drawn(page)
+    last = first + 2 * WINDOW
+    _send(page, first, last)
+    time.sleep(SETTLE)
+    hidden = _drawn(page)
+    assert hidden == before, f"{what}: the hidden grid drew: {before} -> {hidden}; at {page.evaluate(JS_WHERE)}"
+    page.evaluate(show)
+    after = _wait_drawn(page, last, what)
+    time.sleep(SETTLE)
+    assert _drawn(page)["draws"] == after["draws"] == before["draws"] + 1, (
+        f"{what}: shown again, the grid drew {_drawn(page)['draws'] - before['draws']} updates, not one")
+    return last
+
+
+def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabServer, page: Any) -> None:
+    with evidence_on_failure(page, lab, "drawing"):
+        page.goto(lab.notebook_url(NOTEBOOK))
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        page.evaluate("() => { window.drawingPanel = window.jupyterapp.shell.currentWidget; }")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
+        wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the grid never drew: {_drawn(page)}")
+
+        # Visible: every point drawn, the trace kept within the window.
+        for last in range(0, WINDOW + 3):
+            _send(page, last, last)
+            drawn = _wait_drawn(page, last, "visible")
+            assert all(len(x) <= WINDOW for x in drawn["x"]), f"a trace holds more than {WINDOW} points: {drawn}"
+
+        # The notebook's tab behind a Launcher, then brought back.
+        last = _hidden_then_shown(
+            page, "() => window.jupyterapp.commands.execute('launcher:create')",
+            "() => window.jupyterapp.shell.activateById(window.drawingPanel.id)", last + 1, "behind a Launcher")
+
+        # Scrolled out of view (below a tall output), then back.
+        last = _hidden_then_shown(page, f"() => ({JS_SCROLL})(true)", f"() => ({JS_SCROLL})(false)",
+                                  last + 1, "scrolled out of view")
+
+        # The grid cell's output collapsed, then expanded.
+        select = "window.drawingPanel.content.activeCellIndex = 0;"
+        last = _hidden_then_shown(
+            page, f"() => {{ {select} window.jupyterapp.commands.execute('notebook:hide-cell-outputs'); }}",
+            f"() => {{ {select} window.jupyterapp.commands.execute('notebook:show-cell-outputs'); }}",
+            last + 1, "output collapsed")
+        assert len(_drawn(page)["x"][0]) == WINDOW
