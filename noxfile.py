@@ -9,10 +9,10 @@ virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
 ``nox -s "smoke(pyspark='4.0.5')" -- -x``.
 
 * ``smoke(pyspark)``: the tests that catch a broken pyspark quickly (:data:`SMOKE`);
-  ``.ci/run`` runs it on every pyspark but the newest, whose full suite runs anyway.
+  tagged ``ci`` on every pyspark but the newest, whose full suite ``.ci/run`` runs.
 * ``spark(pyspark)``: the whole suite but the browser tests, notebooks included.
 * ``browser(jupyterlab)``: the extension's and the browser tests (:data:`BROWSER`) on a JupyterLab;
-  ``.ci/run`` runs it on the oldest, the full suite covers the newest.
+  tagged ``ci`` on the oldest; the full suite covers the newest.
 * ``wheel``: builds the wheel and sdist and checks them in a virtualenv without Node
   (``tests/test_wheel.py``).
 """
