@@ -105,10 +105,18 @@ def shell():
     ip = InteractiveShell.instance()
     saved = ip.display_pub
     ip.display_pub = CapturingDisplayPublisher()
+    # Outputs shown by earlier tests on this shared shell still publish after each cell
+    # (they wait for a page that never comes): set them aside while this test runs.
+    events = ("pre_execute", "post_execute")
+    callbacks = {event: list(ip.events.callbacks[event]) for event in events}
+    for event in events:
+        ip.events.callbacks[event].clear()
     try:
         yield ip
     finally:
         ip.display_pub = saved
+        for event in events:
+            ip.events.callbacks[event][:] = callbacks[event]
 
 
 @pytest.mark.spark

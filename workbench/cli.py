@@ -293,7 +293,7 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
 
     from ._labext import doctor_line, labextension_status
 
-    # The JupyterLab extension draws the monitor's charts and holds the Streams panel.
+    # The JupyterLab extension holds the Streams panel and the Spark UI tab (charts draw without it too).
     extension = labextension_status()
     ok = ok and extension.enabled
     lines.append(doctor_line(extension))
