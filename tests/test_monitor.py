@@ -186,10 +186,15 @@ def test_no_input_is_explained_and_output_is_not(env, spark, rate_stream, tmp_pa
     assert {spec["key"]: spec.get("empty_message") for spec in quiet.charts.charts}["watermark"] is None
     # The preview shows the latest rows of the memory table. Read it before the table: the
     # stream keeps running, so the preview may only ever be behind the table, never ahead.
-    shown = [int(v) for v in re.findall(r"<td>(\d+)</td>", busy.preview.value)]
+    # The first preview may come right after batch 0; it is read again every 2 s, so it moves
+    # on to newer rows (batch 0 holds values 0-3).
+    def shown() -> list[int]:
+        return [int(v) for v in re.findall(r"<td>(\d+)</td>", busy.preview.value)]
+
+    latest = wait_for(lambda: (lambda values: values if values and min(values) >= 4 else None)(shown()),
+                      timeout=30, message="a preview of rows newer than batch 0's")
     table = flowing.result()
-    assert len(shown) == 3 and set(shown) <= set(table["value"])
-    assert min(shown) >= 4  # not batch 0's rows: newer ones
+    assert len(latest) == 3 and set(latest) <= set(table["value"])
     for monitor in (quiet, busy):
         monitor.close()
     assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
