@@ -162,8 +162,6 @@ def test_failed_query_shows_its_error(env, rate_stream):
     assert not [t for t in live_threads() if t.name.startswith("workbench-monitor")]
 
 
-@pytest.mark.xfail(strict=False, reason="open defect (2026-11-24): in full-suite runs the result preview "
-                   "sometimes stays on batch 0's rows; passes alone")
 def test_no_input_is_explained_and_output_is_not(env, spark, rate_stream, tmp_path):
     folder = tmp_path / "incoming"
     folder.mkdir()

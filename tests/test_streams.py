@@ -39,6 +39,7 @@ def test_memory_stream_result_and_typed_history(env, rate_stream):
     # cut batch is rare; the next test makes one happen.
     handle = env.start(rate_stream(rows_per_batch=5), "numbers", trigger="0.3 seconds")
     assert handle.status == "active" and handle.sink == "memory"
+    wait_for(lambda: handle.progress.total >= 1 and handle.preview(3)[1] > 0, message="a first preview")
     wait_for(lambda: handle.progress.total >= 3, message="3 batches")
     handle.stop()
     history = handle.history()

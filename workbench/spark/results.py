@@ -56,14 +56,17 @@ class TableReader:
         self._check_not_replaced(replaced)
         self._check_spark()
         if self._table is None:
-            # Resolved once (the columns of result()): every action on it reads the sink's
-            # rows as they are then.
+            # Resolved once (the columns of result()); never acted on itself. Spark plans a
+            # memory sink's table as a scan of the rows the sink holds *when planned*, and a
+            # DataFrame keeps its first plan: an action on this one (tail) would show the
+            # same rows forever. Each read below acts on a new DataFrame over it instead,
+            # planned afresh, so it sees the rows as they are now.
             self._table = flat_select(self._spark.table(f"`{self._name}`"))
         table = self._table
-        total = table.count()
+        total = table.count()  # a new DataFrame (an aggregate over the table): planned now
         if self._output_mode == "complete":
             return table.limit(rows).toPandas(), total
-        picked = table.tail(rows)
+        picked = table.select("*").tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
 
     def _check_not_replaced(self, replaced: bool) -> None:
