@@ -49,6 +49,11 @@ SMOKE = [
 BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py"]
 
 
+def older_tagged_ci(versions: list[str]) -> list:
+    """``versions`` as session parameters; all but the newest tagged ``ci`` (the full suite covers the newest)."""
+    return [nox.param(v, tags=[] if v == versions[-1] else ["ci"]) for v in versions]
+
+
 def install(session: nox.Session, *pins: str) -> None:
     """The workbench from this checkout with its test extra, and ``pins`` over its bounds."""
     session.install("-e", ".[test]", *pins)
@@ -56,7 +61,7 @@ def install(session: nox.Session, *pins: str) -> None:
 
 
 @nox.session
-@nox.parametrize("pyspark", [nox.param(v, tags=[] if v == PYSPARK[-1] else ["ci"]) for v in PYSPARK])
+@nox.parametrize("pyspark", older_tagged_ci(PYSPARK))
 def smoke(session: nox.Session, pyspark: str) -> None:
     """The smoke tier on one pyspark."""
     install(session, f"pyspark[connect]=={pyspark}")
@@ -72,7 +77,7 @@ def spark(session: nox.Session, pyspark: str) -> None:
 
 
 @nox.session
-@nox.parametrize("jupyterlab", [nox.param(v, tags=[] if v == JUPYTERLAB[-1] else ["ci"]) for v in JUPYTERLAB])
+@nox.parametrize("jupyterlab", older_tagged_ci(JUPYTERLAB))
 def browser(session: nox.Session, jupyterlab: str) -> None:
     """The extension's and the browser tests on one JupyterLab."""
     install(session, f"jupyterlab=={jupyterlab}")

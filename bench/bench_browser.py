@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.browser_support import (  # noqa: E402
-    ARTIFACTS, CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable,
+    ARTIFACTS, CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable, page_context,
 )
 from bench.browser_cpu import measure_browser_cpu, print_browser_cpu  # noqa: E402
 
@@ -364,11 +364,10 @@ def measure_without_extension(browser: Any, args: argparse.Namespace) -> dict[st
     from tests.test_browser_without_extension import WithoutExtension
 
     lab = WithoutExtension(ROOT / "notebooks").start()
-    context = browser.new_context(viewport={"width": 1700, "height": 1200})
     try:
-        return measure(lab, context, "workbench monitor", args)
+        with page_context(browser) as context:
+            return measure(lab, context, "workbench monitor", args)
     finally:
-        context.close()
         problems = lab.stop()
         if problems:
             print("clean-up (no extension):", "; ".join(problems))
@@ -415,12 +414,9 @@ def main() -> None:
                         results[arm] = measure_without_extension(browser, args)
                         print(f"{arm}: {json.dumps(results[arm])}", flush=True)
                         continue
-                    context = browser.new_context(viewport={"width": 1700, "height": 1200})
-                    try:
+                    with page_context(browser) as context:
                         results[arm] = measure(lab, context, arm, args)
-                        print(f"{arm}: {json.dumps(results[arm])}", flush=True)
-                    finally:
-                        context.close()
+                    print(f"{arm}: {json.dumps(results[arm])}", flush=True)
             finally:
                 browser.close()
     finally:

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_browser import JS_WATCH_FRESHNESS, SETUP, TRIGGER, Page, notebook  # noqa: E402
-from tests.browser_support import CHROMIUM_ARGS, LabServer, chromium_executable  # noqa: E402
+from tests.browser_support import CHROMIUM_ARGS, LabServer, chromium_executable, page_context  # noqa: E402
 
 #: When the first chart of the page first holds a point (Date.now(), in the page).
 JS_WATCH_FIRST_POINT = """() => {
@@ -179,19 +179,13 @@ def main() -> None:
             try:
                 for index in range(0 if args.skip_first_chart else args.runs):
                     for arm, warm_up in ARMS.items():
-                        context = browser.new_context(viewport={"width": 1700, "height": 1200})
-                        try:
+                        with page_context(browser) as context:
                             runs[arm].append(first_chart(lab, context, index, warm_up, args.timeout))
-                            print(f"run {index + 1}, {arm}: "
-                                  + ", ".join(f"{k} {v:.2f} s" for k, v in runs[arm][-1].items()), flush=True)
-                        finally:
-                            context.close()
+                        print(f"run {index + 1}, {arm}: "
+                              + ", ".join(f"{k} {v:.2f} s" for k, v in runs[arm][-1].items()), flush=True)
                 for arm, poll_only in FRESHNESS_ARMS.items():
-                    context = browser.new_context(viewport={"width": 1700, "height": 1200})
-                    try:
+                    with page_context(browser) as context:
                         fresh[arm] = freshness(lab, context, args.batches, poll_only)
-                    finally:
-                        context.close()
             finally:
                 browser.close()
     finally:

@@ -342,6 +342,16 @@ def launch_chromium(playwright: Any, profile: Path, **context: Any) -> Any:
     )
 
 
+@contextmanager
+def page_context(browser: Any, width: int = 1700, height: int = 1200) -> Iterator[Any]:
+    """A fresh context of ``browser`` (its own pages and storage) with a ``width`` x ``height`` viewport, closed after use."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context
+    finally:
+        context.close()
+
+
 # -- JupyterLab page helpers (JavaScript run through page.evaluate) --------------------------
 
 #: True once the current notebook panel's kernel is connected and idle.

@@ -15,10 +15,11 @@ Importing this package does not import pyspark; the first call that needs Spark 
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+from ._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -47,11 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def _env() -> Any:

@@ -53,7 +53,7 @@ from .replay_source import build_stream, build_window_count, replay_input, scrip
 from .replay_view import ReplayStreamView, StepReport, query_description
 from .starting import check_streaming_frame
 from .handle import StreamHandle
-from .stopping import StreamInterrupted, wait_for_batch_end
+from .stopping import StreamInterrupted, wait_between_batches
 
 __all__ = ["ReplayRun", "ReplayError"]
 
@@ -336,7 +336,7 @@ class ReplayRun:
         playing, self._playing = self._playing, None
         if playing is None:
             return None
-        wait_for_batch_end(playing.query, PAUSE_GRACE, self.name)
+        wait_between_batches(playing.query, PAUSE_GRACE, self.name, or_next_report=True)
         playing.stop(grace=0.0)
         if playing.status == "failed":
             with self._lock:

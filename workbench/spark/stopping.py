@@ -20,7 +20,7 @@ from ..errors import summarize_error
 from .progress_source import SPARK_STOPPED
 from .session_end import spark_is_gone
 
-__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches", "wait_for_batch_end"]
+__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -265,39 +265,25 @@ class Stopper:
                 self._running = None
 
 
-def wait_for_batch_end(query: Any, timeout: float, name: str) -> None:
-    """Wait up to ``timeout`` seconds until ``query``'s running micro-batch (if any) has ended.
-
-    With back-to-back batches there is no idle moment to wait for, so the end of a batch is
-    also told by Spark reporting it (a new ``batchId`` in ``lastProgress``): a stop right
-    then interrupts the next batch before it writes anything, and that batch runs again
-    on restart instead of being cut after its sink write.
-
-    Examples
-    --------
-    >>> wait_for_batch_end(handle.query, 30.0, handle.name)   # doctest: +SKIP
-    """
-    deadline = time.monotonic() + timeout
-    try:
-        first = (query.lastProgress or {}).get("batchId")
-        while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
-            if (query.lastProgress or {}).get("batchId") != first:
-                return
-            time.sleep(0.002)
-    except Exception:
-        log.debug("reading the status of %s failed", name, exc_info=True)
-
-
-def wait_between_batches(query: Any, grace: float, name: str) -> None:
+def wait_between_batches(query: Any, grace: float, name: str, *, or_next_report: bool = False) -> None:
     """Wait up to ``grace`` seconds for ``query``'s running micro-batch (if any) to end.
 
+    With back-to-back batches there is no idle moment to wait for; with ``or_next_report``
+    the end of a batch is also told by Spark reporting it (a new ``batchId`` in
+    ``lastProgress``): a stop right then interrupts the next batch before it writes
+    anything, and that batch runs again on restart instead of being cut after its sink write.
+
     Examples
     --------
-    >>> wait_between_batches(handle.query, 1.0, handle.name)   # doctest: +SKIP
+    >>> wait_between_batches(handle.query, 1.0, handle.name)                         # doctest: +SKIP
+    >>> wait_between_batches(handle.query, 30.0, handle.name, or_next_report=True)   # doctest: +SKIP
     """
     deadline = time.monotonic() + grace
     try:
+        first = (query.lastProgress or {}).get("batchId") if or_next_report else None
         while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+            if or_next_report and (query.lastProgress or {}).get("batchId") != first:
+                return
             time.sleep(0.002)
     except Exception:
         log.debug("reading the status of %s failed", name, exc_info=True)

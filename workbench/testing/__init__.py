@@ -13,8 +13,7 @@ the first use of a name that needs Spark does.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_attributes
 
 __all__ = ["MemoryStream", "StreamTest", "to_test"]
 
@@ -25,8 +24,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'workbench.testing' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
