@@ -258,8 +258,11 @@ def test_rocksdb_change_feed_needs_and_gets_a_change_log(env, spark):
     finally:
         spark.conf.set(provider, saved)
         spark.conf.set(changelog, "true")
-    changes = handle.state_changes(0)
-    removed = sum(r.state_rows_removed for r in handle.progress.records())
+    records = handle.progress.records()
+    # Up to the last batch that reported progress: on a busy machine stop can still cut the
+    # next batch after its state commit, and its deletes have no progress to compare with.
+    changes = handle.state_changes(0, records[-1].batch_id)
+    removed = sum(r.state_rows_removed for r in records)
     assert removed > 0 and (changes["change_type"] == "delete").sum() == removed
     assert len(without.state()) > 0  # the state itself reads fine without a change log
     with pytest.raises(ValueError, match="changelogCheckpointing.enabled=true on a new checkpoint") as caught:

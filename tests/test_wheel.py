@@ -85,7 +85,7 @@ def installed(dist, tmp_path_factory) -> dict[str, str]:
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", venv], timeout=300)
     wheel = _only(dist, "*.whl")
-    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[test]"], timeout=1800)
+    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[test]"], timeout=1800)
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("PYTEST_", "VIRTUAL_ENV", "JUPYTER", "PYTHONPATH"))}
     env["PATH"] = os.pathsep.join([str(venv / "bin"), path_without_node(root / "bin", os.environ["PATH"])])
