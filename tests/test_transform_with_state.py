@@ -93,7 +93,8 @@ PROPERTIES = ('{"timeMode":"EventTime","outputMode":"Update","stateVariables":['
               '{"stateName":"seen","stateVariableType":"ListState","ttlEnabled":true}]}')
 
 
-@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records"])
+@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records",
+                                    "workbench.views.tws_charts"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
@@ -140,11 +141,31 @@ def sessions_query(spark):
         Sessions(), "k long, count long, fired boolean", "Update", "EventTime")
 
 
+def assert_monitor_draws_timers(monitor, history) -> None:
+    """The State chart draws the timers and TTL per batch; the Watermark chart marks where timers left."""
+    wait_for(lambda: not monitor.running, 60, message="the monitor to finish")
+    state = {trace.name: trace for trace in monitor.figures["state"].data}
+    for name, column in (("timers registered", "timers_registered"), ("timers deleted", "timers_deleted"),
+                         ("timers expired", "timers_expired"), ("state variables", "state_variables"),
+                         ("values removed by TTL", "state_values_removed_by_ttl")):
+        assert list(state[name].x) == history["batch_id"].tolist()
+        assert list(state[name].y) == history[column].tolist(), name
+    marks = next(t for t in monitor.figures["watermark"].data if t.name == "timers fired or deleted")
+    left = history["timers_deleted"] + history["timers_expired"] > 0
+    assert left.any() and not left.all()
+    expected = history["watermark"].where(left).dt.tz_localize(None)
+    assert pd.to_datetime(pd.Series(list(marks.y), dtype="object")).equals(expected.rename(None))
+    assert monitor.snapshot()[:4] == b"\x89PNG"
+    monitor.close()
+
+
 def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd):
     handle = env.start(sessions_query(spark), "sessions", trigger="200 ms", output_mode="update")
+    monitor = handle.monitor()
     # Key 0 has input in batches 0 and 1 only: wait until its timer fired and key 1's did too.
     run_until(handle, lambda: handle.result()["fired"].sum() >= 2, "two keys' timers fired")
     handle.stop()
+    assert_monitor_draws_timers(monitor, handle.history())
     last = handle.progress.last_batch_id
     marks = {r.batch_id: pd.Timestamp(r.watermark) for r in handle.progress.records()}
 
