@@ -99,7 +99,7 @@ def step_through(panel) -> list[dict]:
 
 
 def test_a_processor_steps_deterministically_with_state_and_timers_after_each_step(env):
-    first = workbench.replay_panel(SCRIPT, sessions, name="page_sessions", output_mode="update", monitor=False)
+    first = workbench.replay_panel(SCRIPT, sessions, name="page_sessions", output_mode="update")
     second = workbench.replay_panel(SCRIPT, sessions, name="page_sessions_again", output_mode="update",
                                     monitor=False)
     try:
@@ -125,6 +125,13 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
         played = second.results()
         assert played[played["batch_id"] < len(EXPECTED)].equals(first.results())
 
+        # The panel's monitor draws the timers per batch and marks the batch in which bob's fired.
+        first.monitor.refresh()
+        state = {t.name: list(t.y) for t in first.monitor.figures["state"].data}
+        assert state["timers registered"] == history["timers_registered"].tolist()
+        marks = next(t for t in first.monitor.figures["watermark"].data if t.name == "timers fired or deleted")
+        marked = [batch for batch, y in zip(marks.x, marks.y) if y is not None]
+        assert marked == history.query("timers_deleted > 0")["batch_id"].tolist()
         # The panel's state view shows each variable and the timers.
         view = first.state_view.value
         for title in ("count (value)", "pages (list)", "timers (event time)"):
