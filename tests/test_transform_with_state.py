@@ -93,7 +93,8 @@ PROPERTIES = ('{"timeMode":"EventTime","outputMode":"Update","stateVariables":['
               '{"stateName":"seen","stateVariableType":"ListState","ttlEnabled":true}]}')
 
 
-@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records"])
+@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records",
+                                    "workbench.views.tws_charts"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
@@ -140,11 +141,31 @@ def sessions_query(spark):
         Sessions(), "k long, count long, fired boolean", "Update", "EventTime")
 
 
+def assert_monitor_draws_timers(monitor, history) -> None:
+    """The State chart draws the timers and TTL per batch; the Watermark chart marks where timers left."""
+    wait_for(lambda: not monitor.running, 60, message="the monitor to finish")
+    state = {trace.name: trace for trace in monitor.figures["state"].data}
+    for name, column in (("timers registered", "timers_registered"), ("timers deleted", "timers_deleted"),
+                         ("timers expired", "timers_expired"), ("state variables", "state_variables"),
+                         ("values removed by TTL", "state_values_removed_by_ttl")):
+        assert list(state[name].x) == history["batch_id"].tolist()
+        assert list(state[name].y) == history[column].tolist(), name
+    marks = next(t for t in monitor.figures["watermark"].data if t.name == "timers fired or deleted")
+    left = history["timers_deleted"] + history["timers_expired"] > 0
+    assert left.any() and not left.all()
+    expected = history["watermark"].where(left).dt.tz_localize(None)
+    assert pd.to_datetime(pd.Series(list(marks.y), dtype="object")).equals(expected.rename(None))
+    assert monitor.snapshot()[:4] == b"\x89PNG"
+    monitor.close()
+
+
 def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd):
     handle = env.start(sessions_query(spark), "sessions", trigger="200 ms", output_mode="update")
+    monitor = handle.monitor()
     # Key 0 has input in batches 0 and 1 only: wait until its timer fired and key 1's did too.
     run_until(handle, lambda: handle.result()["fired"].sum() >= 2, "two keys' timers fired")
     handle.stop()
+    assert_monitor_draws_timers(monitor, handle.history())
     last = handle.progress.last_batch_id
     marks = {r.batch_id: pd.Timestamp(r.watermark) for r in handle.progress.records()}
 
@@ -235,14 +256,20 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
     assert not again.state(batch_id=after_first, variable="count").empty
 
 
-def test_row_flavour_processing_time_ttl_and_timers(env, spark):
-    keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value")
-    query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long", "Update", "ProcessingTime")
-    handle = env.start(query, "latest", trigger="200 ms", output_mode="update")
+def run_until_ttl_removed(env, query, name: str):
+    """Run a processing-time processor until its TTL removed values; return its stopped handle."""
+    handle = env.start(query, name, trigger="200 ms", output_mode="update")
     # A processing-time query with a TTL runs a cleanup batch at every trigger, data or not.
     run_until(handle, lambda: handle.progress.total >= 4 and handle.history()["state_values_removed_by_ttl"].sum() > 0,
               "TTL removed values")
     handle.stop()
+    return handle
+
+
+def test_row_flavour_processing_time_ttl_and_timers(env, spark):
+    keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value")
+    query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long", "Update", "ProcessingTime")
+    handle = run_until_ttl_removed(env, query, "latest")
     last = handle.progress.last_batch_id
     summary = handle.state_summary()
     assert summary["kind"].tolist() == ["transformWithState (Python)"]
@@ -272,6 +299,65 @@ def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     first = pd.Timestamp(handle.progress.records()[0].timestamp)
     assert ((timers["expires_at"] - pd.Timedelta(hours=1)).between(first - pd.Timedelta(minutes=1),
                                                                      stamps[-1])).all()
+
+
+class Tallies(StatefulProcessor):
+    """Map state with a TTL, pandas flavour, processing time: a count per value % 3 kept an hour,
+    and each value's event time kept 1 ms, so that every batch's cleanup removes the last batch's."""
+
+    def init(self, handle):
+        self.by_rest = handle.getMapState("by_rest", "rest int", "n long", 3_600_000)
+        self.times = handle.getMapState("times", "value long", "at timestamp", 1)
+
+    def handleInputRows(self, key, rows, timerValues):
+        for frame in rows:
+            for value, ts in zip(frame["value"], frame["timestamp"]):
+                rest = (int(value) % 3,)
+                old = self.by_rest.getValue(rest)
+                self.by_rest.updateValue(rest, ((old[0] if old else 0) + 1,))
+                self.times.updateValue((int(value),), (ts,))
+        yield pd.DataFrame({"k": [int(key[0])], "keys": [len(list(self.by_rest.keys()))]})
+
+
+def test_map_state_with_ttl_its_expiry_and_what_ttl_removed(env, spark):
+    keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value", "timestamp")
+    query = keyed.groupBy("k").transformWithStateInPandas(Tallies(), "k long, keys long", "Update", "ProcessingTime")
+    handle = run_until_ttl_removed(env, query, "tallies")
+    last = handle.progress.last_batch_id
+    stamps = [pd.Timestamp(r.timestamp) for r in handle.progress.records()]
+    assert handle.state_summary().loc[0, "variables"] == "by_rest (map, TTL); times (map, TTL); timers: processing time"
+
+    # One row per map key: the grouping key, the map key, the value, then the entry's expiry.
+    by_rest = handle.state(variable="by_rest")
+    assert list(by_rest.columns) == ["k", "rest", "n", "expires_at", "partition_id"]
+    values = pd.DataFrame({"value": range((last + 1) * ROWS)})
+    expected = values.assign(k=values["value"] % 2, rest=values["value"] % 3).groupby(["k", "rest"]).size()
+    assert {(r.k, r.rest): r.n for r in by_rest.itertuples()} == expected.to_dict()
+    # Each entry expires an hour after the batch that last wrote it (the batch's processing time).
+    assert str(by_rest["expires_at"].dtype) == "datetime64[ns, UTC]"
+    written = by_rest["expires_at"] - pd.Timedelta(hours=1)
+    assert written.between(stamps[0], stamps[-1] + pd.Timedelta(minutes=1)).all()
+
+    # A 1 ms TTL: what is left is the last batch's values only, already past their expiry (Spark
+    # removes an expired entry at the next batch's cleanup; until then the state reader shows it).
+    times = handle.state(variable="times")
+    assert list(times.columns) == ["k", "value", "at", "expires_at", "partition_id"]
+    assert set(times["value"]) <= set(range(last * ROWS, (last + 1) * ROWS))
+    assert (times["k"] == times["value"] % 2).all()
+    assert (times["at"] == START + (times["value"] // ROWS) * MINUTE).all()
+    assert (times["expires_at"] < pd.Timestamp.now(tz="UTC")).all()
+    # Every entry written is held or was removed, and progress counted the removals of both maps:
+    # by_rest's entries are rewritten every batch and never expire within the run.
+    history = handle.history()
+    assert history["state_values_removed_by_ttl"].sum() + len(times) == ROWS * (last + 1)
+    # An earlier batch still shows entries this one no longer holds.
+    first_held = handle.state(batch_id=0, variable="times")
+    assert sorted(first_held["value"]) == list(range(ROWS))
+    # The change feed names each removal as a delete of the batch that removed it.
+    changes = handle.state_changes(1, last, variable="times")
+    deleted = changes.query("change_type == 'delete'")
+    assert sorted(deleted["value"]) == list(range(last * ROWS))
+    assert deleted["at"].isna().all()
 
 
 PROCESSOR_CELL = """

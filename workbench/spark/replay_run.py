@@ -49,6 +49,7 @@ from .frames import flat_select
 from .plan import output_mode_problem, plan_facts
 from .replay_late import classify_late_rows, next_watermark
 from .replay_results import BatchResults, results_writer
+from .replay_state import ReplayState
 from .replay_source import build_stream, build_window_count, replay_input, script_input
 from .replay_view import ReplayStreamView, StepReport, query_description
 from .starting import check_streaming_frame
@@ -79,7 +80,7 @@ def _failed(name: str, error: str | None) -> str:
     return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
 
 
-class ReplayRun:
+class ReplayRun(ReplayState):
     """Plays a query on a replay source: step, play, pause, reset; results and late rows.
 
     Parameters
@@ -429,32 +430,13 @@ class ReplayRun:
         """The columns of the query's results (struct columns split, as in :meth:`results`)."""
         return list(flat_select(self.df).columns)
 
-    def _state(self) -> Any:
+    def _inspector(self) -> Any:
         if self.raw_progress.last_batch_id is None:
             raise ValueError(f"replay {self.name!r} has run no batch yet, so it holds no state: step or play first")
         from .state import inspector_for
 
         return inspector_for(self.env.session(), self.checkpoint, name=self.name, progress=self.raw_progress,
                              result_columns=self.df.columns)
-
-    def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
-        """The state rows held after batch ``batch_id`` (default: the latest); see ``StreamHandle.state``.
-
-        Examples
-        --------
-        >>> run.step(); run.state()          # doctest: +SKIP
-        """
-        return self._state().state(batch_id, operator, side)
-
-    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
-                      side: str | None = None) -> pd.DataFrame:
-        """What changed in state between two batches; see ``StreamHandle.state_changes``."""
-        return self._state().changes(start_batch, end_batch, operator, side)
-
-    def state_summary(self) -> pd.DataFrame:
-        """The query's stateful operators; see ``StreamHandle.state_summary``."""
-        return self._state().summary()
 
     def inputs(self) -> pd.DataFrame:
         """The input rows of every data batch so far (scripted rows only, for a Script)."""

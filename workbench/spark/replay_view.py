@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.spec import WindowCount
+from .replay_state import ReplayState
 
 if TYPE_CHECKING:
     from .replay_run import ReplayRun
@@ -95,14 +96,15 @@ class StepReport:
                 f"state rows {self.state_rows}")
 
 
-class ReplayStreamView:
+class ReplayStreamView(ReplayState):
     """The replay's stream as a whole (every restart): what the monitor and ``panel.handle`` read.
 
     The monitor follows one stream until it finishes; a replay restarts its query at
     every step, so the monitor reads the run through this view (a
     ``workbench.views.protocol.MonitoredStream``), which lasts until reset. It answers
-    ``result()``, ``history()`` and the state methods for the whole run, with the same
-    columns as a :class:`StreamHandle` of the same query.
+    ``result()``, ``history()`` and the state methods (``state()``, ``state_changes()``,
+    ``state_summary()``, ``timers()``) for the whole run, with the same columns as a
+    :class:`StreamHandle` of the same query.
     """
 
     def __init__(self, run: ReplayRun, progress: ProgressHistory) -> None:
@@ -139,19 +141,8 @@ class ReplayStreamView:
         """Spark's progress of every batch since the last reset (as ``StreamHandle.history``)."""
         return self._run.raw_progress.to_frame(operators=operators)
 
-    def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state`."""
-        return self._run.state(batch_id, operator, side)
-
-    def state_changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
-                      side: str | None = None) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state_changes`."""
-        return self._run.state_changes(start_batch, end_batch, operator, side)
-
-    def state_summary(self) -> pd.DataFrame:
-        """See :meth:`ReplayRun.state_summary`."""
-        return self._run.state_summary()
+    def _inspector(self) -> Any:
+        return self._run._inspector()
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         return self._run.preview(rows)

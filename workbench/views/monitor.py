@@ -38,6 +38,7 @@ from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
 from .static_output import StaticOutput
+from .tws_charts import TimerTraces
 
 __all__ = ["StreamMonitor"]
 
@@ -166,6 +167,7 @@ class StreamMonitor(widgets.VBox):
         specs = chart_specs()
         specs[0]["traces"] += input_traces(self._input_names)
         self.charts = ChartGrid(specs, window=self.window)
+        self._timer_traces = TimerTraces()  # a transformWithState processor's timers and TTL
         self.preview = widgets.HTML()
         self._has_preview = getattr(handle, "sink", None) == "memory"
         name = str(getattr(handle, "name", "stream"))
@@ -324,6 +326,7 @@ class StreamMonitor(widgets.VBox):
                 with self._lock:
                     values = [self._input_lanes.get(batch, [None] * len(self._input_names)) for batch in x]
                 lanes += [list(column) for column in zip(*values)] if values else [[] for _ in self._input_names]
+            self._timer_traces.draw(self.charts, records, points)
             if reset:
                 self.charts.reset(points)
             else:

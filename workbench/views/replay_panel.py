@@ -288,19 +288,20 @@ class ReplayPanel(widgets.VBox):
 
         It answers like a ``StreamHandle``: ``result()`` (the same columns as
         ``workbench.start`` of the same query), ``history()``, ``state()``,
-        ``state_changes()`` and ``state_summary()``.
+        ``state_changes()``, ``state_summary()`` and ``timers()``.
         """
         return self.run.stream
 
     def state(self, batch_id: int | None = None, operator: int | str | None = None,
-              side: str | None = None) -> pd.DataFrame:
+              side: str | None = None, variable: str | None = None) -> pd.DataFrame:
         """The state rows held after batch ``batch_id`` (default: the latest); see ``StreamHandle.state``.
 
         Examples
         --------
         >>> panel.step(); panel.state()           # doctest: +SKIP
+        >>> panel.state(variable="count")         # doctest: +SKIP
         """
-        return self.run.state(batch_id, operator, side)
+        return self.run.state(batch_id, operator, side, variable)
 
     def late_rows(self) -> pd.DataFrame:
         """Every input row that arrived behind the watermark, with its fate."""
@@ -338,7 +339,8 @@ class ReplayPanel(widgets.VBox):
 
 
 def state_view_html(run: Any, rows: int = 12) -> str:
-    """HTML of what each stateful operator (each side of a join) holds after the latest batch.
+    """HTML of what each stateful operator (each side of a join, each variable and the timers of a
+    transformWithState processor) holds after the latest batch.
 
     Empty for a stateless query or before the first batch; a state that cannot be read
     gives one line saying why, never an exception (the view must not break a step).
@@ -346,16 +348,13 @@ def state_view_html(run: Any, rows: int = 12) -> str:
     if not any(r.operators for r in run.raw_progress.tail(1)):
         return ""
     try:
-        summary = run.state_summary()
         parts = []
-        for op in summary.itertuples():
-            for side in (op.sides.split(", ") if op.sides else [None]):
-                table = run.state(operator=op.operator, side=side).drop(columns="partition_id")
-                title = f"{op.kind}" + (f", {side} side" if side else "")
-                shown = table.head(rows).to_html(index=False, border=0, na_rep="")
-                more = f" (first {rows})" if len(table) > rows else ""
-                parts.append(f"<b>State: {html.escape(title)}</b> · {len(table)} rows held after batch "
-                             f"{op.max_batch_id}{more}{shown}")
+        for title, batch_id, read in run.state_parts():
+            table = read().drop(columns="partition_id")
+            shown = table.head(rows).to_html(index=False, border=0, na_rep="")
+            more = f" (first {rows})" if len(table) > rows else ""
+            parts.append(f"<b>State: {html.escape(title)}</b> · {len(table)} rows held after batch "
+                         f"{batch_id}{more}{shown}")
         return "<div class='workbench-state-view'>" + "".join(parts) + "</div>"
     except Exception as exc:
         log.debug("reading the state failed", exc_info=True)
