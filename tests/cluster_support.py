@@ -30,6 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Most seconds a process may take to start listening (cold JVMs on a busy 2-core machine).
 START_TIMEOUT = 120.0
+#: The pytest-xdist group of every module that uses the ``spark_processes`` fixture
+#: (tests/conftest.py): one worker runs them all, so the processes start once per run.
+SPARK_PROCESSES_GROUP = "spark-processes"
 
 
 def user_env(**extra: str) -> dict[str, str]:

@@ -6,8 +6,6 @@ streams are all stopped after the test, and checked to be).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
@@ -21,6 +19,25 @@ def spark():
     yield session
     current_env().close()
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_processes():
+    """A standalone cluster and a Spark Connect server, each started when a test first asks.
+
+    Shared by every module that needs one (``tests/cluster_support.py``); those modules carry
+    the ``xdist_group`` ``SPARK_PROCESSES_GROUP``, so that the processes start once per run, on
+    one worker. Ended, and checked to be, after the run.
+    """
+    from tests.cluster_support import SparkProcesses, listening
+
+    processes = SparkProcesses()
+    yield processes
+    ports = list(processes.ports)
+    processes.close()
+    still = [port for port in ports if listening(port)]
+    assert not still, f"Spark processes still listen on {still} after the run"
+    assert not processes.root.exists(), f"{processes.root} was not removed"
 
 
 @pytest.fixture

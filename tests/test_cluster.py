@@ -22,22 +22,12 @@ import warnings
 import pytest
 
 from tests.cluster_session import RECENT_PROGRESS_LIMIT, REPLAY_BATCHES, replay_digest, replay_spec
-from tests.cluster_support import REPO, SparkProcesses, free_port, listening, user_env
+from tests.cluster_support import SPARK_PROCESSES_GROUP, REPO, free_port, user_env
 from workbench._spark_target import SparkURLError, parse_master, parse_remote, spark_target, unreachable
 
 # -- the Spark processes and one session report per Spark ---------------------------------------
-
-
-@pytest.fixture(scope="session")
-def spark_processes():
-    """The cluster and Connect server processes; ended (and checked to be) after the run."""
-    processes = SparkProcesses()
-    yield processes
-    ports = list(processes.ports)
-    processes.close()
-    still = [port for port in ports if listening(port)]
-    assert not still, f"Spark processes still listen on {still} after the run"
-    assert not processes.root.exists(), f"{processes.root} was not removed"
+# The processes are the suite's shared ``spark_processes`` (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group(SPARK_PROCESSES_GROUP)
 
 
 def on_spark_processes(test):

@@ -1,8 +1,8 @@
 """MemoryStream and StreamTest on a standalone cluster and through a Spark Connect server.
 
-Each Spark runs in its own processes (``tests.cluster_support``); a subprocess drives a
-StreamTest there with ``WORKBENCH_MASTER`` or ``SPARK_REMOTE`` set, as a user's test run
-would, and prints what it saw as JSON.
+Each Spark runs in its own processes, the suite's shared ``spark_processes``
+(tests/conftest.py); a subprocess drives a StreamTest there with ``WORKBENCH_MASTER`` or
+``SPARK_REMOTE`` set, as a user's test run would, and prints what it saw as JSON.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from tests.cluster_support import REPO, SparkProcesses, user_env
+from tests.cluster_support import SPARK_PROCESSES_GROUP, REPO, user_env
 
-pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.xdist_group(SPARK_PROCESSES_GROUP)]
 
 #: Runs in the subprocess: three adds, a restart between the second and the third, and a
 #: windowed count whose state must survive the restart.
@@ -45,18 +45,12 @@ print(json.dumps(seen))
 """
 
 
-@pytest.fixture(scope="module")
-def processes():
-    with SparkProcesses() as spark_processes:
-        yield spark_processes
-
-
 @pytest.mark.parametrize("kind", ["cluster", "connect"])
-def test_every_row_is_read_once_across_a_restart(processes, kind, tmp_path):
+def test_every_row_is_read_once_across_a_restart(spark_processes, kind, tmp_path):
     if kind == "cluster":
-        extra = {"WORKBENCH_MASTER": processes.start_cluster()}
+        extra = {"WORKBENCH_MASTER": spark_processes.start_cluster()}
     else:
-        extra = {"SPARK_REMOTE": processes.start_connect()}
+        extra = {"SPARK_REMOTE": spark_processes.start_connect()}
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=900,
                           env=user_env(**extra, TMPDIR=str(tmp_path)), cwd=REPO)
     assert done.returncode == 0, f"the StreamTest on the {kind} failed:\n{done.stderr[-3000:]}"
@@ -84,9 +78,9 @@ print(json.dumps(rows))
 """
 
 
-def test_a_memory_stream_through_connect_into_the_memory_sink(processes, tmp_path):
+def test_a_memory_stream_through_connect_into_the_memory_sink(spark_processes, tmp_path):
     done = subprocess.run([sys.executable, "-c", MEMORY_SINK], capture_output=True, text=True, timeout=900,
-                          env=user_env(SPARK_REMOTE=processes.start_connect(), TMPDIR=str(tmp_path)), cwd=REPO)
+                          env=user_env(SPARK_REMOTE=spark_processes.start_connect(), TMPDIR=str(tmp_path)), cwd=REPO)
     assert done.returncode == 0, f"the memory stream through Connect failed:\n{done.stderr[-3000:]}"
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [[1, "a"], [2, "b"], [3, "c"]]
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("workbench-memory-stream")], \

@@ -17,9 +17,9 @@ import sys
 import pandas as pd
 import pytest
 
-from tests.cluster_support import REPO, SparkProcesses, user_env
+from tests.cluster_support import SPARK_PROCESSES_GROUP, REPO, user_env
 
-pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.xdist_group(SPARK_PROCESSES_GROUP)]
 
 #: Runs in the subprocess: per key (value // 8) a count and an event-time timer at the
 #: last event + 2 minutes, which emits the count and clears it.
@@ -78,15 +78,9 @@ print(json.dumps({
 """
 
 
-@pytest.fixture(scope="module")
-def connect_url():
-    with SparkProcesses() as processes:
-        yield processes.start_connect()
-
-
-def test_a_processor_on_spark_connect_state_and_timers_read_back(connect_url, tmp_path):
+def test_a_processor_on_spark_connect_state_and_timers_read_back(spark_processes, tmp_path):
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=900,
-                          env=user_env(SPARK_REMOTE=connect_url, TMPDIR=str(tmp_path)), cwd=REPO)
+                          env=user_env(SPARK_REMOTE=spark_processes.start_connect(), TMPDIR=str(tmp_path)), cwd=REPO)
     start = done.stderr.rfind("Traceback (most recent call last)")
     assert done.returncode == 0, done.stderr[start:][:3000] if start >= 0 else done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
