@@ -2,7 +2,7 @@
 
 ``pyproject.toml`` accepts pyspark 4.0 to 4.x and JupyterLab 4.x; these sessions run the suite
 on the newest patch of each pyspark minor and on the oldest and newest JupyterLab minor, each
-in a virtualenv of its own under ``.nox/`` (pip's cache makes a second install quick).
+in a virtualenv of its own under ``.nox/``, made by uv (its cache makes a second install quick).
 
 ``nox -l`` lists the sessions; ``nox -s NAME`` runs one; ``nox -R -s NAME`` reuses its
 virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
@@ -11,8 +11,9 @@ virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
 * ``smoke(pyspark)``: the tests that catch a broken pyspark quickly (:data:`SMOKE`);
   tagged ``ci`` on every pyspark but the newest, whose full suite ``.ci/run`` runs.
 * ``spark(pyspark)``: the whole suite but the browser tests, notebooks included.
-* ``browser(jupyterlab)``: the extension's and the browser tests (:data:`BROWSER`) on a JupyterLab;
-  tagged ``ci`` on the oldest; the full suite covers the newest.
+* ``browser(jupyterlab)``: the extension's and the browser tests (:data:`BROWSER`) on a JupyterLab.
+* ``browser-smoke(jupyterlab)``: their quick part (:data:`BROWSER_SMOKE`); tagged ``ci`` on
+  the oldest JupyterLab (the full suite covers the newest).
 * ``wheel``: builds the wheel and sdist and checks them in a virtualenv without Node
   (``tests/test_wheel.py``).
 """
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+# uv makes each session's virtualenv in seconds from its cache (pip when uv is missing).
+nox.options.default_venv_backend = "uv|venv"
 nox.options.error_on_missing_interpreters = True
 nox.options.sessions = []  # name the sessions to run: the whole matrix takes about an hour
 
@@ -30,23 +32,34 @@ PYSPARK = ["4.0.5", "4.1.4", "4.2.1", "4.3.0"]
 #: The oldest and the newest JupyterLab 4 minor (their newest patches).
 JUPYTERLAB = ["4.0.13", "4.6.6"]
 
-#: What a pyspark release breaks first (160 tests, no notebooks): windowed, joined and
-#: deduplicating stateful streams with their history, state(), state_summary() and
-#: state_changes(), the monitor, replay steps, the magics on a real shell, plain scripts
-#: that must exit cleanly (pyspark's accumulator server) and leave nothing behind, and
-#: what tests/test_versions.py knows to differ between releases.
+#: What a pyspark release breaks first, one test each, chosen to be quick (about 25 tests, a
+#: few minutes with the install): the state reader on windowed and joined state and its
+#: change feed, the memory sink's history and results, the console sink, a script that must
+#: exit cleanly (pyspark's accumulator server), the replay's late-row fates, the monitor, a
+#: ``%%stream`` cell on a real shell, a transformWithState processor's state and timers,
+#: MemoryStream across restarts, and what tests/test_versions.py knows to differ between
+#: releases. ``.ci/run`` runs it on every pyspark but the newest (``nox --tags ci``).
 SMOKE = [
-    "tests/test_state.py",
-    "tests/test_streams.py",
-    "tests/test_replay.py",
-    "tests/test_monitor.py",
-    "tests/test_magics.py",
     "tests/test_versions.py",
+    "tests/test_state.py::test_windowed_state_holds_exactly_the_windows_not_yet_emitted",
+    "tests/test_state.py::test_change_feed_deletes_match_num_rows_removed_and_carry_their_watermark",
+    "tests/test_state.py::test_join_state_per_side",
+    "tests/test_streams.py::test_memory_stream_result_and_typed_history",
+    "tests/test_streams.py::test_console_sink_renders_each_batch_like_spark",
+    "tests/test_streams.py::test_a_plain_script_exits_cleanly_and_silently",
+    "tests/test_replay.py::test_guide_example_steps_late_fates_match_sparks_output",
+    "tests/test_monitor.py::test_monitor_follows_the_history_and_stops_the_stream",
+    "tests/test_magics.py::test_sql_cell_starts_a_memory_stream_and_shows_its_monitor",
+    "tests/test_transform_with_state.py::test_event_time_processor_state_and_timers_batch_by_batch",
+    "tests/test_testing.py::test_every_row_is_read_once_in_order_across_restarts",
 ]
 
 #: What a JupyterLab release breaks: the extension's install (``jupyter labextension list``)
 #: and the pages the browser tests drive (the quickstart's monitor, the Streams panel).
 BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py"]
+#: The browser tier's quick part, which ``.ci/run`` runs on the oldest JupyterLab: the
+#: extension's install and the quickstart's live charts in JupyterLab.
+BROWSER_SMOKE = ["tests/test_extension.py", "tests/test_browser.py::test_quickstart_in_jupyterlab"]
 
 
 def older_tagged_ci(versions: list[str]) -> list:
@@ -77,11 +90,19 @@ def spark(session: nox.Session, pyspark: str) -> None:
 
 
 @nox.session
-@nox.parametrize("jupyterlab", older_tagged_ci(JUPYTERLAB))
+@nox.parametrize("jupyterlab", JUPYTERLAB)
 def browser(session: nox.Session, jupyterlab: str) -> None:
     """The extension's and the browser tests on one JupyterLab."""
     install(session, f"jupyterlab=={jupyterlab}")
     session.run("workbench", "test", *BROWSER, *session.posargs)
+
+
+@nox.session(name="browser-smoke")
+@nox.parametrize("jupyterlab", older_tagged_ci(JUPYTERLAB))
+def browser_smoke(session: nox.Session, jupyterlab: str) -> None:
+    """The browser tier's quick part on one JupyterLab (:data:`BROWSER_SMOKE`)."""
+    install(session, f"jupyterlab=={jupyterlab}")
+    session.run("workbench", "test", *BROWSER_SMOKE, *session.posargs)
 
 
 @nox.session
