@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from .._lazy import lazy_attributes
 
-__all__ = ["MemoryStream", "StreamTest", "to_test"]
+__all__ = ["MemoryStream", "StreamTest", "to_test", "record"]
 
 _LAZY = {
     "MemoryStream": ("workbench.testing.memory", "MemoryStream"),
     "StreamTest": ("workbench.spark.stream_test", "StreamTest"),
     "to_test": ("workbench.testing.recording", "to_test"),
+    "record": ("workbench.testing.live_record", "record"),
 }
 
 
