@@ -243,3 +243,42 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted and not result.failed
+
+
+def test_check_state_reads_a_transform_with_state_variable(spark, testing):
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class WordCount(StatefulProcessor):
+        """Per word: a running count (value state) and the lengths seen (list state)."""
+
+        def init(self, handle):
+            self.count = handle.getValueState("count", "n long")
+            self.lengths = handle.getListState("lengths", "length int")
+
+        def handleInputRows(self, key, rows, timerValues):
+            total = self.count.get()[0] if self.count.exists() else 0
+            for frame in rows:
+                for word in frame["word"]:
+                    total += 1
+                    self.lengths.appendValue((len(word),))
+            self.count.update((total,))
+            yield pd.DataFrame({"word": [key[0]], "n": [total]})
+
+        def close(self):
+            pass
+
+    events = testing.MemoryStream(spark, "word string")
+    counts = events.df.groupBy("word").transformWithStateInPandas(
+        WordCount(), outputStructType="word string, n long", outputMode="Update", timeMode="None")
+    with testing.StreamTest(counts, output_mode="update") as test:
+        (test.add(events, [("dog",), ("owl",), ("dog",)]).process()
+         .check_new_answer([("dog", 2), ("owl", 1)])
+         .check_state([("dog", 2), {"word": "owl", "n": 1}], variable="count")
+         .check_state([("dog", 3), ("dog", 3), ("owl", 3)], variable="lengths")
+         .add(events, [("mouse",)]).process().restart()
+         .check_state([("dog", 2), ("owl", 1), ("mouse", 1)], variable="count"))
+        with pytest.raises(AssertionError) as error:
+            test.check_state([("dog", 2)], variable="count")
+        assert_message(error, "check_state(variable='count'), batch 1", "unexpected:\n    ('mouse', 1)\n    ('owl', 1)")
+        with pytest.raises(ValueError, match="unknown state variable 'cnt'.*use one of 'count', 'lengths'"):
+            test.check_state([], variable="cnt")

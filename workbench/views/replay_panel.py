@@ -320,6 +320,21 @@ class ReplayPanel(widgets.VBox):
 
         return save_run(self.run, folder)
 
+    def to_test(self, path: Any, **options: Any) -> Any:
+        """Write a pytest module that replays this run batch by batch and checks what it showed.
+
+        See :func:`workbench.testing.to_test` (``options``: ``query_source``, ``name``).
+
+        Examples
+        --------
+        >>> panel.step(); panel.step()                         # doctest: +SKIP
+        >>> panel.to_test("tests/test_my_replay.py")           # doctest: +SKIP
+        PosixPath('tests/test_my_replay.py')
+        """
+        from ..testing.recording import to_test
+
+        return to_test(self.run, path, **options)
+
     def close(self) -> None:
         """Stop playing, end the run, close the monitor and the widgets."""
         self.run.close()
