@@ -94,6 +94,20 @@ def test_one_batch_per_process_lets_the_guides_donkey_in(spark, testing):
     assert test.last_batch == 3
 
 
+def test_process_without_the_no_data_batch_runs_one_batch_and_the_next_process_goes_on(spark, testing):
+    # As in a live stream whose next rows came before Spark's watermark-only batch.
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        (test.add(events, [(t("12:07"), "dog"), (t("12:08"), "owl")]).process(no_data_batch=False)
+         .check_watermark("1970-01-01").check_new_answer([])
+         .add(events, [(t("12:21"), "owl")]).process()
+         .check_watermark(t("12:11"))
+         .check_new_answer([(w("12:00", "12:10"), "dog", 1), (w("12:00", "12:10"), "owl", 1)]))
+        assert test.last_batch == 2, "batch 0, then batch 1 with the new rows and its watermark-only batch 2"
+        with pytest.raises(TypeError, match="no_data_batch must be True or False, got 'no'"):
+            test.process(no_data_batch="no")
+
+
 def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
     events = testing.MemoryStream(spark, "id int, name string")
     assert events.add([(1, "a"), (2, "b")]) == 1

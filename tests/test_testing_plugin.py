@@ -47,7 +47,7 @@ def plugin_entry_point(site: Path) -> None:
 
 @pytest.fixture
 def recorded(env, tmp_path):
-    """The guide's replay stepped four times and saved with to_test."""
+    """The guide's replay stepped four times and saved with the panel's to_test."""
     import workbench
     import workbench.testing
 
@@ -57,7 +57,7 @@ def recorded(env, tmp_path):
     try:
         for _ in range(4):
             panel.step()
-        written = workbench.testing.to_test(panel, folder / "test_guide_word_count.py")
+        written = panel.to_test(folder / "test_guide_word_count.py")
     finally:
         panel.close()
     return folder, written
