@@ -296,3 +296,15 @@ def test_check_state_reads_a_transform_with_state_variable(spark, testing):
         assert_message(error, "check_state(variable='count'), batch 1", "unexpected:\n    ('mouse', 1)\n    ('owl', 1)")
         with pytest.raises(ValueError, match="unknown state variable 'cnt'.*use one of 'count', 'lengths'"):
             test.check_state([], variable="cnt")
+
+
+def test_late_rows_of_an_input_with_a_value_column(spark, testing):
+    # The fates' table orders rows by a ``value`` column; an input's own ``value`` must not clash with it.
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, "event_time timestamp, value long")
+    counts = events.df.withWatermark("event_time", "10 minutes").groupBy(F.window("event_time", "10 minutes")).count()
+    with testing.StreamTest(counts) as test:
+        test.add(events, [(t("12:21"), 1)]).process().check_watermark(t("12:11"))
+        test.add(events, [(t("12:05"), 2), (t("12:15"), 3)]).process()
+        test.check_late([(t("12:05"), 2)]).check_late([(t("12:05"), 2)], fate="late")

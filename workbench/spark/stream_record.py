@@ -58,7 +58,8 @@ def memory_late_rows(stream: Any, offsets: dict[int, tuple[int, int]], records: 
             inputs.append({"batch": len(data_batches), **dict(zip(names, row))})
         data_batches.append(batch_id)
     frame = pd.DataFrame(inputs, columns=["batch", *names])
-    frame.insert(1, "value", range(len(frame)))
+    if "value" not in frame.columns:  # late_row_fates orders rows by ``value``; an input's own one serves
+        frame.insert(1, "value", range(len(frame)))
     return classify_late_rows(frame, event_time=plan.watermark_column, records=records,
                               data_batches=data_batches, plan=plan, output_mode=output_mode)
 
