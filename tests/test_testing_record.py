@@ -92,3 +92,29 @@ def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, mag
         record(handle, events, tmp_path / "nowhere" / "test_x.py", query=counts)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["test_live_words.py", "test_live_words_5.py"]
     events.close()
+
+
+def test_record_refuses_what_it_cannot_replay_in_one_line(spark, env, tmp_path):
+    import workbench
+    from workbench.testing import MemoryStream, record
+
+    events = MemoryStream(spark, "word string")
+    words = events.df.groupBy("word").count()
+    try:
+        complete = workbench.start(words, "complete_words", output_mode="complete", trigger="available-now")
+        with pytest.raises(ValueError) as error:
+            record(complete, events, tmp_path / "test_words.py", query_source="def query(df):\n    return df")
+        assert "runs in complete mode, whose memory table keeps only the latest batch's rows" in str(error.value)
+        other = workbench.start(spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load(),
+                                "rate_rows", trigger="available-now")
+        other.wait_finished(60)
+        with pytest.raises(ValueError) as error:
+            record(other, events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+        assert "does not read exactly one workbench.testing.MemoryStream" in str(error.value)
+        assert "\n" not in str(error.value)
+        with pytest.raises(TypeError, match="record needs a stream's handle"):
+            record("rate_rows", events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+    finally:
+        workbench.stop_all()
+        events.close()
+    assert not list(tmp_path.iterdir())
