@@ -43,6 +43,11 @@ def memory_late_rows(stream: Any, offsets: dict[int, tuple[int, int]], records: 
     pandas.DataFrame
         The columns of ``workbench.replay.late.late_row_fates``; the event-time column is
         named ``event_time`` whatever the input calls it.
+
+    Examples
+    --------
+    >>> memory_late_rows(events, {0: (0, 1), 1: (1, 2)}, handle.progress.records(), handle.plan,
+    ...                  "append")                                                   # doctest: +SKIP
     """
     if stream is None or plan is None or plan.watermark_column is None:
         return pd.DataFrame(columns=["batch", "batch_id", "value", "fate"])
@@ -71,6 +76,11 @@ def checkpoint_offsets(checkpoint: str, name: str) -> dict[int, int]:
     ------
     ValueError
         When the checkpoint is not a local folder, or the query reads other or several inputs.
+
+    Examples
+    --------
+    >>> checkpoint_offsets(handle.checkpoint, handle.name)      # doctest: +SKIP
+    {0: 1, 1: 1, 2: 2}
     """
     path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
     folder = os.path.join(path, "offsets")
@@ -110,6 +120,12 @@ def live_steps(handle: Any, stream: Any) -> tuple[list[dict[str, Any]], list[str
     ------
     ValueError
         For a stream this cannot replay, with the reason.
+
+    Examples
+    --------
+    >>> steps, columns = live_steps(handle, events)             # doctest: +SKIP
+    >>> [(len(s["rows"]), s["no_data_batch"]) for s in steps]   # doctest: +SKIP
+    [(2, True), (1, False)]
     """
     if handle.sink != "memory":
         raise ValueError(f"stream {handle.name!r} writes to the {handle.sink} sink: record needs a memory-sink "
