@@ -94,6 +94,20 @@ def test_one_batch_per_process_lets_the_guides_donkey_in(spark, testing):
     assert test.last_batch == 3
 
 
+def test_process_without_the_no_data_batch_runs_one_batch_and_the_next_process_goes_on(spark, testing):
+    # As in a live stream whose next rows came before Spark's watermark-only batch.
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        (test.add(events, [(t("12:07"), "dog"), (t("12:08"), "owl")]).process(no_data_batch=False)
+         .check_watermark("1970-01-01").check_new_answer([])
+         .add(events, [(t("12:21"), "owl")]).process()
+         .check_watermark(t("12:11"))
+         .check_new_answer([(w("12:00", "12:10"), "dog", 1), (w("12:00", "12:10"), "owl", 1)]))
+        assert test.last_batch == 2, "batch 0, then batch 1 with the new rows and its watermark-only batch 2"
+        with pytest.raises(TypeError, match="no_data_batch must be True or False, got 'no'"):
+            test.process(no_data_batch="no")
+
+
 def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
     events = testing.MemoryStream(spark, "id int, name string")
     assert events.add([(1, "a"), (2, "b")]) == 1
@@ -243,3 +257,54 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted and not result.failed
+
+
+def test_check_state_reads_a_transform_with_state_variable(spark, testing):
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class WordCount(StatefulProcessor):
+        """Per word: a running count (value state) and the lengths seen (list state)."""
+
+        def init(self, handle):
+            self.count = handle.getValueState("count", "n long")
+            self.lengths = handle.getListState("lengths", "length int")
+
+        def handleInputRows(self, key, rows, timerValues):
+            total = self.count.get()[0] if self.count.exists() else 0
+            for frame in rows:
+                for word in frame["word"]:
+                    total += 1
+                    self.lengths.appendValue((len(word),))
+            self.count.update((total,))
+            yield pd.DataFrame({"word": [key[0]], "n": [total]})
+
+        def close(self):
+            pass
+
+    events = testing.MemoryStream(spark, "word string")
+    counts = events.df.groupBy("word").transformWithStateInPandas(
+        WordCount(), outputStructType="word string, n long", outputMode="Update", timeMode="None")
+    with testing.StreamTest(counts, output_mode="update") as test:
+        (test.add(events, [("dog",), ("owl",), ("dog",)]).process()
+         .check_new_answer([("dog", 2), ("owl", 1)])
+         .check_state([("dog", 2), {"word": "owl", "n": 1}], variable="count")
+         .check_state([("dog", 3), ("dog", 3), ("owl", 3)], variable="lengths")
+         .add(events, [("mouse",)]).process().restart()
+         .check_state([("dog", 2), ("owl", 1), ("mouse", 1)], variable="count"))
+        with pytest.raises(AssertionError) as error:
+            test.check_state([("dog", 2)], variable="count")
+        assert_message(error, "check_state(variable='count'), batch 1", "unexpected:\n    ('mouse', 1)\n    ('owl', 1)")
+        with pytest.raises(ValueError, match="unknown state variable 'cnt'.*use one of 'count', 'lengths'"):
+            test.check_state([], variable="cnt")
+
+
+def test_late_rows_of_an_input_with_a_value_column(spark, testing):
+    # The fates' table orders rows by a ``value`` column; an input's own ``value`` must not clash with it.
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, "event_time timestamp, value long")
+    counts = events.df.withWatermark("event_time", "10 minutes").groupBy(F.window("event_time", "10 minutes")).count()
+    with testing.StreamTest(counts) as test:
+        test.add(events, [(t("12:21"), 1)]).process().check_watermark(t("12:11"))
+        test.add(events, [(t("12:05"), 2), (t("12:15"), 3)]).process()
+        test.check_late([(t("12:05"), 2)]).check_late([(t("12:05"), 2)], fate="late")

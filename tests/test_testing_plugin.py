@@ -47,7 +47,7 @@ def plugin_entry_point(site: Path) -> None:
 
 @pytest.fixture
 def recorded(env, tmp_path):
-    """The guide's replay stepped four times and saved with to_test."""
+    """The guide's replay stepped four times and saved with the panel's "Save as test" (panel.to_test)."""
     import workbench
     import workbench.testing
 
@@ -55,9 +55,16 @@ def recorded(env, tmp_path):
     folder.mkdir()
     panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
     try:
+        panel.test_button.click()  # "Save as test" runs on a background thread, as in a notebook
+        assert panel.wait(60)
+        assert "has run no batch yet: step it first" in panel.message.value and not list(folder.iterdir())
         for _ in range(4):
             panel.step()
-        written = workbench.testing.to_test(panel, folder / "test_guide_word_count.py")
+        written = folder / "test_guide_word_count.py"
+        panel.test_path.value = str(written)
+        panel.test_button.click()
+        assert panel.wait(120)
+        assert panel.message.value == f"Saved the run as a test: {written}"
     finally:
         panel.close()
     return folder, written

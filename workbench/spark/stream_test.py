@@ -30,8 +30,8 @@ from .memory_source import batch_saver
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
 from .progress_source import progress_json
-from .replay_late import classify_late_rows
 from .starting import check_streaming_frame
+from .stream_record import memory_late_rows
 from .stream_answers import Columns, as_time, describe_rows, row_diff, show_time
 
 __all__ = ["StreamTest", "FATES_CHECKED"]
@@ -110,12 +110,14 @@ class StreamTest:
         self._steps += 1
         self._step = f"step {self._steps}, {step}"
 
-    def _start(self) -> None:
+    def _start(self, once: bool = False) -> None:
         if self._query is not None and self._query.isActive:
             return
         writer = (self.df.writeStream.queryName(self.name).outputMode(self.output_mode)
                   .option("checkpointLocation", self.checkpoint).foreachBatch(batch_saver(self._results)))
-        if self.no_data_batches:
+        if once:  # one batch, then the query ends: Spark's watermark-only batch never follows it
+            writer = writer.trigger(once=True)
+        if self.no_data_batches or once:
             self._query = writer.start()
             return
         # A query reads this setting when it starts (its session is cloned then), so it
@@ -146,11 +148,16 @@ class StreamTest:
             self._streams.append(stream)
         return self
 
-    def _run(self) -> None:
+    def _run(self, once: bool = False) -> None:
         before = max(self._progress, default=-1)
-        self._start()
+        if once:
+            self._stop()
+        self._start(once)
         try:
-            self._query.processAllAvailable()
+            if once:
+                self._query.awaitTermination()
+            else:
+                self._query.processAllAvailable()
         finally:
             self._collect_progress()
         self._last_process = [b for b in sorted(self._progress) if b > before]
@@ -163,21 +170,35 @@ class StreamTest:
             if not BatchProgress.from_json(raw).is_idle_report:
                 self._progress[int(raw["batchId"])] = raw
 
-    def process(self) -> StreamTest:
+    def process(self, *, no_data_batch: bool = True) -> StreamTest:
         """Run until every row added so far is processed, and no further.
 
         That includes the no-data batch Spark runs when the watermark moves, so windows
         the watermark closed are already emitted.
 
+        Parameters
+        ----------
+        no_data_batch : bool, default True
+            ``False`` runs the rows added so far as one batch and stops there, without the
+            watermark-only batch Spark would run next: what a running query does when the
+            next rows arrive before that batch starts. The moved watermark then first acts
+            on the next batch, which runs with the query started again from its checkpoint.
+
         Raises
         ------
         AssertionError
             When the query fails; one line with the step and Spark's reason.
+
+        Examples
+        --------
+        >>> test.add(events, [("2024-01-01 12:21", "owl")]).process(no_data_batch=False)   # doctest: +SKIP
         """
         __tracebackhide__ = True  # pytest shows the failing step, not this method
-        self._begin("process()")
+        if not isinstance(no_data_batch, bool):
+            raise TypeError(f"no_data_batch must be True or False, got {no_data_batch!r}")
+        self._begin("process()" if no_data_batch else "process(no_data_batch=False)")
         try:
-            self._run()
+            self._run(once=not no_data_batch and self.no_data_batches)
         except Exception as exc:
             reason = summarize_error(str(exc))
             raise AssertionError(f"{self._where(failing=True)}: the query failed: {reason}") from None
@@ -311,18 +332,34 @@ class StreamTest:
                                  f"{'none' if want is None else show_time(want)}")
         return self
 
-    def check_state(self, rows: Sequence[Any], operator: int | str | None = None) -> StreamTest:
+    def check_state(self, rows: Sequence[Any], operator: int | str | None = None,
+                    variable: str | None = None) -> StreamTest:
         """Check the rows a stateful operator holds after the last batch (order ignored).
 
         Rows are given in the state inspector's columns (keys, then values, e.g.
         ``(window_start, window_end, word, count)``), as tuples or dicts.
+
+        Parameters
+        ----------
+        rows : list of tuple or dict
+        operator : int or str, optional
+            The operator's id or name, when the query has several stateful operators.
+        variable : str, optional
+            For a ``transformWithState`` processor: the state variable to check (the name
+            ``init`` gave it), read as ``handle.state(variable=...)`` reads it: the
+            grouping key's columns, then the value's (a list state has one row per
+            element, a map state one row per map key).
+
+        Examples
+        --------
+        >>> test.process().check_state([("dog", 2)], variable="count")    # doctest: +SKIP
         """
         __tracebackhide__ = True
-        self._begin("check_state()")
+        self._begin("check_state()" if variable is None else f"check_state(variable={variable!r})")
         from .state import StateInspector
 
         inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)
-        table = inspector.state(operator=operator).drop(columns=["partition_id"], errors="ignore")
+        table = inspector.state(operator=operator, variable=variable).drop(columns=["partition_id"], errors="ignore")
         columns = list(table.columns)
         normal = _loose_rows([_state_row(r, columns) for r in rows], columns)
         actual = _loose_rows([tuple(r) for r in table.itertuples(index=False, name=None)], columns)
@@ -338,27 +375,14 @@ class StreamTest:
         The columns of ``workbench.replay.late.late_row_fates``; one input (the first
         memory stream added to) is followed.
         """
-        if not self._streams or self.plan is None or self.plan.watermark_column is None:
-            return pd.DataFrame(columns=["batch", "batch_id", "value", "fate"])
-        stream = self._streams[0]
-        added = stream.batches()
-        names = stream.schema.fieldNames()
-        inputs, data_batches = [], []
+        if not self._streams:
+            return memory_late_rows(None, {}, [], self.plan, self.output_mode)
+        offsets = {}
         for batch_id in sorted(self._progress):
             source = (self._progress[batch_id].get("sources") or [{}])[0]
-            start = _added(source.get("startOffset"))
-            end = _added(source.get("endOffset"))
-            rows = [row for batch in added[start:end] for row in batch]
-            if not rows:
-                continue
-            for row in rows:
-                inputs.append({"batch": len(data_batches), **dict(zip(names, row))})
-            data_batches.append(batch_id)
-        frame = pd.DataFrame(inputs, columns=["batch", *names])
-        frame.insert(1, "value", range(len(frame)))
+            offsets[batch_id] = (_added(source.get("startOffset")), _added(source.get("endOffset")))
         records = [BatchProgress.from_json(self._progress[b]) for b in sorted(self._progress)]
-        return classify_late_rows(frame, event_time=self.plan.watermark_column, records=records,
-                                  data_batches=data_batches, plan=self.plan, output_mode=self.output_mode)
+        return memory_late_rows(self._streams[0], offsets, records, self.plan, self.output_mode)
 
     def check_late(self, rows: Sequence[Any], fate: str = "dropped") -> StreamTest:
         """Check the input rows the last :meth:`process` read behind the watermark.

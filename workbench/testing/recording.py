@@ -24,7 +24,7 @@ from ..replay.late import FATES
 from ..replay.spec import WindowCount
 from ..replay.values import duration_text
 
-__all__ = ["to_test", "module_source"]
+__all__ = ["to_test", "module_source", "ddl_text", "query_function_source", "result_row", "function_name"]
 
 
 def _literal(value: Any) -> str:
@@ -53,7 +53,7 @@ def _rows_literal(rows: Sequence[tuple[Any, ...]], indent: str, *, ordered: bool
 
 
 def module_source(*, name: str, schema: str, query_source: str, output_mode: str,
-                       steps: Sequence[dict[str, Any]], origin: str) -> str:
+                  steps: Sequence[dict[str, Any]], origin: str, no_data_batches: bool = False) -> str:
     """The text of a pytest module that replays ``steps`` and checks each one.
 
     Parameters
@@ -70,6 +70,10 @@ def module_source(*, name: str, schema: str, query_source: str, output_mode: str
         ``new_answer`` (result tuples) and ``late`` (``{fate: input tuples}``).
     origin : str
         What the test was recorded from, for its docstring.
+    no_data_batches : bool, default False
+        False: each step runs exactly one batch (a replay's Step). True: each step also
+        runs the watermark-only batch Spark runs next, unless the step's
+        ``no_data_batch`` is False (a live stream whose next rows came first).
 
     Examples
     --------
@@ -80,19 +84,24 @@ def module_source(*, name: str, schema: str, query_source: str, output_mode: str
     >>> "def test_demo(stream_test):" in text and "check_new_answer" in text
     True
     """
-    out = [f'"""Recorded from {origin} by workbench.testing.to_test.', "",
-           "Each step adds one batch of the recorded input, runs exactly one micro-batch, and checks",
+    runs = ("runs its micro-batch and the watermark-only batch that followed it, if one did,"
+            if no_data_batches else "runs exactly one micro-batch,")
+    out = [f'"""Recorded from {origin} by workbench.testing.{"record" if no_data_batches else "to_test"}.', "",
+           f"Each step adds one batch of the recorded input, {runs} and checks",
            "the rows it emitted, the watermark it reported and the input rows it read behind the",
            "watermark. Change the query and the step where its behaviour differs fails.",
            '"""', "", "from pyspark.sql import functions as F  # noqa: F401  (the query may use it)", "",
            f"SCHEMA = {schema!r}", "", "", query_source.rstrip(), "", "",
            f"def test_{name}(stream_test):",
            "    events = stream_test.memory_stream(SCHEMA)",
-           f"    test = stream_test(query(events.df), output_mode={output_mode!r}, no_data_batches=False)"]
+           f"    test = stream_test(query(events.df), output_mode={output_mode!r}"
+           + (")" if no_data_batches else ", no_data_batches=False)")]
     indent = "    "
     for number, step in enumerate(steps):
-        out += ["", f"    # batch {number}",
-                f"    test.add(events, {_rows_literal(step['rows'], indent, ordered=True)}).process()",
+        process = "process()" if not no_data_batches or step.get("no_data_batch", True) \
+            else "process(no_data_batch=False)"
+        out += ["", f"    # {'step' if no_data_batches else 'batch'} {number}",
+                f"    test.add(events, {_rows_literal(step['rows'], indent, ordered=True)}).{process}",
                 f"    test.check_new_answer({_rows_literal(step['new_answer'], indent)})",
                 f"    test.check_watermark({_literal(step['watermark'])})"]
         late = step.get("late") or {}
@@ -113,7 +122,8 @@ def _window_count_source(query: WindowCount) -> str:
     return f"def query(df):\n    return {head}.groupBy({grouping}).count()"
 
 
-def _function_source(query: Any) -> str:
+def query_function_source(query: Any) -> str:
+    """The source of a query function, as ``query(df)`` (a ``def`` in a file or a notebook cell; no lambda)."""
     try:
         source = textwrap.dedent(inspect.getsource(query))
     except (OSError, TypeError):
@@ -125,7 +135,14 @@ def _function_source(query: Any) -> str:
     return source if name == "query" else f"{source.rstrip()}\n\n\nquery = {name}"
 
 
-def _result_row(record: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+def result_row(record: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+    """A flat result record (``window_start``, ``window_end``) as a tuple in the query's ``columns``.
+
+    Examples
+    --------
+    >>> result_row({"window_start": 1, "window_end": 2, "n": 3}, ["window", "n"])
+    ((1, 2), 3)
+    """
     values = []
     for column in columns:
         if column in record:
@@ -137,11 +154,19 @@ def _result_row(record: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ..
     return tuple(values)
 
 
-def _ddl(schema: Any) -> str:
+def ddl_text(schema: Any) -> str:
+    """A StructType as a DDL string (``event_time timestamp, word string``)."""
     return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
 
 
-def _test_name(text: str) -> str:
+def function_name(text: str) -> str:
+    """A stream's name as the ``<name>`` of a test function ``test_<name>``.
+
+    Examples
+    --------
+    >>> function_name("Guide word-count")
+    'guide_word_count'
+    """
     name = re.sub(r"\W+", "_", text).strip("_").lower() or "recorded_run"
     return f"{name}_" if keyword.iskeyword(name) or name[0].isdigit() else name
 
@@ -197,7 +222,7 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
                          "runs one batch with input per step, so the test can repeat it")
     if query_source is None:
         query_source = _window_count_source(run.query) if isinstance(run.query, WindowCount) \
-            else _function_source(run.query)
+            else query_function_source(run.query)
     input_columns = list(run.input_df.columns)
     result_columns = list(run.df.columns)
     inputs = run.inputs()
@@ -210,12 +235,12 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
         steps.append({
             "rows": [tuple(r) for r in rows.itertuples(index=False, name=None)],
             "watermark": record.watermark,
-            "new_answer": [_result_row(r, result_columns)
+            "new_answer": [result_row(r, result_columns)
                            for r in results.get(record.batch_id, pd.DataFrame()).to_dict("records")],
             "late": {fate: [tuple(r[c] for c in input_columns) for r in batch_late.to_dict("records")
                             if r["fate"] == fate] for fate in FATES},
         })
-    text = module_source(name=_test_name(name or run.name), schema=_ddl(run.input_df.schema),
+    text = module_source(name=function_name(name or run.name), schema=ddl_text(run.input_df.schema),
                               query_source=query_source, output_mode=run.output_mode or "append",
                               steps=steps, origin=f"replay {run.name!r}")
     target.write_text(text)

@@ -89,7 +89,13 @@ class ReplayPanel(widgets.VBox):
         self.monitor: Any = None
         self.monitor_box = widgets.Box()
         buttons = widgets.HBox([self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed])
-        super().__init__([buttons, self.counters, self.late, self.message, self.monitor_box])
+        #: The file "Save as test" writes (see :meth:`to_test`); empty: ``test_<name>.py`` here.
+        self.test_path = widgets.Text(placeholder=f"test_{run.name}.py", description="Test file",
+                                      layout=widgets.Layout(width="420px"))
+        self.test_button = widgets.Button(description="Save as test", icon="save",
+                                          tooltip="Write this run as a pytest module that repeats it batch by batch")
+        saving = widgets.HBox([self.test_path, self.test_button])
+        super().__init__([buttons, saving, self.counters, self.late, self.message, self.monitor_box])
         self.add_class("workbench-replay-panel")
         #: The "State" view, beside the monitor's results: refreshed after every step and pause.
         self.state_view = widgets.HTML()
@@ -98,6 +104,7 @@ class ReplayPanel(widgets.VBox):
         self.pause_button.on_click(lambda _b: self._in_background(self.pause))
         self.step_button.on_click(lambda _b: self._in_background(self.step))
         self.reset_button.on_click(lambda _b: self._in_background(self.reset))
+        self.test_button.on_click(lambda _b: self._in_background(self._save_test))
         self._unsubscribe: Callable[[], None] | None = None
         # Shown in a notebook, the output also holds a picture of the monitor's charts and the
         # counters as text, published after the cell (or the button's action) that moved the run.
@@ -151,6 +158,7 @@ class ReplayPanel(widgets.VBox):
         self.step_button.disabled = busy or dead
         self.pause_button.disabled = busy or not playing
         self.reset_button.disabled = busy or status == "closed"
+        self.test_button.disabled = busy or status == "closed"
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a button's action to finish; True if none is running."""
@@ -321,6 +329,26 @@ class ReplayPanel(widgets.VBox):
 
         return save_run(self.run, folder)
 
+    def to_test(self, path: Any, **options: Any) -> Any:
+        """Write a pytest module that replays this run batch by batch and checks what it showed.
+
+        See :func:`workbench.testing.to_test` (``options``: ``query_source``, ``name``).
+
+        Examples
+        --------
+        >>> panel.step(); panel.step()                         # doctest: +SKIP
+        >>> panel.to_test("tests/test_my_replay.py")           # doctest: +SKIP
+        PosixPath('tests/test_my_replay.py')
+        """
+        from ..testing.recording import to_test
+
+        return to_test(self.run, path, **options)
+
+    def _save_test(self) -> None:
+        """What "Save as test" does: write the run to the file named in the box, and say where."""
+        written = self.to_test(self.test_path.value.strip() or self.test_path.placeholder)
+        self.message.value = f"Saved the run as a test: {html.escape(str(written))}"
+
     def close(self) -> None:
         """Stop playing, end the run, close the monitor and the widgets."""
         self.run.close()
@@ -330,6 +358,7 @@ class ReplayPanel(widgets.VBox):
         if self.monitor is not None:
             self.monitor.close()
         for child in (self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
+                      self.test_path, self.test_button,
                       self.counters, self.late, self.message, self.monitor_box, self.state_view):
             child.close()
         super().close()

@@ -1,0 +1,120 @@
+"""A live stream saved as a test: a %%stream cell over a MemoryStream, fed from Python, then record().
+
+The cell runs on a real IPython shell (as in tests/test_magics.py) with a processing-time
+trigger; rows added from Python afterwards reach its next batches. ``record`` writes the
+run as a pytest module, which is then run on the suite's Spark: as written it passes, and
+with a 5-minute watermark it fails at the first step whose watermark differs.
+"""
+
+from __future__ import annotations
+
+import runpy
+
+import pytest
+from pyspark.sql import functions as F
+
+from tests.helpers import wait_for
+from tests.test_magics import magics, shell  # noqa: F401  (the shared IPython shell with the workbench loaded)
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "event_time timestamp, word string"
+
+
+def t(hm: str) -> str:
+    return f"2024-01-01 {hm}"
+
+
+def counts(df):
+    return (df.withWatermark("event_time", "10 minutes")
+            .groupBy(F.window("event_time", "10 minutes", "5 minutes"), "word").count())
+
+
+def run_written_test(path, spark, name):
+    """Run the written module's test function on the suite's Spark, as pytest would, with its fixture."""
+    from workbench.testing.plugin import StreamTests
+
+    tests = StreamTests(spark)
+    try:
+        runpy.run_path(str(path))[f"test_{name}"](tests)
+    finally:
+        tests.close()
+    assert not spark.streams.active
+
+
+def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, magics, spark, env, tmp_path):
+    from workbench.testing import MemoryStream, record
+
+    events = MemoryStream(spark, SCHEMA)
+    shell.user_ns.update(events=events, counts=counts)
+    try:
+        shell.run_cell_magic("stream", "live_words --trigger '0.5 seconds' --no-monitor", "counts(events.df)")
+        handle = env.get("live_words")
+        # Each add moves the watermark, so Spark follows its batch with a watermark-only
+        # batch; the last add holds only late rows: one batch, nothing after it.
+        for rows, last_batch in [([(t("12:07"), "dog"), (t("12:08"), "owl")], 1),
+                                 ([(t("12:14"), "dog"), (t("12:09"), "cat")], 3),
+                                 ([(t("12:21"), "owl")], 5),
+                                 ([(t("12:04"), "donkey"), (t("11:50"), "rat")], 6)]:
+            events.add(rows)
+            wait_for(lambda: (handle.progress.last_batch_id or -1) >= last_batch, 60,
+                     text=lambda: f"batch {last_batch}; the history has {handle.history()[['batch_id', 'num_input_rows']]}")
+        result = handle.result()
+        assert sorted(zip(result["window_start"].dt.strftime("%H:%M"), result["word"], result["count"])) == [
+            ("12:00", "cat", 1), ("12:00", "dog", 1), ("12:00", "owl", 1)]
+        shell.run_line_magic("stream", "stop live_words")
+
+        path = record(handle, events, tmp_path / "test_live_words.py", query=counts)
+    finally:
+        shell.user_ns.pop("events", None)
+        shell.user_ns.pop("counts", None)
+    text = path.read_text()
+    assert "def test_live_words(stream_test):" in text and "def counts(df):" in text
+    assert text.count(".process()\n") == 3 and text.count(".process(no_data_batch=False)\n") == 1, text
+    assert "test.check_watermark('2024-01-01 12:11')" in text
+    assert "    test.check_late([\n        ('2024-01-01 11:50', 'rat'),\n        ('2024-01-01 12:04', 'donkey'),\n" \
+           "    ], fate='dropped')" in text, text
+    run_written_test(path, spark, "live_words")
+
+    changed = tmp_path / "test_live_words_5.py"
+    changed.write_text(text.replace('withWatermark("event_time", "10 minutes")',
+                                    'withWatermark("event_time", "5 minutes")'))
+    with pytest.raises(AssertionError) as error:
+        run_written_test(changed, spark, "live_words")
+    assert str(error.value) == ("step 4, check_watermark('2024-01-01 11:58'), batch 1, watermark 2024-01-01 12:03: "
+                                "the watermark is 2024-01-01 12:03, expected 2024-01-01 11:58")
+
+    with pytest.raises(ValueError, match="record needs the query's code"):
+        record(handle, events, tmp_path / "test_x.py")
+    with pytest.raises(TypeError, match="record needs the stream's input, a workbench.testing.MemoryStream, got str"):
+        record(handle, "events", tmp_path / "test_x.py", query=counts)
+    with pytest.raises(ValueError, match="folder .*nowhere' does not exist"):
+        record(handle, events, tmp_path / "nowhere" / "test_x.py", query=counts)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_live_words.py", "test_live_words_5.py"]
+    events.close()
+
+
+def test_record_refuses_what_it_cannot_replay_in_one_line(spark, env, tmp_path):
+    import workbench
+    from workbench.testing import MemoryStream, record
+
+    events = MemoryStream(spark, "word string")
+    words = events.df.groupBy("word").count()
+    try:
+        complete = workbench.start(words, "complete_words", output_mode="complete", trigger="available-now")
+        with pytest.raises(ValueError) as error:
+            record(complete, events, tmp_path / "test_words.py", query_source="def query(df):\n    return df")
+        assert "runs in complete mode, whose memory table keeps only the latest batch's rows" in str(error.value)
+        other = workbench.start(spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load(),
+                                "rate_rows", trigger="available-now")
+        other.wait_finished(60)
+        with pytest.raises(ValueError) as error:
+            record(other, events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+        assert "does not read exactly one workbench.testing.MemoryStream" in str(error.value)
+        assert "\n" not in str(error.value)
+        with pytest.raises(TypeError, match="record needs a stream's handle"):
+            record("rate_rows", events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+    finally:
+        workbench.stop_all()
+        events.close()
+    assert not list(tmp_path.iterdir())
