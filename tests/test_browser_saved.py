@@ -5,8 +5,9 @@ monitor stays a live widget after its stream stops and its output gains the pict
 console sink's output gains the batches' text. The page saves the notebook (as a user's
 Ctrl+S), the kernel is shut down, and the notebook is opened in a fresh page (JupyterLab
 starts a new kernel, which has none of the old widgets): the monitor shows its picture and
-the console its tables, not "Error displaying widget: model not found". The saved file's
-``nbconvert --to html``, opened offline, shows the same.
+the console its tables, not "Error displaying widget: model not found"; the same in a page
+that opens it with no kernel at all (where widgets would say "Loading widget..." for ever).
+The saved file's ``nbconvert --to html``, opened offline, shows the same.
 
 Both with the workbench's extension (it shows the picture in place of the dead widget; the
 file keeps the widget view too) and with it disabled (the server then saves those outputs
@@ -21,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from .browser_support import JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot
+from .browser_support import JS_ACTIVATE_CELL, JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot
 from .helpers import wait_for
-from .test_browser import evidence_on_failure
+from .test_browser import STOP_CELL, _run_above, evidence_on_failure
 from .test_browser_without_extension import WithoutExtension
 from . import test_saved_notebooks
 from .test_saved_notebooks import (
@@ -49,6 +50,10 @@ JS_OUTPUT_TYPES = """(start) => {
     .map(o => Object.keys(o.data).sort());
 }"""
 
+#: Whether JupyterLab trusts every code cell of the current notebook (then it picks widget views).
+JS_TRUSTED = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code').every(c => c.model.trusted)"""
+
 JS_ALL_RAN = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .every(c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running'))"""
 
@@ -70,7 +75,15 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
         page.goto(lab.notebook_url(NOTEBOOK))
         page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        # Up to the stop cell, until the console sink has printed (a loaded machine could
+        # otherwise stop its stream before its batch), then the rest.
+        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=240)
+        console = page.locator(".workbench-console")
+        console.scroll_into_view_if_needed()
+        wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 60, 0.25,
+                 text=lambda: f"the console shows {console.inner_text()!r}")
+        page.evaluate(JS_ACTIVATE_CELL, STOP_CELL)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-below'); }")
         wait_for(lambda: page.evaluate(JS_ALL_RAN), 240, 0.5, text="the quickstart did not finish running")
         # After `%stream stop --all` the output holds the picture beside the widget view (Run
         # All queues every cell before the page's "ready": the view may come back a moment later).
@@ -86,8 +99,7 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
                  text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
         assert "stopped" in monitor.locator(".widget-html").first.inner_text()
         assert not page.locator(".jp-OutputArea-output img").count()
-        console = page.locator(".workbench-console")
-        console.scroll_into_view_if_needed()
+        console.scroll_into_view_if_needed()  # out of view, its text is not laid out
         wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
                  text=lambda: f"the console shows {console.inner_text()!r}")
         _no_error_boxes(page)
@@ -103,6 +115,23 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
     return notebook
 
 
+def _shows_pictures_and_tables(page: Any) -> None:
+    """The page shows the monitor's picture and the console's tables, and no error box or spinner."""
+    # On screen: JupyterLab lays out only the cells in view.
+    page.locator(".jp-Cell").filter(has_text="%%stream numbers").first.scroll_into_view_if_needed()
+    wait_for(lambda: {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in page.evaluate(JS_PICTURES),
+             60, 0.25, text=lambda: f"the notebook shows the pictures {page.evaluate(JS_PICTURES)}")
+    console = page.locator(".jp-Cell").filter(has_text="%%stream squares").locator(".jp-Cell-outputArea")
+    console.scroll_into_view_if_needed()
+    wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
+             text=lambda: f"the console's output shows {console.inner_text()!r}")
+    assert "|square|" in console.inner_text()  # a table, not a summary line
+    # Nothing is left loading or failed, a few seconds on.
+    page.wait_for_timeout(2_000)
+    _no_error_boxes(page)
+    assert page.evaluate(JS_TRUSTED)  # so the pictures are not merely what an untrusted notebook shows
+
+
 def _reopen(lab: LabServer, browser: Any) -> None:
     """Open the saved notebook in a fresh page (a new kernel, none of the old widgets); check it."""
     page = browser.new_page()
@@ -111,18 +140,34 @@ def _reopen(lab: LabServer, browser: Any) -> None:
         page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
         # The widget manager has asked the new kernel for its widgets (none) by now; the
         # renderer gives up on the old ones then.
-        wait_for(lambda: {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in page.evaluate(JS_PICTURES),
-                 60, 0.25, text=lambda: f"the reopened notebook shows the pictures {page.evaluate(JS_PICTURES)}")
-        console = page.locator(".jp-Cell").filter(has_text="%%stream squares").locator(".jp-Cell-outputArea")
-        console.scroll_into_view_if_needed()
-        wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
-                 text=lambda: f"the console's output shows {console.inner_text()!r}")
-        assert "|square|" in console.inner_text()  # a table, not a summary line
-        # Nothing is left loading or failed, a few seconds on.
-        page.wait_for_timeout(2_000)
-        _no_error_boxes(page)
+        _shows_pictures_and_tables(page)
         page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
         save_screenshot(page, f"saved-{type(lab).__name__}-reopened.png")
+    page.close()
+
+
+def _reopen_without_kernel(lab: LabServer, browser: Any, notebook: dict[str, Any]) -> None:
+    """Open a copy that names no kernel and choose "No Kernel": no widget manager ever comes."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    # Neither a kernel nor a language: either would make JupyterLab start a kernel unasked.
+    copy = nbformat.from_dict(dict(notebook, metadata={k: v for k, v in notebook["metadata"].items()
+                                                       if k not in ("kernelspec", "language_info")}))
+    # Signed as the server signed the original: JupyterLab trusts it (and picks widget views).
+    NotebookNotary(data_dir=str(lab.root / "data")).sign(copy)
+    nbformat.write(copy, str(lab.server_root / "no-kernel.ipynb"))
+    settings = lab.root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    settings.write_text(json.dumps({"autoStartDefaultKernel": False}), encoding="utf-8")
+    page = browser.new_page()
+    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-no-kernel"):
+        # A workspace of its own: the default one would reopen the quickstart beside it.
+        page.goto(f"{lab.url}/lab/workspaces/no-kernel/tree/no-kernel.ipynb?token={lab.token}")
+        page.locator(".jp-Dialog").get_by_role("button", name="No Kernel").click(timeout=60_000)
+        page.wait_for_function("""() => { const s = window.jupyterapp.shell.currentWidget.sessionContext;
+                                          return s.hasNoKernel && !(s.session && s.session.kernel); }""",
+                               timeout=30_000, polling=250)
+        _shows_pictures_and_tables(page)  # not "Loading widget..." for ever
     page.close()
 
 
@@ -157,6 +202,7 @@ def test_saved_in_jupyterlab_then_reopened_and_exported(server: type[LabServer],
             assert sorted(monitor["data"]) == [WIDGET_VIEW, "image/png", "text/plain"]
             assert sorted(console["data"]) == [WIDGET_VIEW, "text/plain"]
         _reopen(lab, browser)
+        _reopen_without_kernel(lab, browser, notebook)
         _exported(notebook, browser, tmp_path)
     finally:
         problems = lab.stop()

@@ -13,6 +13,9 @@
  * such as the console sink's, shows its text. A live widget is never touched, nor another
  * package's output without a picture.
  *
+ * A notebook opened without a kernel ("No Kernel") never gets a widget manager, and its
+ * widget outputs would say "Loading widget..." for ever: there too the fallback is shown.
+ *
  * jupyterlab-manager replaces its renderer factory in every notebook's registry once that
  * notebook's kernel is known, and finds its renderers again by class; so the fallback wraps
  * the method of the renderer's class (found from the factory every notebook starts with),
@@ -31,9 +34,33 @@ export const PICTURE_CLASS = 'jp-workbench-WidgetPicture';
 interface IWidgetRenderer {
   node: HTMLElement;
   widgets: ReadonlyArray<unknown>;
+  isDisposed: boolean;
+  disposed: { connect(callback: () => void): void };
   hasClass(name: string): boolean;
   removeClass(name: string): void;
   renderModel(model: IRenderMime.IMimeModel): Promise<void>;
+}
+
+/** Renderers not drawn yet, with the output each was asked to render. */
+const waiting = new Map<IWidgetRenderer, IRenderMime.IMimeModel>();
+let notebooks: INotebookTracker | null = null;
+
+/** Whether the notebook has no kernel ("No Kernel"): no widget manager will come. */
+function withoutKernel(panel: NotebookPanel): boolean {
+  return panel.sessionContext.hasNoKernel && !panel.sessionContext.session?.kernel;
+}
+
+/** Show the fallback of every waiting renderer of a notebook that has no kernel. */
+function settle(panel: NotebookPanel | null | undefined): void {
+  if (!panel || !withoutKernel(panel)) {
+    return;
+  }
+  for (const [renderer, model] of waiting) {
+    if (renderer.widgets.length === 0 && panel.node.contains(renderer.node) && showFallback(renderer.node, model)) {
+      renderer.removeClass('jupyter-widgets');
+      waiting.delete(renderer);
+    }
+  }
 }
 
 /** Whether the renderer ended in its error state: no view added, the error class set. */
@@ -79,6 +106,20 @@ export function showFallback(node: HTMLElement, model: IRenderMime.IMimeModel): 
   return true;
 }
 
+/** Settle ``renderer`` once it is in the page (checked every 100 ms, for 5 s at most). */
+function whenAttached(renderer: IWidgetRenderer, tries = 50): void {
+  if (renderer.isDisposed || !waiting.has(renderer)) {
+    return;
+  }
+  if (!renderer.node.isConnected) {
+    if (tries > 0) {
+      setTimeout(() => whenAttached(renderer, tries - 1), 100);
+    }
+    return;
+  }
+  settle(notebooks?.find(panel => panel.node.contains(renderer.node)));
+}
+
 /** Wrap `renderModel` of the renderer's class, once per page. */
 function patch(prototype: any): void {
   if (!prototype || prototype[PATCHED] || typeof prototype.renderModel !== 'function') {
@@ -86,7 +127,15 @@ function patch(prototype: any): void {
   }
   const original = prototype.renderModel;
   prototype.renderModel = async function (this: IWidgetRenderer, model: IRenderMime.IMimeModel): Promise<void> {
+    if (!waiting.has(this)) {
+      this.disposed.connect(() => waiting.delete(this));
+    }
+    waiting.set(this, model);
+    // Once attached (a cell scrolled into view renders first, attaches later): in a notebook
+    // without a kernel it would wait for ever.
+    whenAttached(this);
     await original.call(this, model);
+    waiting.delete(this);
     if (failed(this) && showFallback(this.node, model)) {
       this.removeClass('jupyter-widgets');
     }
@@ -110,6 +159,11 @@ function patchFrom(panel: NotebookPanel): void {
   });
   patch(Object.getPrototypeOf(renderer));
   renderer.dispose();
+  // Outputs drawn before "No Kernel" was chosen.
+  const context = panel.sessionContext;
+  for (const changed of [context.kernelChanged, context.statusChanged, context.propertyChanged]) {
+    changed.connect(() => settle(panel));
+  }
 }
 
 /** Shows a widget output's picture when its model is gone (a saved notebook reopened). */
@@ -119,6 +173,7 @@ export const fallbackPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    notebooks = tracker;
     tracker.forEach(patchFrom);
     tracker.widgetAdded.connect((_sender, panel) => patchFrom(panel));
   }

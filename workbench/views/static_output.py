@@ -162,6 +162,7 @@ class StaticOutput:
     def watch_page(self, widget: Any) -> None:
         """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
         self._watched = True
+
         def on_message(_widget: Any, content: Any, _buffers: Any) -> None:
             if isinstance(content, dict) and content.get("kind") == "ready":
                 with self._lock:
