@@ -161,7 +161,7 @@ def test_replay_step_play_reset_match_local(where, local_replay):
     assert digest["results"] == local_replay["results"] and len(digest["results"]) == REPLAY_BATCHES
     assert digest["late"] == local_replay["late"]
     assert {"counted", "dropped"} <= set(digest["fates"])
-    assert replay["first_step"].startswith("batch 0: watermark 1970-01-01 00:00:00 -> 2024-01-01 11:59:41, 4 rows in")
+    assert replay["first_step"].startswith("batch 0: watermark none yet -> 2024-01-01 11:59:41, 4 rows in")
     assert replay["emptied_by_reset"]
     # After a reset the first step is batch 0 again, exactly as before.
     assert replay["after_reset"]["history"] == local_replay["history"][:1]

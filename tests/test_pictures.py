@@ -255,3 +255,77 @@ def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):
     assert last()["update"] and set(last()["data"]) == {WIDGET_VIEW, "image/png", "text/plain"}
     output.stop_listening()
     grid.close()
+
+
+def test_console_output_carries_its_tables_as_text_for_viewers_without_the_widget(shell, monkeypatch):
+    """The console sink's output: the batches' text beside the widget view, marked for the page's fallback."""
+    from workbench.views.console import CellConsole
+    from workbench.views.static_output import FALLBACK_METADATA, StaticOutput
+
+    monkeypatch.setattr(StaticOutput, "page_seen_in_process", False)  # as under nbconvert --execute
+    console = CellConsole(max_batches=2)
+    shell.user_ns["console"] = console
+    shell.run_cell("from IPython.display import display; display(console.widget)")
+    own_id = console.widget.static_output._display_ids[0]
+
+    def last() -> dict:
+        return [o for o in shell.display_pub.outputs if o["transient"].get("display_id") == own_id][-1]
+
+    assert set(last()["data"]) == {WIDGET_VIEW, "text/plain"}
+    assert last()["metadata"] == FALLBACK_METADATA  # the extension shows the text if the model is gone
+    console("Batch: 0\n+-----+\n|value|\n+-----+\n|    0|\n+-----+\n\n")
+    console("Batch: 1\n+-----+\n|value|\n+-----+\n|    5|\n+-----+\n\n")
+    shell.run_cell("pass")  # the cell after the batches publishes them; no page draws widgets here
+    assert last()["update"] and set(last()["data"]) == {"text/plain"}
+    assert last()["data"]["text/plain"].startswith("Batch: 0\n+-----+") and "|    5|" in last()["data"]["text/plain"]
+    updates = len(shell.display_pub.outputs)
+    shell.run_cell("pass")  # no new batch: nothing sent
+    assert len(shell.display_pub.outputs) == updates
+
+    console("Batch: 2\n+-----+\n|value|\n+-----+\n|   10|\n+-----+\n\n")
+    shell.run_cell("pass")
+    text = last()["data"]["text/plain"]
+    assert text.startswith("(1 earlier batches not shown)\nBatch: 1") and text.endswith("|   10|\n+-----+")
+    # A page turned out to draw widgets (a chart model said "ready"): the view is back after the next cell.
+    monkeypatch.setattr(StaticOutput, "page_seen_in_process", True)
+    shell.run_cell("pass")
+    assert set(last()["data"]) == {WIDGET_VIEW, "text/plain"} and last()["metadata"] == FALLBACK_METADATA
+    console.widget.static_output.stop_listening()
+    console.widget.close()
+
+
+def test_saving_without_the_extension_keeps_pictures_not_dead_widget_views(tmp_path, monkeypatch):
+    """The server's pre-save hook: only while the page config disables the extension, only marked outputs."""
+    import json
+
+    from workbench._save_hook import keep_pictures
+    from workbench.views.static_output import FALLBACK_METADATA
+
+    def notebook() -> dict:
+        ours = {"output_type": "display_data", "metadata": FALLBACK_METADATA,
+                "data": {WIDGET_VIEW: {"model_id": "a"}, "image/png": "iVBO", "text/plain": "monitor"}}
+        bare = {"output_type": "display_data", "metadata": FALLBACK_METADATA, "data": {WIDGET_VIEW: {"model_id": "b"}}}
+        other = {"output_type": "display_data", "metadata": {},
+                 "data": {WIDGET_VIEW: {"model_id": "c"}, "image/png": "iVBO", "text/plain": "Figure"}}
+        return {"type": "notebook", "content": {"cells": [
+            {"cell_type": "code", "outputs": [ours, bare, other]}, {"cell_type": "markdown"}]}}
+
+    def kept(model: dict) -> list[list[str]]:
+        return [sorted(o["data"]) for o in model["content"]["cells"][0]["outputs"]]
+
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path))
+    enabled = notebook()
+    keep_pictures(enabled, "a.ipynb")  # the page shows the picture itself: the file keeps both
+    assert kept(enabled) == kept(notebook())
+
+    (tmp_path / "labconfig").mkdir()
+    (tmp_path / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"spark-streaming-workbench": True}}), encoding="utf-8")
+    disabled = notebook()
+    keep_pictures(disabled, "a.ipynb")
+    # The workbench's output loses its dead view; one with nothing else to show, and another
+    # package's output, are left as they were.
+    assert kept(disabled) == [["image/png", "text/plain"], [WIDGET_VIEW], [WIDGET_VIEW, "image/png", "text/plain"]]
+    folder = {"type": "directory", "content": None}
+    keep_pictures(folder, "somewhere")
+    assert folder == {"type": "directory", "content": None}

@@ -32,7 +32,12 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
     panel = workbench.replay_panel(scenario)
     try:
         assert isinstance(panel.monitor, StreamMonitor)
-        for _ in range(3):
+        first = panel.step()
+        # Batch 0 runs before any watermark: the report says so, not Spark's 1970-01-01 (kept raw).
+        assert str(first).startswith("batch 0: watermark none yet -> 2024-01-01 11:58:00, 2 rows in"), str(first)
+        assert first.watermark_before == datetime(1970, 1, 1, tzinfo=UTC)
+        assert "watermark none yet → 2024-01-01 11:58:00" in panel.counters.value, panel.counters.value
+        for _ in range(2):
             panel.step()
         panel.step_button.click()  # the button path runs on a background thread
         assert panel.wait(120)

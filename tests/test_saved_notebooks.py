@@ -3,7 +3,9 @@
 The quickstart is executed with ``jupyter nbconvert --to notebook --execute`` (no browser: the
 pictures are drawn in the kernel), exported with ``--to html`` and opened in Chromium with
 every network request refused, then opened in a fresh JupyterLab page without running it.
-In both the monitor shows its final charts as a picture, and nothing shows an error box.
+In both the monitor shows its final charts as a picture, the console sink its tables as text,
+and nothing shows an error box. A notebook run and saved in JupyterLab itself is
+``tests/test_browser_saved.py``.
 """
 
 from __future__ import annotations
@@ -65,10 +67,24 @@ def executed(tmp_path_factory) -> Path:
     return folder / "00-quickstart.ipynb"
 
 
-def _monitor_output(notebook: dict[str, Any]) -> dict[str, Any]:
-    cell = next(c for c in notebook["cells"] if "".join(c["source"]).startswith("%%stream numbers"))
+def _display_output(notebook: dict[str, Any], start: str) -> dict[str, Any]:
+    """The one display output of the cell whose source starts with ``start``."""
+    cell = next(c for c in notebook["cells"] if "".join(c["source"]).startswith(start))
     [output] = [o for o in cell["outputs"] if o["output_type"] == "display_data"]
     return output
+
+
+def _monitor_output(notebook: dict[str, Any]) -> dict[str, Any]:
+    return _display_output(notebook, "%%stream numbers")
+
+
+def _console_output(notebook: dict[str, Any]) -> dict[str, Any]:
+    return _display_output(notebook, "%%stream squares")
+
+
+def _plain(data: dict[str, Any]) -> str:
+    text = data.get("text/plain", "")
+    return text if isinstance(text, str) else "".join(text)
 
 
 def test_executed_quickstart_keeps_a_picture_and_text_of_its_monitor(executed):
@@ -83,13 +99,16 @@ def test_executed_quickstart_keeps_a_picture_and_text_of_its_monitor(executed):
     assert set(data) == {"image/png", "text/plain"}
     png = base64.b64decode(data["image/png"])
     assert png.startswith(b"\x89PNG") and len(png) < 200_000
-    text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
-    lines = text.splitlines()
+    lines = _plain(data).splitlines()
     assert lines[0] == "Stream monitor: numbers (memory sink), stopped"
     # The quickstart's events start at 2024-01-01 00:00 with a watermark delay: after a few
     # batches the watermark is a real time of that night (not none, not Spark's epoch 0).
     assert " rows in, " in lines[1]
     assert re.search(r"last watermark (2023-12-31|2024-01-01) \d\d:\d\d:\d\d UTC$", lines[1]), lines[1]
+    # The console sink's output: its tables as text (no widget view that would show nothing).
+    console = _console_output(notebook)["data"]
+    assert set(console) == {"text/plain"}
+    assert "Batch: 0" in _plain(console) and "|square|" in _plain(console)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +149,7 @@ def test_exported_html_shows_the_pictures_offline(executed, browser, tmp_path):
         wait_for(lambda: page.evaluate(JS_PICTURES), 30, 0.25, text="no picture in the exported page")
         pictures = page.evaluate(JS_PICTURES)
         assert {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in pictures, pictures
+        assert "Batch: 0" in page.inner_text("body")  # the console sink's tables
         _no_error_boxes(page)
         page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
         save_screenshot(page, "saved-quickstart-html.png")
@@ -159,51 +179,6 @@ def test_saved_notebook_reopened_without_running_shows_the_pictures(executed, br
         except Exception:
             save_screenshot(page, "saved-quickstart-reopened-failed.png")
             (ARTIFACTS / "saved-jupyter.log").write_text(lab.log_text(), encoding="utf-8")
-            raise
-        finally:
-            page.close()
-
-
-JS_MONITOR_OUTPUT = """() => {
-  const cell = window.jupyterapp.shell.currentWidget.content.widgets
-    .find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith('%%stream numbers'));
-  const outputs = cell.model.outputs.toJSON().filter(o => o.output_type === 'display_data');
-  return outputs.map(o => Object.keys(o.data).sort());
-}"""
-
-
-def test_a_live_page_keeps_the_widget_and_gains_the_picture(browser):
-    """In JupyterLab the monitor stays a live widget after its stream stops; its output gains the picture."""
-    with served(REPO_ROOT / "notebooks") as lab:
-        page = browser.new_page()
-        try:
-            page.goto(lab.notebook_url("00-quickstart.ipynb"))
-            page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-            def ran() -> bool:
-                return page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
-                    .every(c => c.model.type !== 'code' || (c.model.executionCount !== null
-                           && c.model.executionState !== 'running'))""")
-
-            wait_for(ran, 240, 0.5, text="the quickstart did not finish running")
-            # After `%stream stop --all` the output holds the picture beside the widget view (Run
-            # All queues every cell before the page's "ready": the view may come back a moment later).
-            full = [["application/vnd.jupyter.widget-view+json", "image/png", "text/plain"]]
-            wait_for(lambda: page.evaluate(JS_MONITOR_OUTPUT) == full, 30, 0.25,
-                     text=lambda: f"the monitor's output holds {page.evaluate(JS_MONITOR_OUTPUT)}")
-            # The page drew the widget, so it keeps showing it (header, charts), not the picture.
-            monitor = page.locator(".workbench-monitor")
-            assert monitor.count() == 1
-            monitor.scroll_into_view_if_needed()  # out of view, its charts would stay undrawn
-            wait_for(lambda: monitor.locator(".js-plotly-plot").count() == 4, 30, 0.25,
-                     text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
-            assert "stopped" in monitor.locator(".widget-html").first.inner_text()
-            assert not page.locator(".jp-OutputArea-output img").count()
-            _no_error_boxes(page)
-        except Exception:
-            save_screenshot(page, "saved-live-page-failed.png")
             raise
         finally:
             page.close()

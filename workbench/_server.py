@@ -7,7 +7,7 @@ which the browser reports in its console whoever asked; so the tab first asks
 which always answers 200 with ``{"port", "answers", "status", "reason"}``: whether the page
 answers on 127.0.0.1, the HTTP status it gave (None when nothing answered) and why not.
 Enabled by ``etc/jupyter/jupyter_server_config.d/spark-streaming-workbench.json``, which
-the package installs.
+the package installs. It also registers the pre-save hook of :mod:`workbench._save_hook`.
 """
 
 from __future__ import annotations
@@ -64,3 +64,7 @@ def _load_jupyter_server_extension(server_app: Any) -> None:
 
     base = server_app.web_app.settings["base_url"]
     server_app.web_app.add_handlers(".*$", [(url_path_join(base, r"workbench/spark-ui/(\d{1,5})"), SparkUIStatusHandler)])
+    # Pages without the extension cannot show a saved output's picture in place of a dead widget.
+    from ._save_hook import keep_pictures
+
+    server_app.contents_manager.register_pre_save_hook(keep_pictures)

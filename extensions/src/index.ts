@@ -3,10 +3,12 @@
  *
  * - `widgets`: the widget module `spark-streaming-workbench` (chart grid, Spark UI button);
  * - `spark-ui`: the `workbench:open-spark-ui` command (the Spark UI in a tab, via the proxy);
- * - `streams`: the Streams side panel and the status bar count.
+ * - `streams`: the Streams side panel and the status bar count;
+ * - `widget-fallback`: a widget output whose model is gone shows its picture, not an error.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 
+import { fallbackPlugin } from './fallback';
 import { addSparkUICommand } from './sparkui';
 import { streamsPlugin } from './streams/plugin';
 import { widgetsPlugin } from './widgets';
@@ -18,5 +20,5 @@ const sparkUIPlugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd) => addSparkUICommand(app)
 };
 
-const plugins: JupyterFrontEndPlugin<void>[] = [sparkUIPlugin, widgetsPlugin, streamsPlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [sparkUIPlugin, widgetsPlugin, streamsPlugin, fallbackPlugin];
 export default plugins;

@@ -39,7 +39,9 @@ class StepReport:
     batch_ids : tuple of int
         Spark batch ids that ran.
     watermark_before, watermark_after : datetime or None
-        The watermark the first batch used, and the one the next batch will use.
+        The watermark the first batch used, and the one the next batch will use, as Spark
+        reports them: epoch 0 (``1970-01-01``) is Spark's "no watermark yet", which the
+        report's text says in words.
     rows_in : int
         Input rows (scripted rows for a Script, not padding).
     rows_out : int
@@ -85,8 +87,20 @@ class StepReport:
         )
 
     def __str__(self) -> str:
+        """One line, e.g. ``batch 0: watermark none yet -> 2024-01-01 11:58:00, 2 rows in, ...``.
+
+        Examples
+        --------
+        >>> epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        >>> str(StepReport((0,), epoch, datetime(2024, 1, 1, 11, 58), 2, 0, {}, 4, 0))
+        'batch 0: watermark none yet -> 2024-01-01 11:58:00, 2 rows in, 0 rows out, late rows: none, state rows 4'
+        """
         def text(value: datetime | None) -> str:
-            return value.strftime("%Y-%m-%d %H:%M:%S") if value else "none"
+            if value is None:
+                return "none"
+            if value.timestamp() <= 0:  # Spark's initial watermark: none yet
+                return "none yet"
+            return value.strftime("%Y-%m-%d %H:%M:%S")
 
         ids = ", ".join(map(str, self.batch_ids)) or "none"
         late = ", ".join(f"{n} {fate}" for fate, n in self.late_rows.items() if n) or "none"

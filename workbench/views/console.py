@@ -3,16 +3,23 @@
 Text printed from a background thread lands under whichever cell runs at that moment;
 adding each micro-batch to a widget created by the starting cell keeps every batch under
 that cell, in order, and sends the page only the new batch.
+
+The widget's display output also carries the batches as plain text (a
+:class:`~workbench.views.static_output.StaticOutput`, brought up to date after each cell
+that saw new batches), so a saved notebook, its HTML export, GitHub and a JupyterLab page
+opening it after the kernel is gone show the tables instead of nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections import deque
 from typing import Any, Callable
 
 from ..errors import InterruptionNoiseFilter
+from .static_output import StaticOutput
 
 __all__ = ["cell_console", "in_kernel", "CellConsole", "filter_kernel_stderr", "unfilter_kernel_stderr"]
 
@@ -72,7 +79,7 @@ class CellConsole:
     Attributes
     ----------
     widget : ipywidgets.VBox
-        What the cell displays.
+        What the cell displays; its output also holds the batches' text (see :meth:`text`).
 
     Examples
     --------
@@ -89,11 +96,15 @@ class CellConsole:
         if isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 1:
             raise ValueError(f"max_batches must be a positive whole number, got {max_batches!r}")
         self.max_batches = max_batches
-        self.widget = widgets.VBox(layout=widgets.Layout(max_height="32em", overflow="auto"))
+        self.widget = _console_box_class()(layout=widgets.Layout(max_height="32em", overflow="auto"))
         self.widget.add_class("workbench-console")
+        self._output = self.widget.static_output = StaticOutput(self.widget, text=self.text,
+                                                                after_cell=self._publish_new)
         self._note = widgets.HTML("")
         self._batches: deque[Any] = deque()
         self.dropped = 0
+        self._written = 0  # batches written so far
+        self._published = 0  # batches written when the text was last published
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
@@ -101,6 +112,7 @@ class CellConsole:
 
         batch = widgets.Output(outputs=({"output_type": "stream", "name": "stdout", "text": text},))
         with self._lock:
+            self._written += 1
             self._batches.append(batch)
             old = []
             while len(self._batches) > self.max_batches:
@@ -118,6 +130,48 @@ class CellConsole:
         """The text of each batch shown, oldest first."""
         with self._lock:
             return ["".join(o.get("text", "") for o in batch.outputs) for batch in self._batches]
+
+    def text(self) -> str:
+        """What viewers without the widget show: the batches' text, after a line on those dropped.
+
+        Examples
+        --------
+        >>> console = CellConsole(max_batches=1)
+        >>> console("Batch: 0\\n"); console("Batch: 1\\n")
+        >>> print(console.text())
+        (1 earlier batches not shown)
+        Batch: 1
+        """
+        texts = self.texts()
+        if not texts:
+            return "Console sink: no batch yet"
+        note = f"({self.dropped} earlier batches not shown)\n" if self.dropped else ""
+        return note + "".join(texts).rstrip("\n")
+
+    def _publish_new(self) -> bool:
+        """After each cell: publish the text when batches came since it was last published."""
+        with self._lock:
+            written = self._written
+        if written != self._published:
+            self._published = written
+            self._output.publish(written)
+        return False  # batches may still come: keep publishing after later cells
+
+
+@functools.cache
+def _console_box_class() -> type:
+    """The console's widget class (made on first use: importing this module needs no ipywidgets)."""
+    import ipywidgets as widgets
+
+    class ConsoleBox(widgets.VBox):
+        """The console's box: displayed through its output, so the text travels with the widget."""
+
+        static_output: StaticOutput
+
+        def _ipython_display_(self) -> None:
+            self.static_output.display()
+
+    return ConsoleBox
 
 
 def filter_kernel_stderr() -> InterruptionNoiseFilter | None:

@@ -35,6 +35,8 @@ SPEEDS: tuple[tuple[str, float | None], ...] = (
 def _time(value: Any) -> str:
     if value is None or value is pd.NaT:
         return "none"
+    if pd.Timestamp(value).timestamp() <= 0:  # Spark's initial watermark, epoch 0
+        return "none yet"
     return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -21,6 +21,17 @@ the view then comes back at once.
 An update sent from a background thread reaches a JupyterLab page whenever it comes, but
 ``nbconvert --execute`` only records messages while a cell runs; so the owner also gets a
 call after every cell (IPython's ``post_execute`` event) to publish what is due then.
+
+A notebook saved from a live JupyterLab page keeps the widget view beside the picture; opened
+again once the kernel is gone, JupyterLab's widget renderer would pick the view and report
+"model not found". Every output therefore carries the marker :data:`FALLBACK_METADATA` in its
+metadata: the workbench's JupyterLab extension then shows the picture (or, for a text-only
+output such as the console sink's, the text) in place of a widget whose model is gone.
+
+An output may also be text only (no ``picture``): the text is then what viewers without the
+widget show. Such an output has no chart model to say ``ready``: it goes by what the process knows
+(:func:`widget_front_end_connected`: a chart model of another output said ``ready``, or the
+page opened ipywidgets' control channel; ``nbconvert --execute`` does neither).
 """
 
 from __future__ import annotations
@@ -28,13 +39,27 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, ClassVar, Hashable
 
-__all__ = ["StaticOutput", "WIDGET_VIEW"]
+__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW"]
 
 log = logging.getLogger(__name__)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: The output metadata that marks a workbench output whose other entries stand in for its widget.
+FALLBACK_METADATA = {"spark-streaming-workbench": {"fallback": True}}
+
+
+def widget_front_end_connected() -> bool:
+    """Whether a page that draws widgets is known to be connected to this kernel.
+
+    Known when a chart model of this process said ``ready`` (see
+    :meth:`StaticOutput.watch_page`), or when the page opened ipywidgets' control channel
+    (pages do when they connect to a kernel that has already imported ipywidgets).
+    """
+    import ipywidgets as widgets
+
+    return StaticOutput.page_seen_in_process or getattr(widgets.Widget, "_control_comm", None) is not None
 
 
 class StaticOutput:
@@ -46,8 +71,9 @@ class StaticOutput:
         The widget shown.
     text : callable returning str
         The widget's summary as plain text (called at each display and publish).
-    picture : callable returning bytes
-        Draws the PNG (called on :meth:`publish`, on the caller's thread).
+    picture : callable returning bytes, optional
+        Draws the PNG (called on :meth:`publish`, on the caller's thread). Without it the
+        output is text only.
     after_cell : callable returning bool, optional
         Called after every cell the kernel runs once the widget is displayed; when it returns
         True the output is published then (on the kernel's main thread, inside that cell's
@@ -65,9 +91,17 @@ class StaticOutput:
     (['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain'], 'a box')
     >>> sorted(out.bundle(with_view=False))
     ['image/png', 'text/plain']
+    >>> text_only = StaticOutput(box, text=lambda: "Batch: 0")
+    >>> text_only.publish()
+    >>> text_only.picture is None, text_only.bundle()["text/plain"]
+    (True, 'Batch: 0')
     """
 
-    def __init__(self, widget: Any, *, text: Callable[[], str], picture: Callable[[], bytes],
+    #: Whether any chart model of this process was loaded by a page: a fact about the kernel
+    #: (a page that draws widgets is connected), which text-only outputs go by.
+    page_seen_in_process: ClassVar[bool] = False
+
+    def __init__(self, widget: Any, *, text: Callable[[], str], picture: Callable[[], bytes] | None = None,
                  after_cell: Callable[[], bool] | None = None) -> None:
         self._widget = widget
         self._text = text
@@ -81,6 +115,9 @@ class StaticOutput:
         self.seen_by_page = False
         self._cells_started = 0  # cells started since the first display
         self._shell: Any = None
+        self._watched = False  # a chart model tells when a page loads it (watch_page)
+        self._published = False
+        self._sent_view: bool | None = None  # whether the last update carried the widget view
 
     # -- what is shown ------------------------------------------------------------------------
 
@@ -96,7 +133,7 @@ class StaticOutput:
         # The base class's bundle: the owner may override _repr_mimebundle_ with this one.
         view = widgets.Widget._repr_mimebundle_(self._widget).get(WIDGET_VIEW)
         if with_view is None:
-            with_view = not self._png or not self.unseen
+            with_view = not (self._png or (self._picture is None and self._published)) or not self.unseen
         data: dict[str, Any] = {}
         if with_view and view is not None:
             data[WIDGET_VIEW] = view
@@ -113,7 +150,9 @@ class StaticOutput:
         says ``ready`` before the user's next cell reaches the kernel; only then is "no page"
         a safe conclusion (until then the picture is published beside the widget view).
         """
-        return self._cells_started > 0 and not self.seen_by_page
+        if self.seen_by_page or (not self._watched and widget_front_end_connected()):
+            return False
+        return self._cells_started > 0
 
     @property
     def settled(self) -> bool:
@@ -122,11 +161,14 @@ class StaticOutput:
 
     def watch_page(self, widget: Any) -> None:
         """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
+        self._watched = True
+
         def on_message(_widget: Any, content: Any, _buffers: Any) -> None:
             if isinstance(content, dict) and content.get("kind") == "ready":
                 with self._lock:
                     left_out = self.unseen and bool(self._png)
                     self.seen_by_page = True
+                    StaticOutput.page_seen_in_process = True
                     if left_out:
                         # The page's "ready" came after cells it had queued (Run All): the
                         # view was left out meanwhile; put it back.
@@ -139,7 +181,7 @@ class StaticOutput:
         from IPython.display import display
 
         with self._lock:
-            handle = display(self.bundle(), raw=True, display_id=True)
+            handle = display(self.bundle(), raw=True, display_id=True, metadata=FALLBACK_METADATA)
             if handle is not None:
                 self._display_ids.append(handle.display_id)
         self._listen_to_cells()
@@ -152,6 +194,8 @@ class StaticOutput:
     def draw(self, key: Hashable = None) -> bytes:
         """The picture of the state named ``key``: drawn again only when ``key`` changed (or is None)."""
         with self._lock:
+            if self._picture is None:
+                return b""
             if self._png is None or key is None or key != self._key:
                 self._png, self._key = self._picture(), key
             return self._png
@@ -164,6 +208,7 @@ class StaticOutput:
         """
         with self._lock:
             self.draw(key)
+            self._published = True
             self._update()
 
     def _update(self) -> None:
@@ -172,8 +217,9 @@ class StaticOutput:
         from IPython.display import update_display
 
         bundle = self.bundle()
+        self._sent_view = WIDGET_VIEW in bundle
         for display_id in self._display_ids:
-            update_display(bundle, raw=True, display_id=display_id)
+            update_display(bundle, raw=True, display_id=display_id, metadata=FALLBACK_METADATA)
 
     # -- after each cell ----------------------------------------------------------------------
 
@@ -197,6 +243,11 @@ class StaticOutput:
         try:
             if self._after_cell is not None and self._after_cell():
                 self.stop_listening()
+            elif self._sent_view is False and WIDGET_VIEW in self.bundle():
+                # A page became known since the view was left out (a text-only output goes by
+                # what the process knows, which a later chart model can change): show it again.
+                with self._lock:
+                    self._update()
         except Exception:  # a view must never break the user's cell
             log.exception("publishing the picture of %r failed", self._widget)
 

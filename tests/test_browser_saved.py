@@ -1,0 +1,209 @@
+"""A notebook run and saved in JupyterLab, reopened once its kernel is gone, and exported to HTML.
+
+The quickstart runs in a private JupyterLab (headless Chromium). While its kernel lives, the
+monitor stays a live widget after its stream stops and its output gains the picture; the
+console sink's output gains the batches' text. The page saves the notebook (as a user's
+Ctrl+S), the kernel is shut down, and the notebook is opened in a fresh page (JupyterLab
+starts a new kernel, which has none of the old widgets): the monitor shows its picture and
+the console its tables, not "Error displaying widget: model not found"; the same in a page
+that opens it with no kernel at all (where widgets would say "Loading widget..." for ever).
+The saved file's ``nbconvert --to html``, opened offline, shows the same.
+
+Both with the workbench's extension (it shows the picture in place of the dead widget; the
+file keeps the widget view too) and with it disabled (the server then saves those outputs
+without their widget view).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .browser_support import JS_ACTIVATE_CELL, JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot
+from .helpers import wait_for
+from .test_browser import STOP_CELL, _run_above, evidence_on_failure
+from .test_browser_without_extension import WithoutExtension
+from . import test_saved_notebooks
+from .test_saved_notebooks import (
+    ERROR_TEXTS, JS_PICTURES, PICTURE_SIZE, _console_output, _environment, _monitor_output, _nbconvert,
+    _no_error_boxes, _plain,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+
+#: Headless Chromium for this module, as in tests/test_saved_notebooks.py.
+browser = test_saved_notebooks.browser
+
+NOTEBOOK = "00-quickstart.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: The console sink's first batch, as the quickstart prints it (three of five rows).
+CONSOLE_TEXT = "Batch: 0"
+
+#: The mime types of the display outputs of the cell starting with the argument, in the page.
+JS_OUTPUT_TYPES = """(start) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets
+    .find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith(start));
+  return cell.model.outputs.toJSON().filter(o => o.output_type === 'display_data')
+    .map(o => Object.keys(o.data).sort());
+}"""
+
+#: Whether JupyterLab trusts every code cell of the current notebook (then it picks widget views).
+JS_TRUSTED = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code').every(c => c.model.trusted)"""
+
+JS_ALL_RAN = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .every(c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running'))"""
+
+
+def _saved(path: Path) -> dict[str, Any] | None:
+    """The saved notebook once the monitor's picture and the console's tables are in it."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        monitor, console = _monitor_output(notebook)["data"], _console_output(notebook)["data"]
+    except (StopIteration, ValueError):
+        return None
+    return notebook if "image/png" in monitor and CONSOLE_TEXT in _plain(console) else None
+
+
+def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
+    """Run the quickstart in a page, check the live outputs, save from the page; the saved notebook."""
+    page = browser.new_page()
+    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-live"):
+        page.goto(lab.notebook_url(NOTEBOOK))
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        # Up to the stop cell, until the console sink has printed (a loaded machine could
+        # otherwise stop its stream before its batch), then the rest.
+        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=240)
+        console = page.locator(".workbench-console")
+        console.scroll_into_view_if_needed()
+        wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 60, 0.25,
+                 text=lambda: f"the console shows {console.inner_text()!r}")
+        page.evaluate(JS_ACTIVATE_CELL, STOP_CELL)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-below'); }")
+        wait_for(lambda: page.evaluate(JS_ALL_RAN), 240, 0.5, text="the quickstart did not finish running")
+        # After `%stream stop --all` the output holds the picture beside the widget view (Run
+        # All queues every cell before the page's "ready": the view may come back a moment later).
+        full = [[WIDGET_VIEW, "image/png", "text/plain"]]
+        wait_for(lambda: page.evaluate(JS_OUTPUT_TYPES, "%%stream numbers") == full, 30, 0.25,
+                 text=lambda: f"the monitor's output holds {page.evaluate(JS_OUTPUT_TYPES, '%%stream numbers')}")
+        assert page.evaluate(JS_OUTPUT_TYPES, "%%stream squares") == [[WIDGET_VIEW, "text/plain"]]
+        # The page drew the widgets, so it keeps showing them, not the picture or the text.
+        monitor = page.locator(".workbench-monitor")
+        assert monitor.count() == 1
+        monitor.scroll_into_view_if_needed()  # out of view, its charts would stay undrawn
+        wait_for(lambda: monitor.locator(".js-plotly-plot").count() == 4, 30, 0.25,
+                 text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
+        assert "stopped" in monitor.locator(".widget-html").first.inner_text()
+        assert not page.locator(".jp-OutputArea-output img").count()
+        console.scroll_into_view_if_needed()  # out of view, its text is not laid out
+        wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
+                 text=lambda: f"the console shows {console.inner_text()!r}")
+        _no_error_boxes(page)
+
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        path = lab.server_root / NOTEBOOK
+        wait_for(lambda: _saved(path), 30, 0.25, text="the saved notebook lacks the picture or the console text")
+    page.close()
+    for kernel in lab.api("GET", "/api/kernels") or []:
+        lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30.0)
+    notebook = _saved(path)
+    assert notebook is not None
+    return notebook
+
+
+def _shows_pictures_and_tables(page: Any) -> None:
+    """The page shows the monitor's picture and the console's tables, and no error box or spinner."""
+    # On screen: JupyterLab lays out only the cells in view.
+    page.locator(".jp-Cell").filter(has_text="%%stream numbers").first.scroll_into_view_if_needed()
+    wait_for(lambda: {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in page.evaluate(JS_PICTURES),
+             60, 0.25, text=lambda: f"the notebook shows the pictures {page.evaluate(JS_PICTURES)}")
+    console = page.locator(".jp-Cell").filter(has_text="%%stream squares").locator(".jp-Cell-outputArea")
+    console.scroll_into_view_if_needed()
+    wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
+             text=lambda: f"the console's output shows {console.inner_text()!r}")
+    assert "|square|" in console.inner_text()  # a table, not a summary line
+    # Nothing is left loading or failed, a few seconds on.
+    page.wait_for_timeout(2_000)
+    _no_error_boxes(page)
+    assert page.evaluate(JS_TRUSTED)  # so the pictures are not merely what an untrusted notebook shows
+
+
+def _reopen(lab: LabServer, browser: Any) -> None:
+    """Open the saved notebook in a fresh page (a new kernel, none of the old widgets); check it."""
+    page = browser.new_page()
+    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-reopened"):
+        page.goto(lab.notebook_url(NOTEBOOK))
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        # The widget manager has asked the new kernel for its widgets (none) by now; the
+        # renderer gives up on the old ones then.
+        _shows_pictures_and_tables(page)
+        page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
+        save_screenshot(page, f"saved-{type(lab).__name__}-reopened.png")
+    page.close()
+
+
+def _reopen_without_kernel(lab: LabServer, browser: Any, notebook: dict[str, Any]) -> None:
+    """Open a copy that names no kernel and choose "No Kernel": no widget manager ever comes."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    # Neither a kernel nor a language: either would make JupyterLab start a kernel unasked.
+    copy = nbformat.from_dict(dict(notebook, metadata={k: v for k, v in notebook["metadata"].items()
+                                                       if k not in ("kernelspec", "language_info")}))
+    # Signed as the server signed the original: JupyterLab trusts it (and picks widget views).
+    NotebookNotary(data_dir=str(lab.root / "data")).sign(copy)
+    nbformat.write(copy, str(lab.server_root / "no-kernel.ipynb"))
+    settings = lab.root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    settings.write_text(json.dumps({"autoStartDefaultKernel": False}), encoding="utf-8")
+    page = browser.new_page()
+    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-no-kernel"):
+        # A workspace of its own: the default one would reopen the quickstart beside it.
+        page.goto(f"{lab.url}/lab/workspaces/no-kernel/tree/no-kernel.ipynb?token={lab.token}")
+        page.locator(".jp-Dialog").get_by_role("button", name="No Kernel").click(timeout=60_000)
+        page.wait_for_function("""() => { const s = window.jupyterapp.shell.currentWidget.sessionContext;
+                                          return s.hasNoKernel && !(s.session && s.session.kernel); }""",
+                               timeout=30_000, polling=250)
+        _shows_pictures_and_tables(page)  # not "Loading widget..." for ever
+    page.close()
+
+
+def _exported(notebook: dict[str, Any], browser: Any, tmp_path: Path) -> None:
+    """The saved notebook's nbconvert HTML, opened with every network request refused."""
+    source = tmp_path / "saved.ipynb"
+    source.write_text(json.dumps(notebook), encoding="utf-8")
+    _nbconvert(_environment(tmp_path), "--to", "html", str(source), "--output-dir", str(tmp_path))
+    page = browser.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+    try:
+        page.goto((tmp_path / "saved.html").as_uri())
+        pictures = page.evaluate(JS_PICTURES)
+        assert {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in pictures, pictures
+        assert CONSOLE_TEXT in page.inner_text("body")
+        shown = [needle for needle in ERROR_TEXTS if needle in page.inner_text("body")]
+        assert not shown, f"the exported page shows {shown}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("server", [LabServer, WithoutExtension], ids=["extension", "no-extension"])
+def test_saved_in_jupyterlab_then_reopened_and_exported(server: type[LabServer], browser: Any, tmp_path: Path):
+    lab = server(REPO_ROOT / "notebooks").start()
+    try:
+        notebook = _run_and_save(lab, browser)
+        monitor, console = _monitor_output(notebook), _console_output(notebook)
+        if server is WithoutExtension:  # no page-side fallback: the file holds what to show
+            assert sorted(monitor["data"]) == ["image/png", "text/plain"]
+            assert sorted(console["data"]) == ["text/plain"]
+        else:  # the file keeps the live view; the extension shows the picture when it is dead
+            assert sorted(monitor["data"]) == [WIDGET_VIEW, "image/png", "text/plain"]
+            assert sorted(console["data"]) == [WIDGET_VIEW, "text/plain"]
+        _reopen(lab, browser)
+        _reopen_without_kernel(lab, browser, notebook)
+        _exported(notebook, browser, tmp_path)
+    finally:
+        problems = lab.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
