@@ -90,7 +90,8 @@ def _two_rows(title: str, top: dict[str, Any], bottom: dict[str, Any], split: fl
 
 def _line(name: str, hover: str, **style: Any) -> dict[str, Any]:
     # Without a mode, plotly marks each point of a short line and draws longer ones as lines
-    # alone: markers are one node each, and a live chart redraws them with every batch.
+    # alone: markers are one node each, and a live chart redraws them with every batch (the
+    # watermark keeps its markers: each is a batch's watermark).
     return {"type": "scatter", "name": name, "hovertemplate": f"{hover}<extra></extra>", **style}
 
 
@@ -115,8 +116,8 @@ def chart_specs() -> list[dict[str, Any]]:
                   line={"width": 0.5, "color": "#9ecae1"}),
             _line("event time max", f"max event time {_TIME_HOVER}", mode="lines",
                   line={"width": 0.5, "color": "#9ecae1"}, fill="tonexty", fillcolor="rgba(158,202,225,0.45)"),
-            _line("watermark", f"watermark {_TIME_HOVER}", line={"shape": "hv", "width": 2, "color": "#d62728"},
-                  marker={"size": 4}),
+            _line("watermark", f"watermark {_TIME_HOVER}", mode="lines+markers",
+                  line={"shape": "hv", "width": 2, "color": "#d62728"}, marker={"size": 4}),
             _line("gap (s)", "gap %{y:.3f} s", mode="lines", line={"shape": "hv", "color": "#7f7f7f"},
                   yaxis="y2"),
         ],
