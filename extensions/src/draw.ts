@@ -48,10 +48,23 @@ interface IDrawn {
   user: Set<string>;
   /** Set when the user autoscaled an axis: the next update draws in full. */
   stale: boolean;
+  /** Counts the autoscales: part of `uirevision`, so that plotly forgets the autoscale. */
+  epoch: number;
 }
 
 /** Lines with fewer points than this mark each point (plotly's default for a line without a mode). */
 const SHORT_LINE = 20;
+
+/**
+ * Double-click and the Autoscale button give an axis back to the chart (plotly's reset
+ * would restore the ranges of the chart's first draw, long gone in a live chart).
+ */
+const CONFIG = {
+  displaylogo: false,
+  responsive: false,
+  doubleClick: 'autosize',
+  modeBarButtonsToRemove: ['resetScale2d']
+};
 
 const drawn = new WeakMap<HTMLElement, IDrawn>();
 
@@ -65,14 +78,16 @@ function count(div: HTMLElement, kind: 'full' | 'points'): void {
  * Draw chart `spec` into `div`: live traces (no x/y in the spec) take the series' lanes
  * in order; the others (overlays, static charts) carry their own points. A chart without
  * traces, or a live chart without a single value yet, shows `fallback` (or the spec's own
- * empty message) instead of axes. One plotly call per chart per drawn update.
+ * empty message) instead of axes. One plotly call per chart per drawn update. `window`
+ * (the points kept per live trace) sizes the batch axis of a chart still filling up.
  */
 export function drawChart(
   plotly: Plotly,
   div: HTMLElement,
   spec: IChartSpec,
   series: ISeries | undefined,
-  fallback: string
+  fallback: string,
+  window = 0
 ): void {
   let lane = 0;
   const live: number[] = [];
@@ -106,14 +121,16 @@ export function drawChart(
     points &&
     live.length > 0 &&
     !before.stale &&
-    within(before, spec.layout, traces)
+    within(before, spec.layout, traces, window)
   ) {
     // Only points changed and they fit the axes: redraw the traces alone.
-    plotly.animate(
+    const update = plotly.animate(
       div,
       { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
       { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
     );
+    // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
+    Promise.resolve(update).catch(() => undefined);
     count(div, 'points');
     return;
   }
@@ -125,10 +142,12 @@ export function drawChart(
     points,
     ranges: {},
     user: before?.user ?? new Set<string>(),
-    stale: false
+    stale: false,
+    epoch: before?.epoch ?? 0
   };
-  // uirevision keeps the user's zoom, pan and legend choices across updates.
-  const layout: Record<string, any> = { ...spec.layout, uirevision: spec.key };
+  // uirevision keeps the user's zoom, pan and legend choices across updates; after an
+  // autoscale it changes, else plotly would keep autoscaling over the ranges set here.
+  const layout: Record<string, any> = { ...spec.layout, uirevision: `${spec.key}:${state.epoch}` };
   if (!points) {
     // No fake axes before the first batch: hide them and say what the chart waits for.
     for (const name of axisNames(layout)) {
@@ -150,14 +169,14 @@ export function drawChart(
     for (const [name, extent] of Object.entries(extents(spec.layout, traces))) {
       // An axis the user zoomed keeps the range of the draw before (uirevision then keeps
       // the user's); the others get room to grow.
-      const range = state.user.has(name) ? before?.ranges[name] : roomy(name, extent, spec.layout[name] ?? {});
+      const range = state.user.has(name) ? before?.ranges[name] : roomy(name, extent, spec.layout[name] ?? {}, window);
       if (range) {
         state.ranges[name] = range;
         layout[name] = { ...layout[name], range: [...range], autorange: false };
       }
     }
   }
-  plotly.react(div, traces, layout, { displaylogo: false, responsive: false });
+  plotly.react(div, traces, layout, CONFIG);
   count(div, 'full');
   if (!before && typeof gd.on === 'function') {
     gd.on('plotly_relayout', (event: Record<string, unknown>) => onRelayout(div, event));
@@ -178,6 +197,7 @@ function onRelayout(div: HTMLElement, event: Record<string, unknown>): void {
     }
     if (match[2] === 'autorange' && event[key] === true) {
       state.user.delete(match[1]);
+      state.epoch += state.stale ? 0 : 1;
       state.stale = true;
     } else if (match[2] === 'range') {
       state.user.add(match[1]);
@@ -252,23 +272,30 @@ function managed(axis: Record<string, any>): boolean {
 }
 
 /**
- * A range showing `extent` with room to grow: batch-like x axes by a quarter of the span
- * (at least 2) to the right, value axes by a fifth above (and below, unless they start at
- * zero), so that new points mostly land inside it.
+ * A range showing `extent` with room to grow, so that new points mostly land inside it:
+ * batch x axes span the chart's `window` of points from the first and a quarter more (a
+ * chart filling up keeps its axis), value axes gain a quarter above (and below, unless they
+ * start at zero).
  */
-function roomy(name: string, [low, high]: [number, number], axis: Record<string, any>): [number, number] {
+function roomy(
+  name: string,
+  [low, high]: [number, number],
+  axis: Record<string, any>,
+  window: number
+): [number, number] {
   const span = high - low || Math.abs(high) * 0.1 || 1;
   if (name.startsWith('x')) {
-    return [low - 0.5, high + 0.5 + Math.max(2, span / 4)];
+    const end = axis.type === 'date' ? high : Math.max(high, low + window - 1);
+    return [low - 0.5, end + 0.5 + Math.max(2, (end - low) / 4)];
   }
   if (axis.rangemode === 'tozero' && low >= 0) {
-    return [0, high + (high / 5 || 1)];
+    return [0, high + (high / 4 || 1)];
   }
-  return [low - span / 10, high + span / 5];
+  return [low - span / 10, high + span / 4];
 }
 
 /** Whether the points of `traces` fit the ranges of the last full draw, not lost in them. */
-function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[]): boolean {
+function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], window: number): boolean {
   for (const [name, extent] of Object.entries(extents(layout, traces))) {
     const range = state.ranges[name];
     if (state.user.has(name)) {
@@ -278,7 +305,7 @@ function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[]): b
       return false;
     }
     // Points that shrank to a sliver of their axis (a spike scrolled out of the window).
-    const fresh = roomy(name, extent, layout[name] ?? {});
+    const fresh = roomy(name, extent, layout[name] ?? {}, window);
     if (fresh[1] - fresh[0] < 0.5 * (range[1] - range[0])) {
       return false;
     }
