@@ -68,7 +68,7 @@ const CONFIG = {
 
 const drawn = new WeakMap<HTMLElement, IDrawn>();
 
-/** Counts of plotly calls per kind, for the browser tests and benches (`data-plotly-*`). */
+/** Counts the plotly calls per kind on the chart (`data-full-draws`, `data-point-draws`), for tests and benches. */
 function count(div: HTMLElement, kind: 'full' | 'points'): void {
   const name = kind === 'full' ? 'fullDraws' : 'pointDraws';
   div.dataset[name] = String(Number(div.dataset[name] ?? 0) + 1);
