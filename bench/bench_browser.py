@@ -388,6 +388,8 @@ def main() -> None:
                         help="comma-separated arms to run")
     parser.add_argument("--cpu-minute", type=float, default=60.0,
                         help=f"seconds per phase of the '{BROWSER_CPU}' arm (bench/browser_cpu.py)")
+    parser.add_argument("--heap-minutes", type=float, default=5.0,
+                        help=f"minutes of the '{BROWSER_CPU}' arm's heap phase (0: none)")
     parser.add_argument("--draw-timeout", type=float, default=300.0,
                         help="seconds a monitor's first draw may take")
     parser.add_argument("--ten-timeout", type=float, default=300.0,
@@ -407,7 +409,7 @@ def main() -> None:
             try:
                 for arm in args.arms.split(","):
                     if arm == BROWSER_CPU:
-                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook)
+                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes)
                         print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
                         continue
                     if arm == NO_EXTENSION:

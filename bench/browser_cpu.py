@@ -8,14 +8,21 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **visible**: the monitor drawn under its cell, on screen;
 - **out of view**: the same, scrolled out of view (below a tall output);
 - **hidden**: the same, the notebook's tab behind a Launcher tab;
-- **no monitor**: the same stream started with ``--no-monitor`` (the page's floor).
+- **heap**: the monitor visible again for ``--heap-minutes`` (5 by default, a shortened
+  stand-in for the issue's 30): the page's JS heap after a forced garbage collection at its
+  start (over a minute after the first chart) and at its end;
+- **no monitor**: the same stream started with ``--no-monitor`` (the page's floor);
+- **ten monitors**: ten monitors of that stream on one page, all on screen (a window tall
+  enough for all forty charts), then the time from a click on one's Stop button to the
+  button answering (disabled by the kernel), measured in the page.
 
 Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
 (user + system of all its processes, ``psutil``) per minute and per batch, and Chrome's own
 counters for the page (CDP ``Performance.getMetrics``: task, script, style and layout time,
 layout count). Targets: <= 30 ms of browser CPU per
 batch and <= 2 s per minute for one visible monitor; <= 0.3 s per minute above the
-no-monitor floor for one out of view or hidden ("not" visible).
+no-monitor floor for one out of view or hidden ("not" visible); ten monitors < 25 % of one
+core (15 s per minute) and a Stop that answers in < 200 ms; heap growth <= 10 MB.
 """
 
 from __future__ import annotations
@@ -37,10 +44,13 @@ CELLS = [
     f'%%stream rates --trigger "1 second"\n{QUERY}',
     "from IPython.display import HTML\nHTML('<div style=\"height: 4000px\">below the monitor</div>')",
     f'%%stream bare --trigger "1 second" --no-monitor\n{QUERY}',
+    "from IPython.display import display\nfor _ in range(10):\n    display(workbench.stream('bare').monitor())",
 ]
 METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "LayoutCount")
 #: Targets: browser CPU per batch (visible), seconds per minute (visible, hidden above the floor).
 TARGET_BATCH_MS, TARGET_VISIBLE, TARGET_HIDDEN = 30.0, 2.0, 0.3
+#: Targets: ten monitors' CPU (s/min: 25 % of one core), Stop's answer (ms), heap growth (MB).
+TARGET_TEN, TARGET_STOP_MS, TARGET_HEAP_MB = 15.0, 200.0, 10.0
 
 JS_RUN = """(index) => {
   const app = window.jupyterapp;
@@ -60,6 +70,21 @@ JS_SCROLL_TO_END = """() => {
 }"""
 JS_CHARTS_DRAWN = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
   .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length >= 4"""
+#: Click the Stop button of the last monitor of cell ``index``; milliseconds until it is disabled.
+JS_STOP_ANSWER = """(index) => new Promise(resolve => {
+  const buttons = [...window.benchPanel.content.widgets[index].node.querySelectorAll('button')]
+    .filter(b => b.textContent.trim() === 'Stop' && !b.disabled);
+  const button = buttons[buttons.length - 1];
+  const started = performance.now();
+  const check = () => button.disabled ? resolve(performance.now() - started) : requestAnimationFrame(check);
+  new MutationObserver(() => { if (button.disabled) resolve(performance.now() - started); })
+    .observe(button, {attributes: true});
+  button.click();
+  requestAnimationFrame(check);
+})"""
+#: Monitor charts with points on the page.
+JS_CHARTS_WITH_POINTS = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
+  .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length"""
 #: The kernel's output (the notebook need not be the current tab).
 JS_KERNEL = JS_KERNEL_PRINT.replace("window.jupyterapp.shell.currentWidget", "window.benchPanel")
 
@@ -100,11 +125,26 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     return result
 
 
-def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
-                        notebook: Callable[[list[str]], dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """The phases (visible, out of view, hidden, no monitor) in one fresh page and kernel.
+def _heap_mb(cdp: Any) -> float:
+    cdp.send("HeapProfiler.collectGarbage")
+    return cdp.send("Runtime.getHeapUsage")["usedSize"] / 1e6
 
-    ``notebook`` makes the notebook's JSON from its cells' sources.
+
+def _heap(page: Any, cdp: Any, minutes: float) -> dict[str, float]:
+    """The page's JS heap (after a forced garbage collection) at the start and end of ``minutes``."""
+    start = _heap_mb(cdp)
+    page.wait_for_timeout(minutes * 60_000)
+    end = _heap_mb(cdp)
+    return {"heap start MB": start, "heap end MB": end, "heap growth MB": end - start, "minutes": minutes}
+
+
+def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
+                        notebook: Callable[[list[str]], dict[str, Any]],
+                        heap_minutes: float = 5.0) -> dict[str, dict[str, float]]:
+    """The phases (visible, out of view, hidden, heap, ten monitors, no monitor) in one page and kernel.
+
+    ``notebook`` makes the notebook's JSON from its cells' sources; ``heap_minutes`` 0 skips
+    the heap phase.
     """
     (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -131,9 +171,21 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         results["out of view"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
         results["hidden"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => window.jupyterapp.shell.activateById(window.benchPanel.id)")
+        if heap_minutes > 0:
+            page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+            results["heap"] = _heap(page, cdp, heap_minutes)
         page.evaluate(JS_KERNEL, "workbench.stream('rates').stop()")
         run(3)
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
+        # Ten monitors of the same stream, all on screen: a window tall enough for their
+        # forty charts. Last, so that their page does not weigh on the phases before.
+        page.set_viewport_size({"width": 1700, "height": 9000})
+        run(4)
+        page.evaluate("() => window.benchPanel.content.widgets[4].node.scrollIntoView({block: 'start'})")
+        page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)
+        results["ten monitors"] = _phase(page, cdp, "bare", seconds)
+        results["ten monitors"]["stop ms"] = page.evaluate(JS_STOP_ANSWER, 4)
         page.evaluate(JS_KERNEL, "workbench.stop_all()")
     finally:
         context.close()
@@ -145,12 +197,13 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
 
 def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> None:
     """The phases side by side, with the targets."""
-    if not results:
+    phases = {name: r for name, r in results.items() if "cpu s/min" in r}
+    if not phases:
         return
     print(f"browser CPU of one monitor, %%stream rates --trigger '1 second' (rate 50 rows/s), "
           f"{seconds:.0f} s per phase, per minute unless said")
-    print(f"{'':26}" + "".join(f"{phase:>14}" for phase in results) + f"{'target':>26}")
-    floor = results.get("no monitor", {}).get("cpu s/min", 0.0)
+    print(f"{'':26}" + "".join(f"{phase:>14}" for phase in phases) + f"{'target':>26}")
+    floor = phases.get("no monitor", {}).get("cpu s/min", 0.0)
     targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} visible, <= {floor + TARGET_HIDDEN:.2f} not",
                "cpu ms/batch": f"<= {TARGET_BATCH_MS:.0f} ms visible"}
     rows = [("Chromium CPU (s/min)", "cpu s/min", "{:.2f}"), ("Chromium CPU (ms/batch)", "cpu ms/batch", "{:.0f}"),
@@ -160,5 +213,13 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
             ("CDP layout time (s/min)", "LayoutDuration", "{:.2f}"), ("CDP layouts (per min)", "LayoutCount", "{:.0f}"),
             ("CDP layouts per batch", "layouts/batch", "{:.1f}")]
     for label, key, form in rows:
-        print(f"{label:26}" + "".join(f"{form.format(r[key]):>14}" for r in results.values())
+        print(f"{label:26}" + "".join(f"{form.format(r[key]):>14}" for r in phases.values())
               + f"{targets.get(key, ''):>26}")
+    ten = phases.get("ten monitors")
+    if ten:
+        print(f"ten monitors: {ten['cpu s/min'] / 60 * 100:.0f} % of one core (target < {TARGET_TEN / 60 * 100:.0f} %), "
+              f"Stop answered in {ten['stop ms']:.0f} ms (target < {TARGET_STOP_MS:.0f} ms)")
+    heap = results.get("heap")
+    if heap:
+        print(f"JS heap over {heap['minutes']:.0f} min of a visible monitor: {heap['heap start MB']:.1f} -> "
+              f"{heap['heap end MB']:.1f} MB, growth {heap['heap growth MB']:+.1f} MB (target <= {TARGET_HEAP_MB:.0f} MB)")

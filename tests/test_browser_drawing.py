@@ -5,6 +5,8 @@ cell, and points sent from the kernel with ``grid.extend``. The grid's ``data-dr
 attribute counts its drawn updates; the chart's plotly data (``div.data``) is what it drew.
 
 * while visible, each sent point is drawn, and a trace never holds more than the window;
+  each drawn update is one plotly call, and points that fit the axes are drawn without a
+  full redraw (the chart's ``data-full-draws`` and ``data-point-draws`` counts);
 * hidden (the notebook's tab behind a Launcher, the grid scrolled out of view, the cell's
   output collapsed), the grid keeps taking points but draws nothing; shown again, it draws
   the latest window at once, in one update (not a replay of each missed point).
@@ -45,6 +47,8 @@ JS_DRAWN = """() => {
   const grid = window.drawingGrid = window.drawingGrid || document.querySelector('.workbench-chart-grid');
   const plot = grid && grid.querySelector('.js-plotly-plot');
   return {draws: grid ? Number(grid.dataset.draws) : -1,
+          full: plot ? Number(plot.dataset.fullDraws || 0) : 0,
+          points: plot ? Number(plot.dataset.pointDraws || 0) : 0,
           x: plot && plot.data ? plot.data.map(trace => Array.from(trace.x || [])) : null};
 }"""
 
@@ -91,9 +95,9 @@ def _drawn(page: Any) -> dict[str, Any]:
 
 
 def _send(page: Any, first: int, last: int) -> None:
-    """Send the points first..last (x = y = i), one message each, as a monitor does per batch."""
+    """Send the points first..last (x = i, y = i % 3), one message each, as a monitor does per batch."""
     page.evaluate(JS_KERNEL_RUN,
-                  f'for i in range({first}, {last + 1}):\n    grid.extend({{"rates": ([i], [[float(i)]])}})')
+                  f'for i in range({first}, {last + 1}):\n    grid.extend({{"rates": ([i], [[float(i % 3)]])}})')
 
 
 def _wait_drawn(page: Any, last: int, what: str) -> dict[str, Any]:
@@ -131,11 +135,17 @@ def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabSer
         page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
         wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the grid never drew: {_drawn(page)}")
 
-        # Visible: every point drawn, the trace kept within the window.
-        for last in range(0, WINDOW + 3):
+        # Visible: every point drawn, the trace kept within the window, one plotly call per
+        # drawn update, mostly redrawing the trace alone.
+        start = _drawn(page)
+        for last in range(0, 3 * WINDOW):
             _send(page, last, last)
             drawn = _wait_drawn(page, last, "visible")
             assert all(len(x) <= WINDOW for x in drawn["x"]), f"a trace holds more than {WINDOW} points: {drawn}"
+        calls = drawn["full"] + drawn["points"] - start["full"] - start["points"]
+        assert calls == drawn["draws"] - start["draws"], f"not one plotly call per drawn update: {start} -> {drawn}"
+        assert drawn["points"] - start["points"] > drawn["full"] - start["full"], (
+            f"points that fit the axes were redrawn in full: {start} -> {drawn}")
 
         # The notebook's tab behind a Launcher, then brought back.
         last = _hidden_then_shown(

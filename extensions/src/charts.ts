@@ -90,7 +90,7 @@ class ChartGridView {
 
   private onMessage = (content: IDataMessage): void => {
     if (content && content.kind === 'data') {
-      applyData(this.series, content, Math.max(1, Number(this.model.get('window')) || 60));
+      applyData(this.series, content, this.window());
       for (const key of Object.keys(content.charts ?? {})) {
         this.dirty.add(key);
       }
@@ -103,6 +103,11 @@ class ChartGridView {
     this.onScreen = entries[entries.length - 1].isIntersecting;
     this.schedule();
   };
+
+  /** Points kept per live trace. */
+  private window(): number {
+    return Math.max(1, Number(this.model.get('window')) || 60);
+  }
 
   /** Whether a user could see the grid now. */
   private visible(): boolean {
@@ -155,10 +160,11 @@ class ChartGridView {
       return;
     }
     const fallback = String(this.model.get('empty_message') ?? '');
+    const window = this.window();
     for (const spec of this.specs()) {
       const div = this.plots.get(spec.key);
       if (div && this.dirty.has(spec.key)) {
-        drawChart(plotly, div, spec, this.series.get(spec.key), fallback);
+        drawChart(plotly, div, spec, this.series.get(spec.key), fallback, window);
       }
     }
     this.dirty.clear();

@@ -1,8 +1,16 @@
 // Drawing one chart of a chart grid with plotly.js: a spec (layout, trace styles, static
-// traces) plus the live points of the chart's traces become one `Plotly.react` call.
+// traces) plus the live points of the chart's traces.
 //
 // Kept apart from the widget plumbing (charts.ts) and the point store (series.ts) so how
 // charts draw can change on its own.
+//
+// A full plotly draw (`react`, `extendTraces`, `restyle`) recomputes and redraws the whole
+// chart: defaults, axes, ticks, legend, margins, with a forced layout per text it measures.
+// New points alone take plotly's animation path instead (`Plotly.animate` with no
+// transition and no redraw), which redraws only the traces. For that the axes must not need
+// to move: the axes of live charts get ranges computed here with room to grow, and a full
+// draw happens only when the points leave them (or the spec, the traces or the empty state
+// change). An axis the user zoomed or panned keeps the user's range until autoscaled.
 
 import type { ISeries, Value } from './series';
 
@@ -25,41 +33,125 @@ export interface IChartSpec {
 /** Fixed chart width in px (the grid wraps to one column when two do not fit). */
 export const CHART_WIDTH = 560;
 
+/** How a chart was last drawn in a div (what decides whether new points need a full draw). */
+interface IDrawn {
+  spec: IChartSpec;
+  fallback: string;
+  traces: number;
+  /** The live traces' modes (a line without one gains markers while short). */
+  modes: string;
+  /** Whether the last draw showed points (not the empty message). */
+  points: boolean;
+  /** The ranges the last full draw set, by axis name (`xaxis`, `yaxis2`, ...). */
+  ranges: Record<string, [number, number]>;
+  /** Axes the user zoomed or panned: their range is the user's until autoscaled. */
+  user: Set<string>;
+  /** Set when the user autoscaled an axis: the next update draws in full. */
+  stale: boolean;
+  /** Counts the autoscales: part of `uirevision`, so that plotly forgets the autoscale. */
+  epoch: number;
+}
+
+/** Lines with fewer points than this mark each point (plotly's default for a line without a mode). */
+const SHORT_LINE = 20;
+
+/**
+ * Double-click and the Autoscale button give an axis back to the chart (plotly's reset
+ * would restore the ranges of the chart's first draw, long gone in a live chart).
+ */
+const CONFIG = {
+  displaylogo: false,
+  responsive: false,
+  doubleClick: 'autosize',
+  modeBarButtonsToRemove: ['resetScale2d']
+};
+
+const drawn = new WeakMap<HTMLElement, IDrawn>();
+
+/** Counts the plotly calls per kind on the chart (`data-full-draws`, `data-point-draws`), for tests and benches. */
+function count(div: HTMLElement, kind: 'full' | 'points'): void {
+  const name = kind === 'full' ? 'fullDraws' : 'pointDraws';
+  div.dataset[name] = String(Number(div.dataset[name] ?? 0) + 1);
+}
+
 /**
  * Draw chart `spec` into `div`: live traces (no x/y in the spec) take the series' lanes
  * in order; the others (overlays, static charts) carry their own points. A chart without
  * traces, or a live chart without a single value yet, shows `fallback` (or the spec's own
- * empty message) instead of axes.
+ * empty message) instead of axes. One plotly call per chart per drawn update. `window`
+ * (the points kept per live trace) sizes the batch axis of a chart still filling up.
  */
 export function drawChart(
   plotly: Plotly,
   div: HTMLElement,
   spec: IChartSpec,
   series: ISeries | undefined,
-  fallback: string
+  fallback: string,
+  window = 0
 ): void {
   let lane = 0;
-  let live = false;
-  const traces = spec.traces.map(trace => {
+  const live: number[] = [];
+  const traces = spec.traces.map((trace, index) => {
     if (trace.x !== undefined || trace.y !== undefined) {
       return { ...trace };
     }
-    live = true;
-    return { ...trace, x: series?.x ?? [], y: series?.y[lane++] ?? [] };
+    live.push(index);
+    const x = series?.x ?? [];
+    // plotly's own default, made explicit so that a change of it draws in full.
+    const mode = trace.mode ?? (x.length < SHORT_LINE ? 'lines+markers' : 'lines');
+    return { ...trace, mode, x, y: series?.y[lane++] ?? [] };
   });
-  // uirevision keeps the user's zoom, pan and legend choices across updates.
-  const layout: Record<string, any> = { ...spec.layout, uirevision: spec.key };
+  const modes = live.map(index => traces[index].mode).join();
   // A live chart whose lanes hold only nulls (no watermark yet, or none at all) is empty too.
   const hasPoint =
     !!series &&
     series.x.length > 0 &&
     series.y.some(values => values.some(v => v !== null && v !== undefined));
-  if (traces.length === 0 || (live && !hasPoint)) {
+  const points = traces.length > 0 && (live.length === 0 || hasPoint);
+  const before = drawn.get(div);
+  const gd = div as any;
+  if (
+    before &&
+    gd._fullLayout &&
+    before.spec === spec &&
+    before.fallback === fallback &&
+    before.traces === traces.length &&
+    before.modes === modes &&
+    before.points &&
+    points &&
+    live.length > 0 &&
+    !before.stale &&
+    within(before, spec.layout, traces, window)
+  ) {
+    // Only points changed and they fit the axes: redraw the traces alone.
+    const update = plotly.animate(
+      div,
+      { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
+      { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
+    );
+    // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
+    Promise.resolve(update).catch(() => undefined);
+    count(div, 'points');
+    return;
+  }
+  const state: IDrawn = {
+    spec,
+    fallback,
+    traces: traces.length,
+    modes,
+    points,
+    ranges: {},
+    user: before?.user ?? new Set<string>(),
+    stale: false,
+    epoch: before?.epoch ?? 0
+  };
+  // uirevision keeps the user's zoom, pan and legend choices across updates; after an
+  // autoscale it changes, else plotly would keep autoscaling over the ranges set here.
+  const layout: Record<string, any> = { ...spec.layout, uirevision: `${spec.key}:${state.epoch}` };
+  if (!points) {
     // No fake axes before the first batch: hide them and say what the chart waits for.
-    for (const name of Object.keys(layout)) {
-      if (/^[xy]axis\d*$/.test(name)) {
-        layout[name] = { ...layout[name], visible: false };
-      }
+    for (const name of axisNames(layout)) {
+      layout[name] = { ...layout[name], visible: false };
     }
     layout.annotations = [
       ...(layout.annotations ?? []),
@@ -73,6 +165,150 @@ export function drawChart(
         font: { size: 14, color: '#7f7f7f' }
       }
     ];
+  } else if (live.length > 0) {
+    for (const [name, extent] of Object.entries(extents(spec.layout, traces))) {
+      // An axis the user zoomed keeps the range of the draw before (uirevision then keeps
+      // the user's); the others get room to grow.
+      const range = state.user.has(name) ? before?.ranges[name] : roomy(name, extent, spec.layout[name] ?? {}, window);
+      if (range) {
+        state.ranges[name] = range;
+        layout[name] = { ...layout[name], range: [...range], autorange: false };
+      }
+    }
   }
-  plotly.react(div, traces, layout, { displaylogo: false, responsive: false });
+  plotly.react(div, traces, layout, CONFIG);
+  count(div, 'full');
+  if (!before && typeof gd.on === 'function') {
+    gd.on('plotly_relayout', (event: Record<string, unknown>) => onRelayout(div, event));
+  }
+  drawn.set(div, state);
+}
+
+/** A zoom or pan makes an axis the user's; autoscaling gives it back. */
+function onRelayout(div: HTMLElement, event: Record<string, unknown>): void {
+  const state = drawn.get(div);
+  if (!state || !event) {
+    return;
+  }
+  for (const key of Object.keys(event)) {
+    const match = /^([xy]axis\d*)\.(range|autorange)/.exec(key);
+    if (!match) {
+      continue;
+    }
+    if (match[2] === 'autorange' && event[key] === true) {
+      state.user.delete(match[1]);
+      state.epoch += state.stale ? 0 : 1;
+      state.stale = true;
+    } else if (match[2] === 'range') {
+      state.user.add(match[1]);
+    }
+  }
+}
+
+function axisNames(layout: Record<string, any>): string[] {
+  return Object.keys(layout).filter(name => /^[xy]axis\d*$/.test(name));
+}
+
+/** The axis name (`xaxis`, `yaxis2`) a trace's `xaxis`/`yaxis` id (`x`, `y2`) refers to. */
+function axisOf(trace: ITrace, letter: 'x' | 'y'): string {
+  const id = String(trace[`${letter}axis`] ?? letter);
+  return `${letter}axis${id.slice(1)}`;
+}
+
+/** A value as a number on an axis (dates as epoch milliseconds); null when it has none. */
+function numeric(value: Value, date: boolean): number | null {
+  if (value === null || value === undefined) {
+    return null;
+  }
+  if (typeof value === 'number') {
+    return Number.isFinite(value) ? value : null;
+  }
+  const parsed = date ? Date.parse(`${value.slice(0, 23).replace(' ', 'T')}Z`) : Number(value);
+  return Number.isFinite(parsed) ? parsed : null;
+}
+
+/**
+ * The smallest and largest value each managed axis must show: the plain linear and date
+ * axes with no range of their own in the spec (stacked bars count by their stacks).
+ */
+function extents(layout: Record<string, any>, traces: ITrace[]): Record<string, [number, number]> {
+  const found: Record<string, [number, number]> = {};
+  const stacks: Record<string, number[]> = {};
+  const add = (name: string, value: number | null) => {
+    if (value === null) {
+      return;
+    }
+    const extent = found[name];
+    found[name] = extent ? [Math.min(extent[0], value), Math.max(extent[1], value)] : [value, value];
+  };
+  for (const trace of traces) {
+    const names = { x: axisOf(trace, 'x'), y: axisOf(trace, 'y') };
+    const axes = { x: layout[names.x] ?? {}, y: layout[names.y] ?? {} };
+    if (!managed(axes.x) || !managed(axes.y)) {
+      continue;
+    }
+    const xs = trace.x ?? [];
+    const ys = trace.y ?? [];
+    xs.forEach(value => add(names.x, numeric(value, axes.x.type === 'date')));
+    if (trace.type === 'bar' && layout.barmode === 'stack') {
+      const sums = (stacks[names.y] ??= []);
+      ys.forEach((value, index) => {
+        const number = numeric(value, false);
+        sums[index] = (sums[index] ?? 0) + (number !== null && number > 0 ? number : 0);
+        add(names.y, Math.min(0, number ?? 0));
+      });
+    } else {
+      ys.forEach(value => add(names.y, numeric(value, axes.y.type === 'date')));
+    }
+  }
+  for (const [name, sums] of Object.entries(stacks)) {
+    sums.forEach(sum => add(name, sum));
+  }
+  return found;
+}
+
+function managed(axis: Record<string, any>): boolean {
+  return axis.range === undefined && (axis.type === undefined || axis.type === 'linear' || axis.type === 'date');
+}
+
+/**
+ * A range showing `extent` with room to grow, so that new points mostly land inside it:
+ * batch x axes span the chart's `window` of points from the first and a quarter more (a
+ * chart filling up keeps its axis), value axes gain a quarter above (and below, unless they
+ * start at zero).
+ */
+function roomy(
+  name: string,
+  [low, high]: [number, number],
+  axis: Record<string, any>,
+  window: number
+): [number, number] {
+  const span = high - low || Math.abs(high) * 0.1 || 1;
+  if (name.startsWith('x')) {
+    const end = axis.type === 'date' ? high : Math.max(high, low + window - 1);
+    return [low - 0.5, end + 0.5 + Math.max(2, (end - low) / 4)];
+  }
+  if (axis.rangemode === 'tozero' && low >= 0) {
+    return [0, high + (high / 4 || 1)];
+  }
+  return [low - span / 10, high + span / 4];
+}
+
+/** Whether the points of `traces` fit the ranges of the last full draw, not lost in them. */
+function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], window: number): boolean {
+  for (const [name, extent] of Object.entries(extents(layout, traces))) {
+    const range = state.ranges[name];
+    if (state.user.has(name)) {
+      continue;
+    }
+    if (!range || extent[0] < range[0] || extent[1] > range[1]) {
+      return false;
+    }
+    // Points that shrank to a sliver of their axis (a spike scrolled out of the window).
+    const fresh = roomy(name, extent, layout[name] ?? {}, window);
+    if (fresh[1] - fresh[0] < 0.5 * (range[1] - range[0])) {
+      return false;
+    }
+  }
+  return true;
 }

@@ -89,6 +89,9 @@ def _two_rows(title: str, top: dict[str, Any], bottom: dict[str, Any], split: fl
 
 
 def _line(name: str, hover: str, **style: Any) -> dict[str, Any]:
+    # Without a mode, plotly marks each point of a short line and draws longer ones as lines
+    # alone: markers are one node each, and a live chart redraws them with every batch (the
+    # watermark keeps its markers: each is a batch's watermark).
     return {"type": "scatter", "name": name, "hovertemplate": f"{hover}<extra></extra>", **style}
 
 
@@ -133,8 +136,8 @@ def chart_specs() -> list[dict[str, Any]]:
         "traces": [
             *({"type": "bar", "name": key, "hovertemplate": f"{key} %{{y}} ms<extra></extra>"}
               for key in DURATION_PARTS),
-            _line("triggerExecution", "triggerExecution %{y} ms", mode="lines+markers",
-                  line={"color": "black", "width": 1.5}, marker={"size": 4}),
+            _line("triggerExecution", "triggerExecution %{y} ms", line={"color": "black", "width": 1.5},
+                  marker={"size": 4}),
         ],
     }
     rates = {
@@ -142,8 +145,8 @@ def chart_specs() -> list[dict[str, Any]]:
         "layout": _layout("Rows per second", xaxis={"title": {"text": "batch"}},
                           yaxis={"title": {"text": "rows/s"}, "rangemode": "tozero"}),
         "traces": [
-            _line("input rows/s", "input %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
-            _line("processed rows/s", "processed %{y:.1f} rows/s", mode="lines+markers", marker={"size": 4}),
+            _line("input rows/s", "input %{y:.1f} rows/s", marker={"size": 4}),
+            _line("processed rows/s", "processed %{y:.1f} rows/s", marker={"size": 4}),
         ],
     }
     return [watermark, state, latency, rates]
