@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 import warnings
 
 import pytest
