@@ -28,6 +28,7 @@ from ..replay.scenarios import Scenario
 from ..replay.spec import Replay, Script
 from ..spark import current_env
 from ..spark.starting import check_streaming_frame
+from ..spark.version_gaps import missing_feature
 from ..spark.watch import is_streaming_query
 from ..views.console import CellConsole, cell_console
 from .parser import (
@@ -279,6 +280,9 @@ class StreamMagics(Magics):
             raise
         except Exception as exc:
             log.debug("%%%%stream %s: the cell failed", name, exc_info=True)
+            gap = missing_feature(exc)  # an API this pyspark is too old for: say which release has it
+            if gap is not None:
+                raise UsageError(f"%%stream {name}: the cell failed: {gap}") from None
             kind, message = _named(exc)
             raise UsageError(f"%%stream {name}: the cell failed: {kind}: {message}") from None
         finally:
