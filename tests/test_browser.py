@@ -53,7 +53,10 @@ STOP_CELL = "%stream stop --all"
 MONITOR_CELL = "%%stream numbers"
 CONSOLE_CELL = "%%stream squares"
 CHART_TITLES = ("Watermark and event time", "State rows", "Batch duration", "Rows per second")
-POINTS = ".scatterlayer .point"
+#: The points in a monitor's charts, counted in their plotly data (markers come and go with a
+#: line's length, so the drawn marker nodes are no count of points).
+JS_POINTS = """monitor => [...monitor.querySelectorAll('.js-plotly-plot')].reduce(
+    (n, chart) => n + (chart.data || []).reduce((m, trace) => m + (trace.x ? trace.x.length : 0), 0), 0)"""
 #: The monitor charts the newest 60 batches: beyond that the point count stops growing.
 MONITOR_WINDOW = 60
 VIEWPORT = {"width": 1700, "height": 1200}
@@ -246,7 +249,7 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
         return int(found.group(1)) if found else -1
 
     def points() -> int:
-        return monitor.locator(POINTS).count()
+        return monitor.evaluate(JS_POINTS)
 
     assert page.evaluate(JS_NO_CELL_RUNNING), "a cell is still running"
     first_batch, first_points = batch(), points()
@@ -285,7 +288,16 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     wait_for(lambda: "stopped" in (header.text_content() or ""), 30, 0.2,
              text=lambda: f"after Stop the monitor header says {header.text_content()!r}")
     assert stop_button.is_disabled(), "the Stop button is still enabled after the stream stopped"
-    settled_batch, settled_points = batch(), points()
+    # The last batch's record may reach the page just after the header says stopped: settled
+    # means the same batch and points in two looks a second apart.
+    seen: list[tuple[int, int]] = []
+
+    def settled() -> bool:
+        seen.append((batch(), points()))
+        return len(seen) > 1 and seen[-1] == seen[-2]
+
+    wait_for(settled, 10, 1.0, text=lambda: f"the monitor still drew after Stop: {seen}")
+    settled_batch, settled_points = seen[-1]
     time.sleep(2.5)  # two and a half trigger intervals
     assert (batch(), points()) == (settled_batch, settled_points), (
         f"the monitor kept growing after Stop: batch {settled_batch} -> {batch()}, "
