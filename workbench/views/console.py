@@ -103,7 +103,6 @@ class CellConsole:
         self._note = widgets.HTML("")
         self._batches: deque[Any] = deque()
         self.dropped = 0
-        self._written = 0  # batches written so far
         self._published = 0  # batches written when the text was last published
         self._lock = threading.Lock()
 
@@ -112,7 +111,6 @@ class CellConsole:
 
         batch = widgets.Output(outputs=({"output_type": "stream", "name": "stdout", "text": text},))
         with self._lock:
-            self._written += 1
             self._batches.append(batch)
             old = []
             while len(self._batches) > self.max_batches:
@@ -151,7 +149,7 @@ class CellConsole:
     def _publish_new(self) -> bool:
         """After each cell: publish the text when batches came since it was last published."""
         with self._lock:
-            written = self._written
+            written = len(self._batches) + self.dropped  # batches written so far
         if written != self._published:
             self._published = written
             self._output.publish(written)
