@@ -42,10 +42,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_browser import JS_WATCH_FRESHNESS, SETUP, TRIGGER, Page, notebook  # noqa: E402
 from tests.browser_support import CHROMIUM_ARGS, LabServer, chromium_executable, page_context  # noqa: E402
 
-#: When the first chart of the page first holds a point (Date.now(), in the page).
+#: When the first chart of the page first holds a point (Date.now(), in the page). Charts
+#: draw only where they can be seen, and "Run all" scrolls the notebook on to its last cell:
+#: like a user watching the monitor, the page keeps the first chart grid in view.
 JS_WATCH_FIRST_POINT = """() => {
   window.__firstPoint = null;
   const tick = () => {
+    const grid = document.querySelector('.jp-OutputArea-output .workbench-charts');
+    if (grid) grid.scrollIntoView({block: 'center'});
     for (const gd of document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')) {
       if ((gd.data || []).some(trace => (trace.x || []).length > 0)) { window.__firstPoint = Date.now(); return; }
     }

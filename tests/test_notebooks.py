@@ -14,9 +14,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.suite import OUTPUTS_ON, outputs_for
+from tests.test_packaging import noxfile_constants
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 MAX_BYTES = 1_000_000
 CHECK = "# NBVAL_CHECK_OUTPUT"
+#: The newest pyspark of noxfile.py's matrix: a notebook's own stored outputs are its.
+NEWEST = noxfile_constants()["PYSPARK"][-1]
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -76,3 +81,34 @@ def test_notebook_stops_its_streams(path: Path) -> None:
         assert "%stream stop --all" in tail or "stop_all()" in tail, (
             f"{path.name} starts streams but does not stop them all at the end"
         )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_outputs_recorded_for_older_pyspark_are_well_formed(path: Path) -> None:
+    # A checked cell's outputs for an older pyspark (tests/notebook_outputs.py records them)
+    # replace its stored ones when that pyspark runs the notebook (tests/suite.py).
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        choices = cell.metadata.get("workbench", {}).get(OUTPUTS_ON)
+        if choices is None:
+            continue
+        where = f"{path.name}: cell {cell.source.splitlines()[:2]!r}"
+        assert cell.cell_type == "code" and cell.source.lstrip().startswith(CHECK), f"{where} is not checked"
+        for choice in choices:
+            try:
+                spec = SpecifierSet(choice["pyspark"])
+            except InvalidSpecifier:
+                pytest.fail(f"{where}: {choice['pyspark']!r} is not a version specifier")
+            assert not spec.contains(NEWEST), f"{where}: {choice['pyspark']!r} covers the newest pyspark"
+            assert choice["outputs"] and choice["outputs"] != cell.outputs, f"{where}: nothing differs"
+            assert not any(o.get("output_type") == "error" or o.get("name") == "stderr" for o in choice["outputs"]), (
+                f"{where}: outputs for {choice['pyspark']!r} store an error or stderr")
+
+
+def test_a_cell_is_compared_with_the_outputs_of_the_pyspark_under_test() -> None:
+    choices = [{"pyspark": "<4.1", "outputs": ["on 4.0"]}, {"pyspark": "<4.2", "outputs": ["on 4.1"]}]
+    assert outputs_for(choices, "4.0.5") == ["on 4.0"]
+    assert outputs_for(choices, "4.1.4") == ["on 4.1"]
+    assert outputs_for(choices, "4.3.0") is None  # the cell's own outputs

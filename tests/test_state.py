@@ -30,12 +30,17 @@ def rate(spark, rows: int, advance_s: int = 60):
 
 
 def run(env, df, name: str, batches: int, mode: str | None = None):
-    """Run ``batches`` micro-batches (a trigger gap, so stop never cuts a batch) and stop."""
+    """Run ``batches`` micro-batches and stop between two of them.
+
+    A trigger gap leaves an idle moment, and the stop waits for it however long a batch
+    takes on a loaded machine: a stop inside a batch could commit it (its state too) without
+    Spark reporting its progress, and the tests compare the state with what was reported.
+    """
     handle = env.start(df, name, trigger="200 ms", output_mode=mode)
     wait_for(lambda: handle.progress.total >= batches or handle.status != "active", 120,
              text=lambda: f"{name}: {handle.progress.total} of {batches} batches, status {handle.status} {handle.error}")
-    handle.stop()
-    assert handle.error is None
+    handle.stop(grace=120)
+    assert handle.error is None and handle.cut_batch is None
     return handle
 
 

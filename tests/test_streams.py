@@ -78,8 +78,9 @@ def _stop_after_a_sink_write(handle) -> None:
 def test_a_batch_cut_by_stop_after_its_sink_write_is_named_and_counted(env, rate_stream, mode):
     df = rate_stream(rows_per_batch=3)
     query = df if mode == "append" else df.groupBy((df.value % 2).alias("k")).count()
-    for attempt in range(5):
-        # Back to back (no trigger interval): a stop usually lands inside a batch.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        # Back to back (no trigger interval): a stop usually lands inside a batch, but not always.
         handle = env.start(query, f"cut_{mode}", output_mode=mode, poll_interval=0.1)
         wait_for(lambda: handle.progress.total >= 2, message="2 batches")
         _stop_after_a_sink_write(handle)
@@ -109,7 +110,7 @@ def test_a_batch_cut_by_stop_after_its_sink_write_is_named_and_counted(env, rate
         monitor.close()
         break
     else:
-        pytest.fail("5 stops right after a sink write never cut a batch")
+        pytest.fail("for 2 minutes, no stop right after a sink write cut a batch")
 
 
 def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_stream):
