@@ -8,12 +8,16 @@ Starts a private JupyterLab (tests/browser_support.py) and drives it in headless
 
 - **first chart after "Run all"**: a copy of ``notebooks/00-quickstart.ipynb`` opened in a
   fresh kernel; from the "Run all" command to the first point in a chart's plotly data in
-  the page (Spark's start included), ``--runs`` times each with the background warm-up
-  (the default) and without it (``WORKBENCH_WARM_UP=0``), in turn, each run in a kernel of
-  its own. Its
+  the page (Spark's start included), ``--runs`` times in each arm of :data:`ARMS`, in
+  turn, each run in a kernel of its own: with the class data archive (the default; made
+  first if missing), without it (``WORKBENCH_CLASS_ARCHIVE=0``), and with it and the
+  background warm-up (``WORKBENCH_WARM_UP=1``). The page keeps the monitor in view, as a
+  user watching it would ("Run all" scrolls on to the last cell). Its
   parts: "Run all" to ``workbench.session()`` returning (the first cell), to the first
   stream's start, to the end of its batch 0 (progress ``timestamp`` + ``batchDuration``),
   and from there to the point in the page;
+- **every notebook** (``--notebooks``, instead of the above): the same first chart, once,
+  for each notebook of ``notebooks/``, as it is;
 - **freshness**: the stream of ``bench_browser.py`` (20 rows per batch, a windowed count,
   a batch every 0.5 s, the default poll interval of 0.5 s) with one monitor; for each
   batch, from its end to its point in the page's plotly data, with its two parts: the
@@ -32,6 +36,8 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +77,20 @@ print(json.dumps({"session": SESSION_AT, "stream": h.started_at.timestamp(),
 #: A first cell that notes when ``workbench.session()`` returned (the quickstart's own first cell, plus one line).
 SESSION_MARK = "\nimport time as _time\nSESSION_AT = _time.time()\n"
 
-ARMS = {"warm-up": "1", "no warm-up": "0"}
+#: The first chart's arms: the environment the notebook's first cell sets before the session.
+#: The class data archive is made (if missing) before the first run; the warm-up is off by default.
+ARMS = {
+    "class archive": {"WORKBENCH_CLASS_ARCHIVE": "1", "WORKBENCH_WARM_UP": "0"},
+    "no class archive": {"WORKBENCH_CLASS_ARCHIVE": "0", "WORKBENCH_WARM_UP": "0"},
+    "class archive + warm-up": {"WORKBENCH_CLASS_ARCHIVE": "1", "WORKBENCH_WARM_UP": "1"},
+}
 
 
-def quickstart_copy(lab: LabServer, name: str, warm_up: str) -> None:
+def quickstart_copy(lab: LabServer, name: str, environ: dict[str, str]) -> None:
     book = json.loads((ROOT / "notebooks" / "00-quickstart.ipynb").read_text(encoding="utf-8"))
     first = next(cell for cell in book["cells"] if cell["cell_type"] == "code")
     source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
-    first["source"] = f"import os\nos.environ['WORKBENCH_WARM_UP'] = {warm_up!r}\n" + source + SESSION_MARK
+    first["source"] = f"import os\nos.environ.update({environ!r})\n" + source + SESSION_MARK
     (lab.server_root / name).write_text(json.dumps(book), encoding="utf-8")
 
 
@@ -88,9 +100,9 @@ def end_kernel(lab: LabServer, name: str) -> None:
             lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
 
 
-def first_chart(lab: LabServer, context: Any, index: int, warm_up: str, timeout: float) -> dict[str, float]:
-    name = f"first-chart-{index}-{warm_up}.ipynb"
-    quickstart_copy(lab, name, warm_up)
+def first_chart(lab: LabServer, context: Any, index: int, arm: int, timeout: float) -> dict[str, float]:
+    name = f"first-chart-{index}-{arm}.ipynb"
+    quickstart_copy(lab, name, list(ARMS.values())[arm])
     page = Page(context, lab, name)
     try:
         page.page.evaluate(JS_WATCH_FIRST_POINT)
@@ -109,6 +121,25 @@ def first_chart(lab: LabServer, context: Any, index: int, warm_up: str, timeout:
         return {"first chart": shown - clicked, "session": times["session"] - clicked,
                 "stream started": times["stream"] - clicked, "batch 0 ended": times["batch 0 end"] - clicked,
                 "drawn after batch 0": shown - times["batch 0 end"]}
+    finally:
+        page.page.close()
+        end_kernel(lab, name)
+
+
+def notebook_first_chart(lab: LabServer, context: Any, source: Path, timeout: float) -> float:
+    """Seconds from "Run all" to the first point of any chart, on a copy of ``source`` in a fresh kernel."""
+    name = f"first-chart-of-{source.name}"
+    shutil.copy(source, lab.server_root / name)
+    page = Page(context, lab, name)
+    try:
+        page.page.evaluate(JS_WATCH_FIRST_POINT)
+        clicked = page.page.evaluate(JS_RUN_ALL) / 1000
+        page.page.wait_for_function("() => window.__firstPoint !== null", timeout=timeout * 1000, polling=50)
+        shown = page.page.evaluate("() => window.__firstPoint") / 1000
+        page.page.wait_for_function("() => window.jupyterapp.shell.currentWidget.content.widgets"
+                                    ".every(c => c.model.type !== 'code' || c.model.executionCount !== null)",
+                                    timeout=timeout * 1000, polling=250)
+        return shown - clicked
     finally:
         page.page.close()
         end_kernel(lab, name)
@@ -169,34 +200,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="fresh kernels to time the first chart in")
     parser.add_argument("--batches", type=int, default=30, help="batches to time freshness over")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a first chart may take")
+    parser.add_argument("--notebooks", action="store_true",
+                        help="instead: the first chart of every notebook in notebooks/ (class archive on), once each")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    lab = LabServer(ROOT / "notebooks")
-    lab.start()
+    if args.notebooks:
+        return every_notebook(args.timeout)
     runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in ARMS}
     fresh: dict[str, list[tuple[float, float]]] = {}
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium_executable(), headless=True,
-                                                 args=CHROMIUM_ARGS)
-            try:
-                for index in range(0 if args.skip_first_chart else args.runs):
-                    for arm, warm_up in ARMS.items():
-                        with page_context(browser) as context:
-                            runs[arm].append(first_chart(lab, context, index, warm_up, args.timeout))
-                        print(f"run {index + 1}, {arm}: "
-                              + ", ".join(f"{k} {v:.2f} s" for k, v in runs[arm][-1].items()), flush=True)
-                for arm, poll_only in FRESHNESS_ARMS.items():
-                    with page_context(browser) as context:
-                        fresh[arm] = freshness(lab, context, args.batches, poll_only)
-            finally:
-                browser.close()
-    finally:
-        problems = lab.stop()
-        shutil.rmtree(lab.root, ignore_errors=True)
-        if problems:
-            print("clean-up:", "; ".join(problems))
+    with lab_and_browser(archive=not args.skip_first_chart) as (lab, browser):
+        for index in range(0 if args.skip_first_chart else args.runs):
+            for number, arm in enumerate(ARMS):
+                with page_context(browser) as context:
+                    runs[arm].append(first_chart(lab, context, index, number, args.timeout))
+                print(f"run {index + 1}, {arm}: "
+                      + ", ".join(f"{k} {v:.2f} s" for k, v in runs[arm][-1].items()), flush=True)
+        for arm, poll_only in FRESHNESS_ARMS.items():
+            with page_context(browser) as context:
+                fresh[arm] = freshness(lab, context, args.batches, poll_only)
 
     if any(runs.values()):
         print('first chart after "Run all" on 00-quickstart, fresh kernel, Spark start included (target <= 8 s), '
@@ -217,6 +237,44 @@ def main() -> None:
         print(f"  total:                           {spread([total for total, _ in delays])}")
         print(f"  batch end -> kernel's history:   {spread([event for _, event in delays])}")
         print(f"  kernel's history -> page:        {spread([total - event for total, event in delays])}")
+
+@contextmanager
+def lab_and_browser(archive: bool) -> Iterator[tuple[LabServer, Any]]:
+    """A private JupyterLab on the notebooks and headless Chromium; the class data archive made first."""
+    from playwright.sync_api import sync_playwright
+
+    if archive:
+        from workbench import _class_archive
+
+        print("class data archive:", _class_archive.ensure() or "none (WORKBENCH_CLASS_ARCHIVE=0?)", flush=True)
+    lab = LabServer(ROOT / "notebooks")
+    lab.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium_executable(), headless=True,
+                                                 args=CHROMIUM_ARGS)
+            try:
+                yield lab, browser
+            finally:
+                browser.close()
+    finally:
+        problems = lab.stop()
+        shutil.rmtree(lab.root, ignore_errors=True)
+        if problems:
+            print("clean-up:", "; ".join(problems))
+
+
+def every_notebook(timeout: float) -> None:
+    seconds: dict[str, float] = {}
+    with lab_and_browser(archive=True) as (lab, browser):
+        for source in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            with page_context(browser) as context:
+                seconds[source.name] = notebook_first_chart(lab, context, source, timeout)
+            print(f"{source.name}: first chart {seconds[source.name]:.2f} s after the click", flush=True)
+    print('first chart after "Run all", fresh kernel, Spark start included (target <= 8 s):')
+    for name, value in seconds.items():
+        print(f"  {name:42} {value:6.2f} s")
+
 
 if __name__ == "__main__":
     main()

@@ -190,7 +190,7 @@ def test_doctor_prints_one_line_each():
     done = run_workbench("doctor")
     assert "Traceback" not in done.stderr
     names = [line.split()[0] for line in done.stdout.splitlines()]
-    assert names == ["python", "java", "pyspark", "jupyterlab", "spark", "extension", "chromium"]
+    assert names == ["python", "java", "pyspark", "jupyterlab", "spark", "extension", "classes", "chromium"]
     assert re.search(r"^extension   0\.1\.0 enabled \(", done.stdout, re.M), done.stdout
     java_line = done.stdout.splitlines()[1]
     info = find_java()

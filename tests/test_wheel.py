@@ -93,6 +93,8 @@ def installed(dist, tmp_path_factory) -> dict[str, str]:
         (root / folder).mkdir()
         env[name] = str(root / folder)
     env["VIRTUAL_ENV"] = str(venv)
+    # A throwaway installation: no class data archive is made for it in the background.
+    env["WORKBENCH_CLASS_ARCHIVE"] = "0"
     return env
 
 

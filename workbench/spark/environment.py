@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import uuid
 import warnings
@@ -32,6 +31,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from .private_folders import private_folder, sweep_orphans
 from .registry import StreamRegistry
 from .session import build_session, is_connect_session, session_target
 from .session_end import discard_dead_session, spark_is_gone
@@ -93,7 +93,7 @@ class Workbench:
         """The private temporary folder (mode 0700), created on first use, removed at exit."""
         with self._lock:
             if self._temp_dir is None or not self._temp_dir.exists():
-                self._temp_dir = Path(tempfile.mkdtemp(prefix="workbench-"))
+                self._temp_dir = private_folder()
             return self._temp_dir
 
     def session(self, checkpoint_root: str | os.PathLike[str] | None = None, **conf: Any) -> Any:
@@ -116,6 +116,7 @@ class Workbench:
                         self.close()
                     raise
                 self._start_warm_up(self._spark)
+                sweep_orphans()  # folders of killed processes, once per process, in the background
             elif conf:
                 for key, value in conf.items():
                     try:

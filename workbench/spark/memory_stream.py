@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import tempfile
 import weakref
 from datetime import date, datetime
 from decimal import Decimal
@@ -32,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, write_atomically
+from .private_folders import private_folder
 
 __all__ = ["MemoryStream", "register_memory_source"]
 
@@ -170,7 +170,7 @@ class MemoryStream:
     def __init__(self, spark: Any, schema: str | StructType, *, folder: str | os.PathLike[str] | None = None) -> None:
         self.schema = _parse_schema(spark, schema)
         if folder is None:
-            self.folder = tempfile.mkdtemp(prefix="workbench-memory-stream-")
+            self.folder = str(private_folder("memory-stream-"))
             self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
         else:
             if not isinstance(folder, (str, os.PathLike)):

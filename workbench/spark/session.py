@@ -19,14 +19,15 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 from .._java import require_java
 from .._spark_target import SparkTarget, connect_port, require_free_connect_port, require_reachable, spark_target
+from .. import _class_archive as class_archive
 from .jvm_launch import launch_jvm
+from .private_folders import private_folder
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
@@ -167,7 +168,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         log.info("connecting to Spark Connect at %s", remote)
         return builder.getOrCreate()
 
-    require_java()
+    java = require_java()
     _quiet_dead_gateway_errors()
     master = target.url
     settings = {**default_conf(master, warehouse_dir), **{k: str(v) for k, v in conf.items()}}
@@ -181,21 +182,51 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         scratch = _new_scratch()
         settings["spark.local.dir"] = str(scratch)
         settings["spark.driver.extraJavaOptions"] = _with_tmpdir(settings.get("spark.driver.extraJavaOptions"), scratch)
-    builder = SparkSession.builder
-    for key, value in settings.items():
-        builder = builder.config(key, value)
+    archive = class_archive.archive_path(java.path, java.version or "") if is_local_master(master) else None
     try:
         # With the user's own spark.local.dir, the log goes to the workbench's private folder.
-        jvm_log = launch_jvm(settings, scratch if scratch is not None else Path(warehouse_dir).parent)
+        jvm_log = _launch(settings, scratch if scratch is not None else Path(warehouse_dir).parent, archive)
+        builder = SparkSession.builder
+        for key, value in settings.items():
+            builder = builder.config(key, value)
         spark = builder.getOrCreate()
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
         raise
+    if archive is not None:
+        class_archive.record_in_background(archive, settings)
     _own_scratch(spark, scratch)
     spark._workbench_log = jvm_log
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _launch(settings: dict[str, str], folder: Path, archive: Path | None) -> Path | None:
+    """Start the JVM (see :func:`.jvm_launch.launch_jvm`), mapping the class archive when there is one.
+
+    A JVM that does not start with the archive starts again without it, and the archive is
+    put aside (see :mod:`workbench._class_archive`).
+    """
+    from pyspark import SparkContext
+
+    options = class_archive.archive_options(settings, archive) if archive is not None else None
+    if options is None or SparkContext._gateway is not None:  # no archive, or a JVM that runs already
+        return launch_jvm(settings, folder)
+    mapped = {**settings, "spark.driver.extraJavaOptions": f"{settings.get('spark.driver.extraJavaOptions', '')} "
+                                                           f"{options}".strip()}
+    try:
+        path = launch_jvm(mapped, folder)
+    except Exception:
+        path = launch_jvm(settings, folder)  # an error of the session's own settings is raised here
+        log.warning("the Spark JVM did not start with the class archive %s: it is put aside", archive)
+        class_archive.without_archive(archive, "the Spark JVM did not start with it")
+        return path
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None and class_archive.mapped_by(proc.pid, archive) is False:
+        log.warning("the Spark JVM ignored the class archive %s: it is put aside", archive)
+        class_archive.without_archive(archive, "the Spark JVM ignored it (another class path?)")
+    return path
 
 
 def _with_tmpdir(options: str | None, scratch: Path) -> str:
@@ -211,8 +242,8 @@ def _with_tmpdir(options: str | None, scratch: Path) -> str:
 
 
 def _new_scratch() -> Path:
-    # mkdtemp makes it 0700: block manager files hold the stream's data.
-    return Path(tempfile.mkdtemp(prefix="workbench-spark-"))
+    # Mode 0700: block manager files hold the stream's data.
+    return private_folder("spark-")
 
 
 def _own_scratch(spark: Any, scratch: Path | None) -> None:

@@ -16,7 +16,6 @@ import os
 import pickle
 import re
 import shutil
-import tempfile
 import weakref
 from itertools import count
 from typing import Any, Sequence
@@ -29,6 +28,7 @@ from ..progress import BatchProgress
 from .memory_source import batch_saver
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
+from .private_folders import private_folder
 from .progress_source import progress_json
 from .starting import check_streaming_frame
 from .stream_record import memory_late_rows
@@ -91,7 +91,7 @@ class StreamTest:
         self.columns = Columns(df.schema)
         self.plan = plan_facts(df)
         self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
-        self._folder = tempfile.mkdtemp(prefix="workbench-stream-test-")
+        self._folder = str(private_folder("stream-test-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
         self.checkpoint = os.path.join(self._folder, "checkpoint")
         self._results = os.path.join(self._folder, "batches")

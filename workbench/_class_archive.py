@@ -1,0 +1,280 @@
+"""A class data archive of Spark's classes, so that a local session's JVM starts sooner.
+
+Most of a local session's start (4-5 s on 2 cores) is the JVM loading, parsing and verifying
+some 10,000 classes of Spark's. Java's Class Data Sharing maps them from an archive instead:
+measured on this project's 2-core machine, ``SparkSession.builder.getOrCreate()`` took 3.9 s
+without an archive and 2.3-2.5 s with one (``bench/bench_first_chart.py`` has the figures for a
+notebook's first chart).
+
+The archive is made once per Java and pyspark installation, by a process of its own in the
+background (lowest CPU priority), after the first local session of that installation
+started without one (and when ``workbench lab`` starts): it starts a local session with
+``-XX:ArchiveClassesAtExit``, runs a small stateful stream through the workbench, and ends
+its JVM, which then writes the classes it loaded (:mod:`workbench.spark.class_recording`).
+The archive is checked (a JVM must start with it) before it is moved into place, in one
+rename; a JVM never maps a half-written file. A JVM that ignores it anyway (its memory map
+says so) has it put aside. Later local sessions start their JVM
+with ``-XX:SharedArchiveFile``; where it cannot be used (another class path) the JVM runs
+without it.
+
+Where: ``$XDG_CACHE_HOME/spark-streaming-workbench/class-archives`` (``~/.cache/...``), about
+150 MB per Java and pyspark pair. ``WORKBENCH_CLASS_ARCHIVE=0`` turns it off (nothing is read
+or made); sessions that add jars to the driver's class path (``spark.jars``,
+``spark.jars.packages``, ``spark.driver.extraClassPath``) or set their own class data options
+start without it. Only the embedded local Spark uses it: a cluster's or a Spark Connect
+server's JVMs are started by their owners.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["ENV", "archive_folder", "archive_path", "archive_options", "without_archive", "mapped_by",
+           "record_in_background", "claimed", "ensure", "current_archive", "status"]
+
+log = logging.getLogger(__name__)
+
+#: Set to ``0`` (or ``false``, ``no``, ``off``) to start every JVM without an archive.
+ENV = "WORKBENCH_CLASS_ARCHIVE"
+#: Settings that change the driver's class path: an archive recorded without them would not fit.
+CLASS_PATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+#: The JVM's own messages about archives (a class path that does not fit) stay out of the notebook.
+QUIET = "-Xlog:cds*=off"
+#: The module that makes an archive (``python -m RECORDER PATH``; it runs a local session).
+RECORDER = "workbench.spark.class_recording"
+#: A recording older than this is taken for a dead one (its process was killed).
+STALE_AFTER_S = 900.0
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether archives are read and made (``WORKBENCH_CLASS_ARCHIVE`` is not ``0``/``false``/``no``/``off``).
+
+    >>> enabled({}), enabled({"WORKBENCH_CLASS_ARCHIVE": "0"})
+    (True, False)
+    """
+    environ = os.environ if environ is None else environ
+    return environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def archive_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder archives live in (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``spark-streaming-workbench``).
+
+    >>> archive_folder({"XDG_CACHE_HOME": "/c"}).as_posix()
+    '/c/spark-streaming-workbench/class-archives'
+    """
+    environ = os.environ if environ is None else environ
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "spark-streaming-workbench" / "class-archives"
+
+
+def _spark_home() -> Path:
+    # Found without importing pyspark: the command line's doctor reads the status too.
+    spec = importlib.util.find_spec("pyspark")
+    installed = spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else "."
+    return Path(os.environ.get("SPARK_HOME") or installed).resolve()
+
+
+def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The archive for this Java and this Spark installation (its jars, by name and size).
+
+    Parameters
+    ----------
+    java : str
+        The Java executable Spark starts (see ``workbench._java.find_java``).
+    java_version : str
+        Its version, as ``java -version`` prints it.
+
+    Examples
+    --------
+    >>> archive_path("/usr/bin/java", "17.0.15").suffix   # doctest: +SKIP
+    '.jsa'
+    """
+    home = _spark_home()
+    jars = home / "jars"
+    listing = sorted((entry.name, entry.stat().st_size) for entry in os.scandir(jars) if entry.is_file()) \
+        if jars.is_dir() else []
+    digest = hashlib.sha256(repr((os.path.realpath(java), java_version, str(home), listing)).encode()).hexdigest()
+    return archive_folder(environ) / f"spark-{digest[:20]}.jsa"
+
+
+def archive_options(settings: Mapping[str, str], archive: Path) -> str | None:
+    """The JVM options that map ``archive``, or None when this session must start without it.
+
+    >>> archive_options({}, Path("/no/such.jsa")) is None
+    True
+    """
+    if not enabled() or not archive.is_file():
+        return None
+    if any(settings.get(key) for key in CLASS_PATH_SETTINGS):
+        return None
+    if "SharedArchiveFile" in settings.get("spark.driver.extraJavaOptions", "") or "-Xshare" in settings.get(
+            "spark.driver.extraJavaOptions", ""):
+        return None
+    return f"-XX:SharedArchiveFile={archive} {QUIET}"
+
+
+def without_archive(archive: Path, reason: str) -> None:
+    """Put aside an archive a JVM could not use: ``.failed`` says why, and it is never mapped again."""
+    try:
+        archive.unlink(missing_ok=True)
+        archive.with_suffix(".failed").write_text(reason + "\n")
+    except OSError:
+        log.debug("could not put aside %s", archive, exc_info=True)
+
+
+def mapped_by(pid: int, archive: Path) -> bool | None:
+    """Whether process ``pid`` maps ``archive`` (from ``/proc``); None where that cannot be read.
+
+    A JVM ignores an archive it cannot use without a word (and then even the JDK's own).
+
+    >>> mapped_by(os.getpid(), Path("/no/such.jsa")) in (False, None)
+    True
+    """
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+            return any(line.rstrip().endswith(str(archive)) for line in maps)
+    except OSError:
+        return None
+
+
+def record_in_background(archive: Path, settings: Mapping[str, str], *, wait: bool = False) -> bool:
+    """Make ``archive`` in a low-priority process of its own, unless it exists or is being made.
+
+    The process is not a child of this one (it would look like a leaked JVM to whoever counts
+    a kernel's children): a short-lived launcher starts it in a session of its own and exits.
+
+    Parameters
+    ----------
+    archive : pathlib.Path
+        Where the archive goes (:func:`archive_path`).
+    settings : mapping of str to str
+        The session's Spark settings: none is made for a class path of the user's.
+    wait : bool, default False
+        Make it here and wait for it (``workbench test`` does, before the suite's JVMs start).
+
+    Returns
+    -------
+    bool
+        Whether a recording was started (with ``wait``: whether the archive is now in place).
+
+    Examples
+    --------
+    >>> record_in_background(archive_path(java, version), {})   # doctest: +SKIP
+    True
+    """
+    if not enabled() or archive.exists() or archive.with_suffix(".failed").exists():
+        return archive.exists() if wait else False
+    if any(settings.get(key) for key in CLASS_PATH_SETTINGS):
+        return False
+    if not _claim(archive):
+        return False
+    command = [sys.executable, "-m", RECORDER, str(archive)]
+    if not wait:
+        launcher = ("import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, "
+                    "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+        command = [sys.executable, "-c", launcher, *command]
+    try:
+        subprocess.run(command, timeout=600, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=_recorder_env(), check=False)
+    except (OSError, subprocess.SubprocessError):
+        log.debug("could not make the class archive", exc_info=True)
+        _release(archive)
+        return False
+    if wait:
+        return archive.exists()
+    log.info("recording a class data archive for later JVMs in the background: %s", archive)
+    return True
+
+
+def ensure() -> Path | None:
+    """Make this installation's archive now when it is missing; its path, or None without one.
+
+    ``workbench test`` calls it before the suite starts its JVMs (some 60 of them).
+
+    Examples
+    --------
+    >>> ensure()                          # doctest: +SKIP
+    PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-5b1bf72824b2dbf6e468.jsa')
+    """
+    archive = current_archive()
+    return archive if archive is not None and record_in_background(archive, {}, wait=True) else None
+
+
+def current_archive() -> Path | None:
+    """The archive of the Java and pyspark this process would start (None without a Java)."""
+    from ._java import find_java
+
+    java = find_java()
+    if java is None or java.version is None:
+        return None
+    return archive_path(java.path, java.version)
+
+
+def status(archive: Path) -> str:
+    """One line for ``workbench doctor``: whether the archive is there, being made, or failed.
+
+    >>> status(Path("/no/such/spark-x.jsa"))
+    'none yet (made in the background after the first local session)'
+    """
+    if not enabled():
+        return f"off ({ENV}=0)"
+    if archive.is_file():
+        return f"{archive} ({archive.stat().st_size / 1e6:.0f} MB)"
+    failed = archive.with_suffix(".failed")
+    if failed.exists():
+        return f"not made: {failed.read_text().strip()} (remove {failed} to try again)"
+    if archive.with_suffix(".lock").exists():
+        return "being made in the background"
+    return "none yet (made in the background after the first local session)"
+
+
+def _claim(archive: Path) -> bool:
+    lock = archive.with_suffix(".lock")
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_AFTER_S:
+            lock.unlink(missing_ok=True)
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    for left in archive.parent.glob(f"{archive.stem}.*.tmp"):  # of a recording that was killed
+        left.unlink(missing_ok=True)
+    return True
+
+
+def _release(archive: Path) -> None:
+    archive.with_suffix(".lock").unlink(missing_ok=True)
+
+
+@contextmanager
+def claimed(archive: Path) -> Iterator[Path]:
+    """Hold the claim a recording took (its ``.lock``) while making ``archive``; yields the temporary path.
+
+    The temporary file and the claim go at the end, whatever happens; what went wrong is
+    written to ``.failed`` (so that no session tries again, and ``workbench doctor`` says why).
+    """
+    tmp = archive.with_name(f"{archive.stem}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+    except Exception as error:
+        archive.with_suffix(".failed").write_text(f"{type(error).__name__}: {error}\n")
+    finally:
+        tmp.unlink(missing_ok=True)
+        _release(archive)
+
+
+def _recorder_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("SPARK_REMOTE", "WORKBENCH_MASTER", "PYSPARK_SUBMIT_ARGS"):
+        env.pop(name, None)
+    return env
