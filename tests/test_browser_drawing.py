@@ -58,6 +58,19 @@ JS_KERNEL_RUN = """async (code) => {
   await kernel.requestExecute({code, silent: false, store_history: false}).done;
 }"""
 
+#: Run code on the notebook's kernel and return what it printed.
+JS_KERNEL_PRINT = """async (code) => {
+  const kernel = window.drawingPanel.sessionContext.session.kernel;
+  let out = '';
+  const future = kernel.requestExecute({code, silent: false, store_history: false});
+  future.onIOPub = msg => { if (msg.header.msg_type === 'stream') out += msg.content.text; };
+  await future.done;
+  return out.trim();
+}"""
+#: Counts, in the kernel, the grid's messages to the page by kind.
+COUNT_SENT = ("import collections\nsent = collections.Counter()\n_send = grid.send\n"
+              "grid.send = lambda content, buffers=None: (sent.update([content.get('kind')]), _send(content, buffers))")
+
 #: Scroll the notebook to its last cell's end (true) or to its first cell (false).
 JS_SCROLL = """(toEnd) => {
   const cells = window.drawingPanel.content.widgets;
@@ -108,18 +121,27 @@ def _wait_drawn(page: Any, last: int, what: str) -> dict[str, Any]:
     return _drawn(page)
 
 
+def _kernel(page: Any, code: str) -> str:
+    return page.evaluate(JS_KERNEL_PRINT, code)
+
+
 def _hidden_then_shown(page: Any, hide: str, show: str, first: int, what: str) -> int:
-    """Hide the grid, send points, check nothing drew, show it: one update with the latest window."""
+    """Hide the grid, send points, check nothing drew or was sent, show it: one update with the latest window."""
     page.evaluate(hide)
     time.sleep(SETTLE)  # the page learns it is hidden (an IntersectionObserver callback)
+    assert _kernel(page, "print(grid.seen)") == "False", f"{what}: the kernel was not told the grid is hidden"
+    _kernel(page, "sent.clear()")
     before = _drawn(page)
     last = first + 2 * WINDOW
     _send(page, first, last)
     time.sleep(SETTLE)
     hidden = _drawn(page)
     assert hidden == before, f"{what}: the hidden grid drew: {before} -> {hidden}; at {page.evaluate(JS_WHERE)}"
+    assert _kernel(page, "print(dict(sent))") == "{}", f"{what}: the kernel sent points to a hidden grid"
     page.evaluate(show)
     after = _wait_drawn(page, last, what)
+    # The kernel sent the whole window once, when the page said the grid shows again.
+    assert _kernel(page, "print(grid.seen, dict(sent))") == "True {'data': 1}", what
     time.sleep(SETTLE)
     assert _drawn(page)["draws"] == after["draws"] == before["draws"] + 1, (
         f"{what}: shown again, the grid drew {_drawn(page)['draws'] - before['draws']} updates, not one")
@@ -134,6 +156,7 @@ def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabSer
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
         wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the grid never drew: {_drawn(page)}")
+        _kernel(page, COUNT_SENT)
 
         # Visible: every point drawn, the trace kept within the window, one plotly call per
         # drawn update, mostly redrawing the trace alone.

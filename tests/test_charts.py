@@ -44,6 +44,33 @@ def test_a_page_that_loads_gets_the_whole_window():
     assert sent[-1]["charts"]["b"] == {"x": [], "y": []}
 
 
+def test_a_grid_nobody_sees_sends_nothing_and_catches_up_once_seen():
+    grid, sent = grid_with_outbox(window=3)
+    woken = []
+    grid.on_seen(lambda: woken.append(True))
+    assert grid.seen  # no view has said anything (an older front end): send as always
+    grid._on_page_message(grid, {"kind": "seen", "view": "v1", "visible": False}, [])
+    grid._on_page_message(grid, {"kind": "seen", "view": "v2", "visible": False}, [])
+    assert not grid.seen
+    sent.clear()
+    grid.extend({"a": ([0, 1], [[1, 2], [3, 4]])})
+    grid.extend({"a": ([2, 3], [[5, 6], [7, 8]])})
+    assert sent == [] and grid.data("a") == ([1, 2, 3], [[2, 5, 6], [4, 7, 8]])  # kept, not sent
+    grid._on_page_message(grid, {"kind": "seen", "view": "v2", "visible": True}, [])
+    assert grid.seen and woken == [True]
+    assert sent == [{"kind": "data", "reset": True, "charts": {"a": {"x": [1, 2, 3], "y": [[2, 5, 6], [4, 7, 8]]},
+                                                               "b": {"x": [], "y": []}}}]
+    grid.extend({"a": ([4], [[9], [10]])})  # seen: new points go at once
+    assert sent[-1]["reset"] is False and len(sent) == 2
+    # The view that could be seen goes (its output cleared): the other one is hidden.
+    grid._on_page_message(grid, {"kind": "seen", "view": "v2", "visible": False, "gone": True}, [])
+    assert not grid.seen
+    grid._on_page_message(grid, {"kind": "seen", "view": "v1", "visible": False, "gone": True}, [])
+    assert not grid.seen  # nobody left to send to
+    grid.extend({"a": ([5], [[1], [2]])})
+    assert len(sent) == 2 and woken == [True]
+
+
 def test_traces_added_later_have_no_earlier_values_and_overlays_keep_live_points():
     grid, sent = grid_with_outbox(window=5)
     grid.extend({"b": ([0, 1], [])})

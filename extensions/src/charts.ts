@@ -11,8 +11,11 @@
 // animation frame, and only while it can be seen: a grid scrolled out of view, in a
 // collapsed output or a hidden JupyterLab tab (IntersectionObserver), or in a background
 // browser tab (document.visibilityState) keeps taking points but draws nothing; when it
-// shows again it draws the latest state in one update. The grid's `data-draws` attribute
-// counts the drawn updates (what the browser tests watch).
+// shows again it draws the latest state in one update. The view also tells the kernel
+// whether it can be seen ({kind: "seen", view, visible}), and the kernel sends no points (and
+// no header or preview updates) while none of a widget's views can: a hidden monitor costs
+// the page nothing; when one shows again the kernel sends the whole window once. The grid's
+// `data-draws` attribute counts the drawn updates (what the browser tests watch).
 
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
@@ -38,6 +41,9 @@ class ChartGridView {
   private onScreen = typeof IntersectionObserver === 'undefined';
   private observer: IntersectionObserver | null = null;
   private draws = 0;
+  /** This view's name in its "seen" messages, and what it last said (null: nothing yet). */
+  private viewId = Math.random().toString(36).slice(2);
+  private reported: boolean | null = null;
 
   constructor(
     private model: IModel,
@@ -67,9 +73,11 @@ class ChartGridView {
       // A node with no box (display: none, a hidden tab) never intersects; the margin
       // draws a grid just before it scrolls in.
       this.observer = new IntersectionObserver(this.onIntersection, { rootMargin: '200px' });
-      this.observer.observe(this.grid);
+      this.observer.observe(this.grid); // its first call says whether the grid is in view
+    } else {
+      this.report();
     }
-    document.addEventListener('visibilitychange', this.schedule);
+    document.addEventListener('visibilitychange', this.onVisibility);
     loadPlotly()
       .then(plotly => {
         this.plotly = plotly;
@@ -101,8 +109,26 @@ class ChartGridView {
   private onIntersection = (entries: IntersectionObserverEntry[]): void => {
     // The last entry is the newest state of the one observed node.
     this.onScreen = entries[entries.length - 1].isIntersecting;
+    this.onVisibility();
+  };
+
+  private onVisibility = (): void => {
+    this.report();
     this.schedule();
   };
+
+  /** Tell the kernel when whether this view can be seen changes. */
+  private report(gone = false): void {
+    const visible = !gone && this.visible();
+    if (visible !== this.reported) {
+      this.reported = visible;
+      try {
+        this.model.send({ kind: 'seen', view: this.viewId, visible, gone });
+      } catch {
+        // A model closed by the kernel takes no messages; nothing to tell it then.
+      }
+    }
+  }
 
   /** Points kept per live trace. */
   private window(): number {
@@ -173,12 +199,13 @@ class ChartGridView {
 
   /** anywidget calls it when the view goes away. */
   dispose = (): void => {
+    this.report(true);
     this.removed = true;
     this.model.off('change:charts', this.onCharts);
     this.model.off('change:empty_message', this.onCharts);
     this.model.off('msg:custom', this.onMessage);
     this.observer?.disconnect();
-    document.removeEventListener('visibilitychange', this.schedule);
+    document.removeEventListener('visibilitychange', this.onVisibility);
     if (this.frame !== null) {
       cancelAnimationFrame(this.frame);
       this.frame = null;

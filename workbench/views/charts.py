@@ -13,6 +13,13 @@ which keeps the last ``window`` points of each trace. The kernel keeps the same 
 window, so a page that reloads, or a second view of the widget, asks for it
 (``{"kind": "ready"}``) and gets it whole.
 
+Each view tells the kernel whether it can be seen (``{"kind": "seen", "view": id, "visible":
+bool, "gone": bool}``, when that changes). While none of its views can (scrolled away, a
+hidden tab, a collapsed output), the grid sends no points, only keeps them (:attr:`seen`);
+when one shows again it sends the whole window once and calls the :meth:`on_seen`
+callbacks (the monitor then updates its header and preview). Views that never say (an
+older front end) count as seen.
+
 Wire format (kernel to page, custom widget messages)::
 
     {"kind": "data", "reset": bool,
@@ -33,7 +40,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections import deque
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import anywidget
 from traitlets import Dict, Int, List, Unicode
@@ -129,6 +136,9 @@ class ChartGrid(anywidget.AnyWidget):
         self._lock = threading.RLock()  # one writer of the buffers and the page at a time
         self._x: dict[str, deque[Any]] = {}
         self._y: dict[str, list[deque[Any]]] = {}
+        self._views: dict[str, bool] = {}  # each view's last word: can it be seen?
+        self._behind = False  # points were kept but not sent while no view could be seen
+        self._seen_callbacks: list[Callable[[], None]] = []
         super().__init__(charts=[dict(spec) for spec in charts], window=window, empty_message=empty_message,
                          **kwargs)
         for spec in self.charts:
@@ -243,13 +253,47 @@ class ChartGrid(anywidget.AnyWidget):
         return {"kind": "data", "reset": reset,
                 "charts": {key: {"x": list(self._x[key]), "y": [list(lane) for lane in self._y[key]]} for key in keys}}
 
+    @property
+    def seen(self) -> bool:
+        """Whether a view of the grid can be seen (views that never said count as seen)."""
+        with self._lock:
+            return not self._views or any(self._views.values())
+
+    def on_seen(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the kernel's comm thread) when a view can be seen again after none could."""
+        self._seen_callbacks.append(callback)
+
     def _send_to_page(self, content: dict[str, Any]) -> None:
-        if self.comm is not None:  # closed widgets drop updates
-            self.send(content)
+        if self.comm is None:  # closed widgets drop updates
+            return
+        if content.get("kind") == "data" and not self.seen:
+            self._behind = True  # sent whole when a view shows again
+            return
+        self.send(content)
+
+    def _on_seen_message(self, content: Mapping[str, Any]) -> None:
+        view, visible = str(content.get("view")), bool(content.get("visible"))
+        with self._lock:
+            was = self.seen
+            if content.get("gone"):
+                self._views.pop(view, None)
+                if not self._views:
+                    self._views[view] = False  # its last view went: nobody to send to
+            else:
+                self._views[view] = visible
+            back = self.seen and not was
+            if back and self._behind:
+                self._behind = False
+                self._send_to_page(self._message(reset=True, keys=self.chart_keys()))
+        if back:
+            for callback in list(self._seen_callbacks):
+                callback()
 
     def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         kind = content.get("kind") if isinstance(content, dict) else None
-        if kind == "ready":  # a view started: give it everything the kernel holds
+        if kind == "seen":
+            self._on_seen_message(content)
+        elif kind == "ready":  # a view started: give it everything the kernel holds
             with self._lock:
                 self._send_to_page(self._message(reset=True, keys=self.chart_keys()))
         elif kind == "code":  # a page without the extension: its chart code, once per page

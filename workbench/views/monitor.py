@@ -186,6 +186,7 @@ class StreamMonitor(widgets.VBox):
         self._output = StaticOutput(self, text=self.summary, picture=lambda: grid_picture(self.charts),
                                     after_cell=self._publish_if_ended)
         self._output.watch_page(self.charts)
+        self.charts.on_seen(self._wake.set)  # header and preview catch up once it can be seen
 
         self.stop_button.on_click(self._on_stop_clicked)
         self.pause_button.observe(self._on_pause_changed, names="value")
@@ -293,7 +294,10 @@ class StreamMonitor(widgets.VBox):
             fresh = [] if paused else self._pending
             if not paused:
                 self._pending, self._reset_due = [], False
-            preview_due = (self._preview_due and not self._paused
+            # Nobody sees the monitor (scrolled away, a hidden tab): the charts keep their
+            # points, the header and the preview wait, until it shows again or ends.
+            seen = self._finished or self.charts.seen
+            preview_due = (self._preview_due and not self._paused and seen
                            and (self._finished or time.monotonic() - self._last_preview >= self.preview_every))
             if preview_due:
                 self._preview_due = False  # else it stays due: the thread looks again each interval
@@ -302,7 +306,8 @@ class StreamMonitor(widgets.VBox):
             self._draw(self.handle.progress.tail(self.window), reset=True)
         elif fresh:
             self._draw(fresh[-self.window:], reset=False)
-        self._update_header(summary, finished, last)
+        if seen:
+            self._update_header(summary, finished, last)
         if preview_due:
             self._update_preview()
 
