@@ -89,14 +89,20 @@ JS_CHARTS_WITH_POINTS = """() => [...document.querySelectorAll('.workbench-chart
 JS_KERNEL = JS_KERNEL_PRINT.replace("window.jupyterapp.shell.currentWidget", "window.benchPanel")
 
 
-def chromium_cpu() -> dict[int, float]:
-    """User + system CPU seconds of every Chromium process this bench started, by pid."""
-    times: dict[int, float] = {}
+#: Chromium's process kinds, from ``--type=`` (the browser process has none).
+KINDS = ("renderer", "gpu-process", "utility", "browser")
+
+
+def chromium_cpu() -> dict[int, tuple[str, float]]:
+    """User + system CPU seconds of every Chromium process this bench started, by pid, with its kind."""
+    times: dict[int, tuple[str, float]] = {}
     for process in psutil.Process().children(recursive=True):
         try:
             if "chrom" in process.name().lower():
                 cpu = process.cpu_times()
-                times[process.pid] = cpu.user + cpu.system
+                kind = next((arg.split("=", 1)[1] for arg in process.cmdline() if arg.startswith("--type=")),
+                            "browser")
+                times[process.pid] = (kind if kind in KINDS else "utility", cpu.user + cpu.system)
         except psutil.Error:  # it ended meanwhile
             pass
     return times
@@ -117,8 +123,13 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     c1, m1, t1 = chromium_cpu(), _page_metrics(cdp), time.monotonic()
     count = max(1, batches() - b0)
     per_minute = 60.0 / (t1 - t0)
-    cpu = sum(value - c0.get(pid, 0.0) for pid, value in c1.items())
+    spent = {kind: 0.0 for kind in KINDS}
+    for pid, (kind, value) in c1.items():
+        spent[kind] += value - c0.get(pid, (kind, 0.0))[1]
+    cpu = sum(spent.values())
     result = {"cpu s/min": cpu * per_minute, "cpu ms/batch": cpu / count * 1000, "batches/min": count * per_minute}
+    for kind, value in spent.items():  # where Chromium spends it: the page, raster/compositing, the rest
+        result[f"{kind} s/min"] = value * per_minute
     for name in METRICS:
         result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
     result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
@@ -207,7 +218,9 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
     targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} visible, <= {floor + TARGET_HIDDEN:.2f} not",
                "cpu ms/batch": f"<= {TARGET_BATCH_MS:.0f} ms visible"}
     rows = [("Chromium CPU (s/min)", "cpu s/min", "{:.2f}"), ("Chromium CPU (ms/batch)", "cpu ms/batch", "{:.0f}"),
-            ("batches per minute", "batches/min", "{:.0f}"), ("CDP task time (s/min)", "TaskDuration", "{:.2f}"),
+            ("batches per minute", "batches/min", "{:.0f}"),
+            *((f"  {kind} CPU (s/min)", f"{kind} s/min", "{:.2f}") for kind in KINDS),
+            ("CDP task time (s/min)", "TaskDuration", "{:.2f}"),
             ("CDP script time (s/min)", "ScriptDuration", "{:.2f}"),
             ("CDP style time (s/min)", "RecalcStyleDuration", "{:.2f}"),
             ("CDP layout time (s/min)", "LayoutDuration", "{:.2f}"), ("CDP layouts (per min)", "LayoutCount", "{:.0f}"),
