@@ -1,7 +1,7 @@
 """The built packages, installed as a user installs them: no checkout, no Node.
 
-Builds the sdist and the wheel (``python -m build``, which makes the wheel from the sdist, as
-a user building from PyPI's sdist would), installs the wheel into a fresh virtualenv and runs
+Builds the sdist and the wheel (``uv build``, or ``python -m build`` without uv: both make
+the wheel from the sdist, as a user building from PyPI's sdist would), installs the wheel into a fresh virtualenv and runs
 it with a ``PATH`` that has everything this machine has except Node and npm. Then:
 
 * the sdist carries the built extension and its sources, the wheel the package, the
@@ -46,9 +46,16 @@ def _run(command: list[str | Path], *, timeout: float, **options) -> subprocess.
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    """The sdist and the wheel built from this checkout."""
+    """The sdist and the wheel built from this checkout (the wheel from the sdist), in isolated environments.
+
+    With uv (the test extra brings it) when there is one: its build environments come from
+    its cache in seconds, where ``python -m build`` installs the build requirements (Node's
+    wheel among them) twice, a minute or more.
+    """
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--outdir", out, REPO], timeout=900, cwd=REPO)
+    uv = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    command = [uv, "build", "--out-dir", out, REPO] if uv else [sys.executable, "-m", "build", "--outdir", out, REPO]
+    _run(command, timeout=900, cwd=REPO)
     return out
 
 
