@@ -114,16 +114,16 @@ def test_a_batch_cut_by_stop_after_its_sink_write_is_named_and_counted(env, rate
 
 
 def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_stream):
-    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "10")
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "5")
     try:
         handle = env.start(rate_stream(rows_per_batch=2), "fast", poll_interval=0.5)
-        wait_for(lambda: handle.progress.total >= 40, timeout=120, message="40 batches (four times the recent list)")
+        wait_for(lambda: handle.progress.total >= 20, timeout=120, message="20 batches (four times the recent list)")
         handle.stop()
     finally:
         spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
-    assert len(handle.query.recentProgress) <= 10
+    assert len(handle.query.recentProgress) <= 5
     ids = list(handle.history()["batch_id"])
-    assert len(ids) >= 40 and ids == list(range(len(ids)))
+    assert len(ids) >= 20 and ids == list(range(len(ids)))
 
 
 def test_idle_re_reports_are_not_batches(env, spark, tmp_path):
