@@ -227,8 +227,8 @@ def cmd_lab(extra: Sequence[str]) -> int:
 
     # While JupyterLab starts and the user picks a notebook: the first session then maps it too.
     archive = current_archive()
-    if archive is not None:
-        record_in_background(archive, {})
+    if archive is not None and not (os.environ.get("WORKBENCH_MASTER") or os.environ.get("SPARK_REMOTE")):
+        record_in_background(archive, {})  # only the embedded local Spark maps it
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name != "posix":  # pragma: no cover
