@@ -12,7 +12,9 @@ It executes the notebook (nbclient, the environment's kernel) and, for every che
 whose outputs differ from what the suite would compare them with (nbval's way: pictures
 and widget ids left out), records them under the specifier, narrowest entries first; where
 they no longer differ, it removes the entry. The notebook's own outputs are left as they are.
-Read the differences it prints before committing them: they must be Spark's, not a bug.
+Record from the oldest release up (``"<4.1"`` on 4.0, then ``"<4.2"`` on 4.1, ...): an entry
+that a broader one with the same outputs covers is dropped. Read the differences it prints
+before committing them: they must be Spark's, not a bug.
 """
 
 from __future__ import annotations
@@ -55,11 +57,19 @@ def comparable(outputs: list) -> list[dict]:
     return json.loads(json.dumps(kept))
 
 
-def _breadth(choice: dict) -> int:
-    """How many releases of noxfile.py's matrix ``choice`` covers: the narrowest entries go first."""
+def _covered(choice: dict) -> set[str]:
+    """The releases of noxfile.py's matrix that ``choice``'s specifier admits."""
     from tests.test_packaging import noxfile_constants
 
-    return sum(SpecifierSet(choice["pyspark"]).contains(v) for v in noxfile_constants()["PYSPARK"])
+    return {v for v in noxfile_constants()["PYSPARK"] if SpecifierSet(choice["pyspark"]).contains(v)}
+
+
+def _tidy(choices: list[dict]) -> list[dict]:
+    """``choices`` narrowest first, without an entry that a broader one with the same outputs covers."""
+    ordered = sorted(choices, key=lambda choice: len(_covered(choice)))
+    return [choice for i, choice in enumerate(ordered)
+            if not any(later["outputs"] == choice["outputs"] and _covered(choice) <= _covered(later)
+                       for later in ordered[i + 1:])]
 
 
 def record(cell, ran_outputs: list, spec: str, version: str) -> list[dict] | None:
@@ -68,7 +78,8 @@ def record(cell, ran_outputs: list, spec: str, version: str) -> list[dict] | Non
     What ``version`` is compared with is the first recorded entry that admits it, else the
     cell's own outputs (``outputs_for`` in ``tests/suite.py``). An entry for ``spec`` that
     the others make needless is removed; a new one goes before broader ones, since the
-    first match wins. Returns the outputs recorded, or None when nothing needed recording.
+    first match wins, and replaces narrower ones that recorded the same outputs. Returns
+    the outputs recorded, or None when nothing needed recording.
     """
     others = [c for c in cell.metadata.get("workbench", {}).get(OUTPUTS_ON, []) if c["pyspark"] != spec]
     expected = outputs_for(others, version)
@@ -76,7 +87,7 @@ def record(cell, ran_outputs: list, spec: str, version: str) -> list[dict] | Non
     recorded = None
     if ran != comparable(cell.outputs if expected is None else expected):
         recorded = ran
-        others = sorted([*others, {"pyspark": spec, "outputs": ran}], key=_breadth)
+        others = _tidy([*others, {"pyspark": spec, "outputs": ran}])
     workbench_meta = cell.metadata.setdefault("workbench", {})
     if others:
         workbench_meta[OUTPUTS_ON] = others
@@ -117,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         new = record(cell, ran.outputs, args.pyspark, running)
         title = f"cell {index}: {cell.source.splitlines()[1][:70]!r}"
         if new is not None:
-            before = json.dumps(comparable(cell.outputs), indent=1).splitlines()
-            after = json.dumps(new, indent=1).splitlines()
+            before = json.dumps(comparable(cell.outputs), indent=1, sort_keys=True).splitlines()
+            after = json.dumps(new, indent=1, sort_keys=True).splitlines()
             print(title)
             print("\n".join(difflib.unified_diff(before, after, "newest", args.pyspark, lineterm="", n=1)))
             changed += 1
