@@ -141,14 +141,14 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
             pd.testing.assert_frame_equal(second.handle.state(batch_id, variable="pages"), shown["pages"])
             pd.testing.assert_frame_equal(second.handle.timers(batch_id)[TIMER_COLUMNS], shown["timers"])
         columns = [*NON_TIMING_COLUMNS, "state_variables", "timers_registered", "timers_deleted", "timers_expired"]
-        played = second.history().head(len(EXPECTED))
+        played_history = second.history().head(len(EXPECTED))
         # Spark counts the processor's state rows as its variables' keys: per user, a count and a list of pages.
         keys = [len(shown["count"]) + shown["pages"]["user"].nunique() for shown in seen]
-        assert played["state_rows_total"].tolist() == keys
+        assert played_history["state_rows_total"].tolist() == keys
         if Version(pyspark.__version__) < Version("4.1"):
             columns.remove("state_rows_total")
             check_spark_40_counts_keys_in_the_wrong_family_after_a_restart(first, second, keys)
-        pd.testing.assert_frame_equal(history[columns], played[columns])
+        pd.testing.assert_frame_equal(history[columns], played_history[columns])
         played = second.results()
         assert played[played["batch_id"] < len(EXPECTED)].equals(first.results())
 
