@@ -9,6 +9,11 @@ is checked here.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
@@ -17,7 +22,8 @@ import pytest
 from tests.suite import OUTPUTS_ON, outputs_for
 from tests.test_packaging import noxfile_constants
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 MAX_BYTES = 1_000_000
 CHECK = "# NBVAL_CHECK_OUTPUT"
 #: The newest pyspark of noxfile.py's matrix: a notebook's own stored outputs are its.
@@ -112,3 +118,38 @@ def test_a_cell_is_compared_with_the_outputs_of_the_pyspark_under_test() -> None
     assert outputs_for(choices, "4.0.5") == ["on 4.0"]
     assert outputs_for(choices, "4.1.4") == ["on 4.1"]
     assert outputs_for(choices, "4.3.0") is None  # the cell's own outputs
+
+
+@pytest.mark.kernel
+def test_nbval_compares_a_cell_with_the_outputs_recorded_for_the_pyspark_it_runs(tmp_path) -> None:
+    # End to end, as `workbench test` runs a notebook: nbval in a kernel, tests/suite.py's hook.
+    running = f"=={version('pyspark')}"
+
+    def cell(stored: str, *choices: tuple[str, str]):
+        outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
+        recorded = [{"pyspark": spec, "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
+                    for spec, text in choices]
+        return nbformat.v4.new_code_cell(f"{CHECK}\nprint('this release')", outputs=outputs, execution_count=1,
+                                         metadata={"workbench": {OUTPUTS_ON: recorded}})
+
+    nb = nbformat.v4.new_notebook(cells=[
+        # the entry for the running release replaces the stored outputs; the first match wins
+        cell("the newest\n", (running, "this release\n"), (">=0", "any release\n")),
+        # a wrong entry for the running release fails the cell
+        cell("this release\n", (running, "another release\n")),
+        # entries for other releases leave the cell compared with its own outputs
+        cell("this release\n", ("<0.1", "an old release\n")),
+        cell("the newest\n", ("<0.1", "this release\n")),
+    ])
+    path = tmp_path / "recorded.ipynb"
+    nbformat.write(nb, path)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.suite", "-p", "no:cacheprovider", "--nbval-lax",
+         "--nbval-current-env", "-rA", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), str(path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    outcomes = {name: outcome for outcome, name in re.findall(r"^(PASSED|FAILED) (\S+::Cell \d+)", done.stdout, re.M)}
+    assert outcomes == {"recorded.ipynb::Cell 0": "PASSED", "recorded.ipynb::Cell 1": "FAILED",
+                        "recorded.ipynb::Cell 2": "PASSED", "recorded.ipynb::Cell 3": "FAILED"}, done.stdout[-3000:]
+    assert "another release" in done.stdout and "the newest" in done.stdout
