@@ -284,7 +284,13 @@ def test_test_runs_pytest_in_the_repository(monkeypatch):
         return subprocess.CompletedProcess(command, 3)
 
     monkeypatch.setattr(cli.subprocess, "run", fake_run)
+    archives = []
+    monkeypatch.setattr(cli, "_class_archive_first", lambda: archives.append("made first"))
+    assert cli.main(["test", "tests/test_cli.py", "-x"]) == 3
+    assert archives == []  # a run of named tests starts few JVMs: no archive first
+    calls.clear()
     assert cli.main(["test", "-m", "not browser", "-x"]) == 3
+    assert archives == ["made first"]  # a suite-wide run: the archive first, for all its JVMs
     [(command, kwargs)] = calls
     assert command == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-m", "not browser", "-x"]
     assert kwargs["cwd"] == REPO

@@ -83,7 +83,9 @@ def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
     site, temp = tmp_path / "site", tmp_path / "temp"
     temp.mkdir()
     plugin_entry_point(site)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(temp),
+    # A fresh HOME has no class data archive: off, so that no background recording (a process
+    # of its own, with folders of its own in TMPDIR) runs on after the test run.
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(temp), "WORKBENCH_CLASS_ARCHIVE": "0",
            "PYTHONPATH": f"{REPO}:{site}", "JAVA_HOME": os.environ.get("JAVA_HOME", "")}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
                           cwd=folder, capture_output=True, text=True, timeout=1200,
