@@ -28,7 +28,13 @@ workbench.session()
 jvm = SparkContext._gateway.proc.pid
 with open(f"/proc/{jvm}/maps") as maps:
     mapped = sorted({line.split()[-1] for line in maps if line.rstrip().endswith(".jsa")})
-others = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True) if p.pid != jvm]
+others = []
+for p in psutil.Process().children(recursive=True):
+    try:
+        if p.pid != jvm:
+            others.append(" ".join(p.cmdline()))
+    except psutil.Error:  # ended meanwhile (a zombie not yet reaped has no command line)
+        pass
 print(json.dumps({"mapped": mapped, "children": others}))
 """
 
