@@ -27,6 +27,7 @@ server's JVMs are started by their owners.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -37,9 +38,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._java import JavaInfo
 
 __all__ = ["ENV", "archive_folder", "archive_path", "archive_options", "without_archive", "mapped_by",
-           "record_in_background", "claimed", "ensure", "current_archive", "status"]
+           "record_in_background", "record_now", "claimed", "ensure", "current_archive", "status"]
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +104,17 @@ def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None
     '.jsa'
     """
     home = _spark_home()
-    jars = home / "jars"
-    listing = sorted((entry.name, entry.stat().st_size) for entry in os.scandir(jars) if entry.is_file()) \
-        if jars.is_dir() else []
-    digest = hashlib.sha256(repr((os.path.realpath(java), java_version, str(home), listing)).encode()).hexdigest()
+    digest = hashlib.sha256(repr((os.path.realpath(java), java_version, str(home), _jars(home))).encode()).hexdigest()
     return archive_folder(environ) / f"spark-{digest[:20]}.jsa"
+
+
+@functools.lru_cache(maxsize=4)
+def _jars(home: Path) -> tuple[tuple[str, int], ...]:
+    """Spark's jars (name, size) under ``home``: listed once per process (some 250 files)."""
+    jars = home / "jars"
+    if not jars.is_dir():
+        return ()
+    return tuple(sorted((entry.name, entry.stat().st_size) for entry in os.scandir(jars) if entry.is_file()))
 
 
 def archive_options(settings: Mapping[str, str], archive: Path) -> str | None:
@@ -146,7 +157,7 @@ def mapped_by(pid: int, archive: Path) -> bool | None:
         return None
 
 
-def record_in_background(archive: Path, settings: Mapping[str, str], *, wait: bool = False) -> bool:
+def record_in_background(archive: Path, settings: Mapping[str, str]) -> bool:
     """Make ``archive`` in a low-priority process of its own, unless it exists or is being made.
 
     The process is not a child of this one (it would look like a leaked JVM to whoever counts
@@ -158,30 +169,58 @@ def record_in_background(archive: Path, settings: Mapping[str, str], *, wait: bo
         Where the archive goes (:func:`archive_path`).
     settings : mapping of str to str
         The session's Spark settings: none is made for a class path of the user's.
-    wait : bool, default False
-        Make it here and wait for it (``workbench test`` does, before the suite's JVMs start).
 
     Returns
     -------
     bool
-        Whether a recording was started (with ``wait``: whether the archive is now in place).
+        Whether a recording was started.
 
     Examples
     --------
     >>> record_in_background(archive_path(java, version), {})   # doctest: +SKIP
     True
     """
+    if any(settings.get(key) for key in CLASS_PATH_SETTINGS) or not _may_record(archive):
+        return False
+    launcher = ("import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, "
+                "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+    if not _run(archive, [sys.executable, "-c", launcher, *_recorder_command(archive)]):
+        return False
+    log.info("recording a class data archive for later JVMs in the background: %s", archive)
+    return True
+
+
+def record_now(archive: Path) -> bool:
+    """Make ``archive`` here and wait for it (``workbench test`` does, before the suite's JVMs start).
+
+    Returns
+    -------
+    bool
+        Whether the archive is in place.
+
+    Examples
+    --------
+    >>> record_now(archive_path(java, version))   # doctest: +SKIP
+    True
+    """
+    if _may_record(archive):
+        _run(archive, _recorder_command(archive))
+    return archive.exists()
+
+
+def _may_record(archive: Path) -> bool:
+    """Whether to make ``archive``: enabled, not made or put aside, and claimed by this process."""
     if not enabled() or archive.exists() or archive.with_suffix(".failed").exists():
-        return archive.exists() if wait else False
-    if any(settings.get(key) for key in CLASS_PATH_SETTINGS):
         return False
-    if not _claim(archive):
-        return False
-    command = [sys.executable, "-m", RECORDER, str(archive)]
-    if not wait:
-        launcher = ("import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, "
-                    "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
-        command = [sys.executable, "-c", launcher, *command]
+    return _claim(archive)
+
+
+def _recorder_command(archive: Path) -> list[str]:
+    return [sys.executable, "-m", RECORDER, str(archive)]
+
+
+def _run(archive: Path, command: list[str]) -> bool:
+    """Run ``command`` (the recorder, or its launcher); whether it could start (releases the claim if not)."""
     try:
         subprocess.run(command, timeout=600, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, env=_recorder_env(), check=False)
@@ -189,31 +228,40 @@ def record_in_background(archive: Path, settings: Mapping[str, str], *, wait: bo
         log.debug("could not make the class archive", exc_info=True)
         _release(archive)
         return False
-    if wait:
-        return archive.exists()
-    log.info("recording a class data archive for later JVMs in the background: %s", archive)
     return True
 
 
-def ensure() -> Path | None:
+def ensure(java: JavaInfo | None = None) -> Path | None:
     """Make this installation's archive now when it is missing; its path, or None without one.
 
     ``workbench test`` calls it before the suite starts its JVMs (some 60 of them).
+
+    Parameters
+    ----------
+    java : JavaInfo, optional
+        The Java found already (``workbench._java.find_java``); found here when None.
 
     Examples
     --------
     >>> ensure()                          # doctest: +SKIP
     PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-5b1bf72824b2dbf6e468.jsa')
     """
-    archive = current_archive()
-    return archive if archive is not None and record_in_background(archive, {}, wait=True) else None
+    archive = current_archive(java)
+    return archive if archive is not None and record_now(archive) else None
 
 
-def current_archive() -> Path | None:
-    """The archive of the Java and pyspark this process would start (None without a Java)."""
-    from ._java import find_java
+def current_archive(java: JavaInfo | None = None) -> Path | None:
+    """The archive of the Java and pyspark this process would start (None without a Java).
 
-    java = find_java()
+    Parameters
+    ----------
+    java : JavaInfo, optional
+        The Java found already; found here (``java -version`` runs once more) when None.
+    """
+    if java is None:
+        from ._java import find_java
+
+        java = find_java()
     if java is None or java.version is None:
         return None
     return archive_path(java.path, java.version)

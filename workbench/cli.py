@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ._java import find_java, require_java
+from ._java import JavaInfo, find_java, require_java
 from ._spark_target import SparkURLError, spark_target, unreachable
 
 __all__ = ["CliError", "main", "lab_command", "pytest_command", "find_chromium", "ensure_chromium"]
@@ -212,21 +212,21 @@ def ensure_chromium(
     return found
 
 
-def _java_or_fail() -> None:
+def _java_or_fail() -> JavaInfo:
     try:
-        require_java()
+        return require_java()
     except RuntimeError as error:
         raise CliError(str(error)) from None
 
 
 def cmd_lab(extra: Sequence[str]) -> int:
     """``workbench lab``: check Java, then replace this process with ``jupyter lab``."""
-    _java_or_fail()
+    java = _java_or_fail()
     command = lab_command(extra, root_dir=notebooks_dir(), as_root=_is_root())
     from ._class_archive import current_archive, record_in_background
 
     # While JupyterLab starts and the user picks a notebook: the first session then maps it too.
-    archive = current_archive()
+    archive = current_archive(java)
     if archive is not None and not (os.environ.get("WORKBENCH_MASTER") or os.environ.get("SPARK_REMOTE")):
         record_in_background(archive, {})  # only the embedded local Spark maps it
     sys.stdout.flush()
@@ -248,11 +248,11 @@ def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
             f"workbench: no test suite next to {PACKAGE_DIR}; run `workbench test` from a source "
             "checkout installed with pip install -e '.[test]'."
         )
-    _java_or_fail()
+    java = _java_or_fail()
     env = dict(os.environ) if quick else {**os.environ, "WORKBENCH_CHROMIUM": ensure_chromium()}
     command = pytest_command(extra, quick=quick)
     if not quick and not _names_tests(extra):
-        _class_archive_first()
+        _class_archive_first(java)
     return subprocess.run(command, cwd=SOURCE_ROOT, env=env, check=False).returncode
 
 
@@ -265,7 +265,7 @@ def _names_tests(extra: Sequence[str]) -> bool:
     return any(not arg.startswith("-") and (SOURCE_ROOT / arg.split("::")[0]).exists() for arg in extra)
 
 
-def _class_archive_first() -> None:
+def _class_archive_first(java: JavaInfo) -> None:
     """Make the class data archive before a suite-wide run's JVMs start, if it is missing.
 
     Every local session's JVM maps it (``workbench/_class_archive.py``), about 1.5 s sooner
@@ -275,12 +275,12 @@ def _class_archive_first() -> None:
     """
     from ._class_archive import current_archive, enabled, ensure, status
 
-    archive = current_archive()
+    archive = current_archive(java)
     if archive is None or archive.exists() or not enabled():
         return
     started = time.monotonic()
     print("workbench: making the class data archive local Spark JVMs start with (once) ...", flush=True)
-    made = ensure()
+    made = ensure(java)
     print(f"workbench: {'made' if made else 'not made'} in {time.monotonic() - started:.0f} s: {status(archive)}",
           flush=True)
 
@@ -339,7 +339,7 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
     from ._class_archive import current_archive, status
 
     # Local sessions start their JVM ~1.5 s sooner with it (made once per Java and pyspark).
-    archive = current_archive()
+    archive = current_archive(java) if java is not None else None
     if archive is not None:
         lines.append(f"{'classes':<11} {status(archive)}")
 

@@ -137,6 +137,7 @@ class ChartGrid(anywidget.AnyWidget):
         self._x: dict[str, deque[Any]] = {}
         self._y: dict[str, list[deque[Any]]] = {}
         self._views: dict[str, bool] = {}  # each view's last word: can it be seen?
+        self._seen = True  # any view can be seen (views that never said count as seen); set with _views
         self._behind = False  # points were kept but not sent while no view could be seen
         self._seen_callbacks: list[Callable[[], None]] = []
         super().__init__(charts=[dict(spec) for spec in charts], window=window, empty_message=empty_message,
@@ -256,8 +257,7 @@ class ChartGrid(anywidget.AnyWidget):
     @property
     def seen(self) -> bool:
         """Whether a view of the grid can be seen (views that never said count as seen)."""
-        with self._lock:
-            return not self._views or any(self._views.values())
+        return self._seen
 
     def on_seen(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` (on the kernel's comm thread) when a view can be seen again after none could."""
@@ -281,7 +281,8 @@ class ChartGrid(anywidget.AnyWidget):
                     self._views[view] = False  # its last view went: nobody to send to
             else:
                 self._views[view] = visible
-            back = self.seen and not was
+            self._seen = not self._views or any(self._views.values())
+            back = self._seen and not was
             if back and self._behind:
                 self._behind = False
                 self._send_to_page(self._message(reset=True, keys=self.chart_keys()))
