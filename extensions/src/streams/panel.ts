@@ -5,6 +5,7 @@
  * snapshots a second), so a click is never lost to a redraw.
  */
 import { NotebookPanel } from '@jupyterlab/notebook';
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IStreamInfo } from '../protocol';
@@ -200,7 +201,27 @@ export class StreamsPanel extends Widget {
     super.dispose();
   }
 
+  /** Shown (the side bar opened on it): draw what changed while it was hidden. */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    if (this._stale) {
+      this._render();
+    }
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    if (this._stale && this.isVisible) {
+      this._render();
+    }
+  }
+
   private _render(): void {
+    // The kernel reports every batch: a closed panel keeps the news for when it shows.
+    this._stale = !this.isVisible;
+    if (this._stale) {
+      return;
+    }
     const model = this._model;
     const notebook = this._notebook;
     this._source.textContent = notebook ? notebook.context.path.split('/').pop() ?? '' : '';
@@ -286,6 +307,7 @@ export class StreamsPanel extends Widget {
   private _notebook: NotebookPanel | null = null;
   private _model: KernelStreams | null = null;
   private _closedNote = '';
+  private _stale = false;
   private _rows = new Map<string, StreamRow>();
   private _source = document.createElement('span');
   private _message = document.createElement('p');

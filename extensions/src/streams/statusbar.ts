@@ -37,16 +37,23 @@ export class StreamsStatus extends Widget {
 
   private _update(): void {
     const active = this._model?.state === 'ready' ? this._model.activeCount : 0;
-    this.node.textContent = countLabel(active);
-    this.node.dataset.active = String(active);
-    this._onUpdate?.();
+    // The kernel reports every batch: the status bar changes (a layout) only when the count does.
+    if (this.node.dataset.active !== String(active)) {
+      this.node.textContent = countLabel(active);
+      this.node.dataset.active = String(active);
+    }
+    if (this.relevant !== this._relevant) {
+      this._relevant = this.relevant;
+      this._onUpdate?.();
+    }
   }
 
-  /** Called after every update (the plugin tells the status bar to re-check `relevant`). */
+  /** Called when `relevant` changes (the plugin tells the status bar to re-check it). */
   set onUpdate(callback: (() => void) | null) {
     this._onUpdate = callback;
   }
 
   private _model: KernelStreams | null = null;
   private _onUpdate: (() => void) | null = null;
+  private _relevant: boolean | null = null;
 }
