@@ -6,6 +6,9 @@ The stream is the one a new user tries: ``%%stream rates --trigger "1 second"`` 
 phase lasting ``--cpu-minute`` seconds (60 by default):
 
 - **visible**: the monitor drawn under its cell, on screen;
+- **visible, plotly only**: the same, with every update drawn by plotly
+  (``data-workbench-draw="plotly"`` on the page; new points are otherwise written into the
+  charts' SVG, ``extensions/src/patch.ts``);
 - **out of view**: the same, scrolled out of view (below a tall output);
 - **hidden**: the same, the notebook's tab behind a Launcher tab;
 - **heap**: the monitor visible again for ``--heap-minutes`` (5 by default, a shortened
@@ -13,7 +16,7 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
   start (over a minute after the first chart) and at its end;
 - **no monitor**: the same stream started with ``--no-monitor`` (the page's floor);
 - **ten monitors**: ten monitors of that stream on one page, all on screen (a window tall
-  enough for all forty charts), then the time from a click on one's Stop button to the
+  enough for all forty charts: charts out of view get no points), then the time from a click on one's Stop button to the
   button answering (disabled by the kernel), measured in the page.
 
 Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
@@ -133,6 +136,7 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     for name in METRICS:
         result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
     result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
+    print(f"  phase: {json.dumps(result)}", flush=True)  # kept if a later phase fails
     return result
 
 
@@ -178,6 +182,9 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         results["visible"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'plotly'; }")
+        results["plotly only"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => { delete document.documentElement.dataset.workbenchDraw; }")
         page.evaluate(JS_SCROLL_TO_END)
         results["out of view"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
@@ -191,7 +198,7 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
         # Ten monitors of the same stream, all on screen: a window tall enough for their
         # forty charts. Last, so that their page does not weigh on the phases before.
-        page.set_viewport_size({"width": 1700, "height": 9000})
+        page.set_viewport_size({"width": 1700, "height": 12000})
         run(4)
         page.evaluate("() => window.benchPanel.content.widgets[4].node.scrollIntoView({block: 'start'})")
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)

@@ -6,12 +6,15 @@
 //
 // A full plotly draw (`react`, `extendTraces`, `restyle`) recomputes and redraws the whole
 // chart: defaults, axes, ticks, legend, margins, with a forced layout per text it measures.
-// New points alone take plotly's animation path instead (`Plotly.animate` with no
-// transition and no redraw), which redraws only the traces. For that the axes must not need
-// to move: the axes of live charts get ranges computed here with room to grow, and a full
-// draw happens only when the points leave them (or the spec, the traces or the empty state
-// change). An axis the user zoomed or panned keeps the user's range until autoscaled.
+// New points alone are written straight into the SVG plotly drew (patch.ts), or, for what
+// that does not know and while the pointer is over the chart (plotly's hover reads its own
+// data), take plotly's animation path (`Plotly.animate` with no transition and no redraw),
+// which redraws only the traces. For either the axes must not need to move: the axes of
+// live charts get ranges computed here with room to grow, and a full draw happens only when
+// the points leave them (or the spec, the traces or the empty state change). An axis the
+// user zoomed or panned keeps the user's range until autoscaled.
 
+import { patchPoints } from './patch';
 import type { ISeries, Value } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -50,6 +53,10 @@ interface IDrawn {
   stale: boolean;
   /** Counts the autoscales: part of `uirevision`, so that plotly forgets the autoscale. */
   epoch: number;
+  /** Points were patched in since plotly last drew: its hover data is behind. */
+  patched: boolean;
+  /** The pointer is over the chart: plotly draws every update (hover, zoom). */
+  inside: boolean;
 }
 
 /** Lines with fewer points than this mark each point (plotly's default for a line without a mode). */
@@ -68,10 +75,21 @@ const CONFIG = {
 
 const drawn = new WeakMap<HTMLElement, IDrawn>();
 
-/** Counts the plotly calls per kind on the chart (`data-full-draws`, `data-point-draws`), for tests and benches. */
-function count(div: HTMLElement, kind: 'full' | 'points'): void {
-  const name = kind === 'full' ? 'fullDraws' : 'pointDraws';
-  div.dataset[name] = String(Number(div.dataset[name] ?? 0) + 1);
+/**
+ * Whether the page asked for every update to go through plotly (`data-workbench-draw="plotly"`
+ * on the document element): what bench/browser_cpu.py compares the patches with.
+ */
+function plotlyOnly(): boolean {
+  return document.documentElement.dataset.workbenchDraw === 'plotly';
+}
+
+/**
+ * Counts the draws per kind on the chart, for tests and benches: `data-full-draws` (plotly
+ * drew it all), `data-point-draws` (new points alone), and of those `data-patched-draws`
+ * (written into the SVG without plotly).
+ */
+function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws'): void {
+  div.dataset[kind] = String(Number(div.dataset[kind] ?? 0) + 1);
 }
 
 /**
@@ -123,7 +141,15 @@ export function drawChart(
     !before.stale &&
     within(before, spec.layout, traces, window)
   ) {
-    // Only points changed and they fit the axes: redraw the traces alone.
+    // Only points changed and they fit the axes: write them into the SVG, or redraw the
+    // traces alone with plotly.
+    count(div, 'pointDraws');
+    if (!before.inside && !plotlyOnly() && patchPoints(gd, traces, live)) {
+      before.patched = true;
+      count(div, 'patchedDraws');
+      return;
+    }
+    before.patched = false;
     const update = plotly.animate(
       div,
       { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
@@ -131,7 +157,6 @@ export function drawChart(
     );
     // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
     Promise.resolve(update).catch(() => undefined);
-    count(div, 'points');
     return;
   }
   const state: IDrawn = {
@@ -143,7 +168,9 @@ export function drawChart(
     ranges: {},
     user: before?.user ?? new Set<string>(),
     stale: false,
-    epoch: before?.epoch ?? 0
+    epoch: before?.epoch ?? 0,
+    patched: false,
+    inside: before?.inside ?? false
   };
   // uirevision keeps the user's zoom, pan and legend choices across updates; after an
   // autoscale it changes, else plotly would keep autoscaling over the ranges set here.
@@ -177,11 +204,31 @@ export function drawChart(
     }
   }
   plotly.react(div, traces, layout, CONFIG);
-  count(div, 'full');
+  count(div, 'fullDraws');
   if (!before && typeof gd.on === 'function') {
     gd.on('plotly_relayout', (event: Record<string, unknown>) => onRelayout(div, event));
+    div.addEventListener('pointerenter', () => onPointer(plotly, div, true));
+    div.addEventListener('pointerleave', () => onPointer(plotly, div, false));
   }
   drawn.set(div, state);
+}
+
+/**
+ * The pointer entered or left the chart. Plotly's hover and zoom read its own calc data,
+ * which patched points leave behind: on entering, plotly redraws the chart from its data
+ * once, and draws every update while the pointer stays.
+ */
+function onPointer(plotly: Plotly, div: HTMLElement, inside: boolean): void {
+  const state = drawn.get(div);
+  if (!state) {
+    return;
+  }
+  state.inside = inside;
+  if (inside && state.patched) {
+    state.patched = false;
+    plotly.redraw(div);
+    count(div, 'fullDraws');
+  }
 }
 
 /** A zoom or pan makes an axis the user's; autoscaling gives it back. */

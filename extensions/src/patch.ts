@@ -1,0 +1,313 @@
+// New points drawn straight into the SVG plotly drew, without a plotly call.
+//
+// Even plotly's lightest update (`Plotly.animate` without redraw) recomputes the whole
+// figure's defaults and calc data: some 5 ms of main-thread time per chart, 20-30 ms per
+// monitor per batch. When only points changed and they fit the axes (draw.ts decides), the
+// shapes a live chart uses are plain enough to redraw from the axes plotly already set:
+// line paths (linear or step `hv`), markers, the `tonexty` band between two lines, stacked
+// bars. This module writes those (one `d` or `transform` attribute per shape, no layout
+// read) and puts the points into the chart's `data`, so that plotly's next draw (a zoom,
+// a full draw, the hover sync in draw.ts) starts from them. Anything else (a trace kind,
+// shape or fill it does not know, a shape plotly has not made yet) makes it answer false:
+// draw.ts then lets plotly draw.
+//
+// Plotly's hover reads its own calc data, which this leaves as the last plotly draw made
+// it: draw.ts has plotly draw once when the pointer enters the chart, and draws every
+// update with plotly while it stays there.
+
+import type { ITrace } from './draw';
+import type { Value } from './series';
+
+/** A plotly axis as its full layout holds it (the converters plotly set up). */
+interface IAxis {
+  type: string;
+  d2c: (value: unknown) => number;
+  c2p: (value: number) => number;
+}
+
+type Point = [number, number] | null;
+
+/** One attribute write, made only once every trace is known to be patchable. */
+type Write = () => void;
+
+/**
+ * Draw the live traces' new points into `gd` (a chart plotly drew); false, with nothing
+ * written, when some trace needs plotly. `traces` are the chart's traces with their points,
+ * `live` the indexes of the live ones.
+ */
+export function patchPoints(gd: any, traces: ITrace[], live: number[]): boolean {
+  try {
+    const writes = plan(gd, traces, live);
+    if (!writes) {
+      return false;
+    }
+    writes.forEach(write => write());
+    for (const index of live) {
+      // plotly's next draw (and anyone reading the chart's data) starts from these points.
+      gd.data[index].x = traces[index].x;
+      gd.data[index].y = traces[index].y;
+    }
+    return true;
+  } catch {
+    return false; // a plotly it does not know: plotly draws
+  }
+}
+
+function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
+  const layout = gd._fullLayout;
+  const full: any[] = gd._fullData;
+  if (!layout || !full || full.length !== traces.length) {
+    return null;
+  }
+  const groups = traceGroups(gd);
+  const writes: Write[] = [];
+  const pixels = new Map<number, Point[]>();
+  const stacks = new Map<string, Map<number, number>>();
+  for (const index of live) {
+    const trace = full[index];
+    if (trace.visible === 'legendonly') {
+      if (traces[index + 1]?.fill === 'tonexty' || trace.fill === 'tonexty') {
+        return null; // a band with a hidden edge: plotly knows what to draw
+      }
+      continue;
+    }
+    const group = groups.get(index);
+    const xa: IAxis | undefined = layout[axisName(trace.xaxis)];
+    const ya: IAxis | undefined = layout[axisName(trace.yaxis)];
+    if (trace.visible !== true || !group || !xa || !ya) {
+      return null;
+    }
+    const xs = traces[index].x ?? [];
+    const ys = traces[index].y ?? [];
+    if (trace.type === 'scatter') {
+      const points = xs.map((x, i) => pixel(xa, ya, x, ys[i]));
+      pixels.set(index, points);
+      if (!scatter(trace, group, points, writes)) {
+        return null;
+      }
+      if (trace.fill === 'tonexty') {
+        const below = index > 0 ? pixels.get(index - 1) : undefined;
+        const band = below && full[index - 1].type === 'scatter' ? groups.get(index - 1) : undefined;
+        if (!below || !band || !fillBetween(trace, full[index - 1], band, points, below, writes)) {
+          return null;
+        }
+      } else if (trace.fill !== 'none') {
+        return null;
+      }
+    } else if (trace.type === 'bar') {
+      if (!bars(layout, trace, group, xa, ya, xs, ys, stacks, traces, live, writes)) {
+        return null;
+      }
+    } else {
+      return null;
+    }
+  }
+  return writes;
+}
+
+/** Each drawn trace's SVG group, by trace index (plotly binds its calc data to the group). */
+function traceGroups(gd: any): Map<number, SVGGElement> {
+  const groups = new Map<number, SVGGElement>();
+  for (const group of gd.querySelectorAll('.scatterlayer > g.trace, .barlayer > g.trace')) {
+    const index = (group as any).__data__?.[0]?.trace?.index;
+    if (typeof index === 'number') {
+      groups.set(index, group as SVGGElement);
+    }
+  }
+  return groups;
+}
+
+/** The layout key of a trace's axis id: `x` -> `xaxis`, `y2` -> `yaxis2`. */
+function axisName(id: string): string {
+  return `${id[0]}axis${id.slice(1)}`;
+}
+
+function pixel(xa: IAxis, ya: IAxis, x: Value, y: Value): Point {
+  if (x === null || x === undefined || y === null || y === undefined) {
+    return null;
+  }
+  const px = xa.c2p(xa.d2c(x));
+  const py = ya.c2p(ya.d2c(y));
+  return Number.isFinite(px) && Number.isFinite(py) ? [px, py] : null;
+}
+
+const round = (value: number): string => String(Math.round(value * 100) / 100);
+
+/** A line through `points`, broken where a point is missing (plotly's `connectgaps: false`). */
+function linePath(points: Point[], shape: string): string {
+  let path = '';
+  let previous: Point = null;
+  for (const point of points) {
+    if (point === null) {
+      previous = null;
+      continue;
+    }
+    const [x, y] = point;
+    if (previous === null) {
+      path += `M${round(x)},${round(y)}`;
+    } else if (shape === 'hv') {
+      path += `H${round(x)}V${round(y)}`;
+    } else {
+      path += `L${round(x)},${round(y)}`;
+    }
+    previous = point;
+  }
+  return path;
+}
+
+/** A scatter trace's line and markers; false when plotly must make a shape first. */
+function scatter(trace: any, group: SVGGElement, points: Point[], writes: Write[]): boolean {
+  const mode = String(trace.mode ?? '');
+  const shape = String(trace.line?.shape ?? 'linear');
+  if (shape !== 'linear' && shape !== 'hv') {
+    return false;
+  }
+  const drawn = points.filter(point => point !== null) as [number, number][];
+  if (mode.includes('lines')) {
+    const path = group.querySelector<SVGPathElement>('.lines > path.js-line');
+    if (!path && drawn.length > 1) {
+      return false; // plotly makes the path with the second point
+    }
+    if (path) {
+      const d = linePath(points, shape);
+      writes.push(() => path.setAttribute('d', d || 'M0,0Z'));
+    }
+  }
+  if (mode.includes('markers')) {
+    const holder = group.querySelector<SVGGElement>('g.points');
+    const markers = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.point')) : [];
+    if (!holder || (markers.length === 0 && drawn.length > 0)) {
+      return false;
+    }
+    writes.push(() => {
+      const all = resize(holder, markers, drawn.length);
+      all.forEach((marker, i) => marker.setAttribute('transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
+    });
+  }
+  return true;
+}
+
+/** The `tonexty` band between `points` (this trace) and `below` (the trace before it). */
+function fillBetween(
+  trace: any,
+  belowTrace: any,
+  belowGroup: SVGGElement,
+  points: Point[],
+  below: Point[],
+  writes: Write[]
+): boolean {
+  // plotly draws a trace's tonexty band in the group of the trace before it.
+  const fills = belowGroup.querySelectorAll<SVGPathElement>('.fills path.js-fill');
+  const linear = (t: any) => String(t.line?.shape ?? 'linear') === 'linear';
+  if (fills.length !== 1 || belowTrace.fill !== 'none' || !linear(trace) || !linear(belowTrace)) {
+    return false;
+  }
+  if (points.some(point => point === null) || below.some(point => point === null)) {
+    return false; // gaps split a band: plotly's job
+  }
+  const top = linePath(points, 'linear');
+  const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
+  const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
+  const fill = fills[0];
+  writes.push(() => fill.setAttribute('d', d));
+  return true;
+}
+
+/**
+ * One stacked bar trace (`barmode: 'stack'`, values >= 0): each bar from the top of the
+ * bars below it at its x. `stacks` carries those tops per pair of axes across the traces.
+ */
+function bars(
+  layout: any,
+  trace: any,
+  group: SVGGElement,
+  xa: IAxis,
+  ya: IAxis,
+  xs: Value[],
+  ys: Value[],
+  stacks: Map<string, Map<number, number>>,
+  traces: ITrace[],
+  live: number[],
+  writes: Write[]
+): boolean {
+  if (layout.barmode !== 'stack' || trace.orientation !== 'v' || xa.type !== 'linear' || ya.type !== 'linear') {
+    return false;
+  }
+  const width = barWidth(traces, live) * (1 - Number(layout.bargap ?? 0.2));
+  const holder = group.querySelector<SVGGElement>('g.points');
+  const points = holder ? Array.from(holder.querySelectorAll<SVGGElement>(':scope > g.point')) : [];
+  if (!holder || !Number.isFinite(width) || (points.length === 0 && xs.length > 0)) {
+    return false;
+  }
+  const key = `${trace.xaxis}${trace.yaxis}`;
+  const tops = stacks.get(key) ?? new Map<number, number>();
+  stacks.set(key, tops);
+  const paths: string[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    const value = ys[i];
+    const x = Number(xs[i]);
+    const base = tops.get(x) ?? 0;
+    if (value === null || value === undefined || !Number.isFinite(Number(value)) || !Number.isFinite(x)) {
+      paths.push('M0,0Z'); // plotly's own drawing of a bar without a value
+      continue;
+    }
+    if (Number(value) < 0) {
+      return false; // negative bars stack downwards: plotly's job
+    }
+    const top = base + Number(value);
+    tops.set(x, top);
+    const [x0, x1] = [xa.c2p(x - width / 2), xa.c2p(x + width / 2)];
+    const [y0, y1] = [ya.c2p(base), ya.c2p(top)];
+    paths.push(`M${visible(x0, x1)},${visible(y0, y1, true)}V${visible(y1, y0, true)}H${visible(x1, x0)}V${visible(y0, y1, true)}Z`);
+  }
+  writes.push(() => {
+    const all = resize(holder, points, paths.length);
+    all.forEach((point, i) => point.firstElementChild?.setAttribute('d', paths[i]));
+  });
+  return true;
+}
+
+/**
+ * A bar's edge at `edge` (its other edge at `other`) on whole pixels, as plotly draws opaque
+ * bars without an outline: a bar under 2 px grows outwards to stay visible (one of zero
+ * height stays so, when `keepZero`).
+ */
+function visible(edge: number, other: number, keepZero = false): number {
+  if (keepZero && edge === other) {
+    return edge;
+  }
+  if (Math.abs(edge - other) >= 2) {
+    return Math.round(edge);
+  }
+  return edge > other ? Math.ceil(edge) : Math.floor(edge);
+}
+
+/** The smallest step between bar positions (plotly's bar width before the gap), 1 with one bar. */
+function barWidth(traces: ITrace[], live: number[]): number {
+  const positions = new Set<number>();
+  for (const index of live) {
+    if (traces[index].type === 'bar') {
+      (traces[index].x ?? []).forEach(x => positions.add(Number(x)));
+    }
+  }
+  const sorted = [...positions].filter(Number.isFinite).sort((a, b) => a - b);
+  let step = Infinity;
+  for (let i = 1; i < sorted.length; i++) {
+    step = Math.min(step, sorted[i] - sorted[i - 1]);
+  }
+  return Number.isFinite(step) ? step : 1;
+}
+
+/** `count` shapes in `holder`: the existing ones, more cloned from the last, the rest removed. */
+function resize<T extends Element>(holder: Element, shapes: T[], count: number): T[] {
+  const all = shapes.slice(0, count);
+  for (const extra of shapes.slice(count)) {
+    extra.remove();
+  }
+  while (all.length < count && shapes.length > 0) {
+    const copy = shapes[shapes.length - 1].cloneNode(true) as T;
+    holder.appendChild(copy);
+    all.push(copy);
+  }
+  return all;
+}

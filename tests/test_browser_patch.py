@@ -1,0 +1,160 @@
+"""New points written straight into the chart's SVG look as plotly draws them, in JupyterLab.
+
+The monitor's four charts (watermark band, markers and steps; state lines on two axes;
+stacked duration bars and a line; rates) in a chart grid under a cell, fed one batch at a
+time from the kernel. Points that fit the axes are written into the SVG plotly drew,
+without a plotly call (``extensions/src/patch.ts``; the chart's ``data-patched-draws``
+count). Then the pointer enters each chart: plotly redraws it from its data (its hover reads
+its own), and the picture must be the one the patches drew, pixel for pixel but for
+anti-aliasing, with the same points in the chart's data.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from PIL import Image, ImageChops
+
+from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served
+from .helpers import wait_for
+from . import test_browser
+from .test_browser import evidence_on_failure
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "patched.ipynb"
+GRID_CELL = """from workbench.views.charts import ChartGrid
+from workbench.views.monitor_charts import chart_specs, operator_traces
+specs = chart_specs()
+specs[1]["traces"] = operator_traces(["stateStoreSave"])
+grid = ChartGrid(specs, window=60)
+grid"""
+
+#: One batch's points for each chart, as the monitor sends them (x = batch id).
+SEND = """import datetime
+def send(batch):
+    at = datetime.datetime(2026, 1, 1, 10, 0) + datetime.timedelta(seconds=batch)
+    text = lambda t: t.strftime("%Y-%m-%d %H:%M:%S.%f")
+    grid.extend({
+        "watermark": ([batch], [[text(at)], [text(at + datetime.timedelta(seconds=4))],
+                                [text(at - datetime.timedelta(seconds=10)) if batch else None], [10 + batch % 3]]),
+        "state": ([batch], [[batch % 5 + 2], [batch % 3], [batch % 2], [0], [4000 + 100 * (batch % 4)]]),
+        "latency": ([batch], [[300 + 40 * (batch % 5)], [2], [5], [20 + batch % 7], [30], [15], [400 + 40 * (batch % 5)]]),
+        "rates": ([batch], [[50.0], [40.0 + 10 * (batch % 3)]]),
+    })
+"""
+
+#: Each chart's draw counts and the batch ids its plotly data holds.
+JS_CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.workbench-chart')].map(div => [
+  div.dataset.chart,
+  {full: Number(div.dataset.fullDraws || 0), points: Number(div.dataset.pointDraws || 0),
+   patched: Number(div.dataset.patchedDraws || 0),
+   x: div.data ? div.data.map(trace => Array.from(trace.x || [])) : []}]))"""
+
+JS_KERNEL_RUN = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  await kernel.requestExecute({code, silent: false, store_history: false}).done;
+}"""
+
+#: Where the newest point of a chart's first trace is, from the chart's top left corner.
+JS_NEWEST_POINT = """(key) => {
+  const gd = document.querySelector(`.workbench-chart[data-chart="${key}"]`);
+  const layout = gd._fullLayout, trace = gd.data[0], last = trace.x.length - 1;
+  return [layout.xaxis._offset + layout.xaxis.c2p(trace.x[last]),
+          layout.yaxis._offset + layout.yaxis.c2p(trace.y[last])];
+}"""
+
+#: A pixel differs when a channel differs by more than this (a faint band shifted by a pixel does).
+CHANNEL = 16
+#: Share of a chart's pixels allowed to differ (edges of shapes rounded differently).
+SHARE = 0.001
+
+
+def _notebook(folder: Path) -> None:
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": GRID_CELL}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (folder / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
+
+
+page = test_browser.page
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[LabServer]:
+    _notebook(tmp_path)
+    with served(tmp_path) as server:
+        yield server
+
+
+def _charts(page: Any) -> dict[str, Any]:
+    return page.evaluate(JS_CHARTS)
+
+
+def _differing(before: bytes, after: bytes) -> float:
+    """The share of pixels that differ by more than :data:`CHANNEL` in some channel."""
+    a, b = (Image.open(io.BytesIO(shot)).convert("RGB") for shot in (before, after))
+    assert a.size == b.size, f"the chart changed size: {a.size} -> {b.size}"
+    mask = ImageChops.difference(a, b).point(lambda value: 255 if value > CHANNEL else 0).convert("L")
+    return sum(mask.histogram()[1:]) / (a.size[0] * a.size[1])
+
+
+def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> None:
+    with evidence_on_failure(page, lab, "patched"):
+        page.set_viewport_size({"width": 1400, "height": 1100})
+        page.goto(lab.notebook_url(NOTEBOOK))
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
+        page.mouse.move(1, 1)  # the pointer away from the charts
+        page.evaluate(JS_KERNEL_RUN, SEND)
+        # The window fills (shapes are added: markers, bars), then moves (old points leave).
+        last = 0
+        for last in range(0, 70):
+            page.evaluate(JS_KERNEL_RUN, f"send({last})")
+            expected = list(range(max(0, last - 59), last + 1))
+            wait_for(lambda: all(x and x[0] == expected for x in (c["x"] for c in _charts(page).values())),
+                     30, 0.05, text=lambda: f"batch {last} not drawn: {_charts(page)}")
+        drawn = _charts(page)
+        assert set(drawn) == {"watermark", "state", "latency", "rates"}, drawn
+        for key, chart in drawn.items():
+            assert chart["patched"] >= 40, f"{key}: points that fit the axes went through plotly: {chart}"
+            assert all(len(x) == 60 for x in chart["x"]), f"{key}: a trace holds other than the window: {chart}"
+
+        for key, chart in drawn.items():
+            div = page.locator(f'.workbench-chart[data-chart="{key}"]')
+            div.scroll_into_view_if_needed()
+            patched = div.screenshot()
+            # Plotly redraws from its data when the pointer enters (as for a hover).
+            div.dispatch_event("pointerenter")
+            wait_for(lambda: _charts(page)[key]["full"] == chart["full"] + 1, 10, 0.05,
+                     text=lambda: f"{key}: plotly did not redraw when the pointer entered: {_charts(page)[key]}")
+            page.wait_for_timeout(200)
+            redrawn = div.screenshot()
+            share = _differing(patched, redrawn)
+            if share > SHARE:
+                (ARTIFACTS / f"patched-{key}-by-patch.png").write_bytes(patched)
+                (ARTIFACTS / f"patched-{key}-by-plotly.png").write_bytes(redrawn)
+            assert share <= SHARE, (f"{key}: {share:.2%} of the patched chart's pixels differ from plotly's "
+                                    f"own drawing (at most {SHARE:.2%}; both pictures in {ARTIFACTS})")
+            assert _charts(page)[key]["x"] == chart["x"], f"{key}: plotly's redraw holds other points"
+            div.dispatch_event("pointerleave")
+
+        # Hovering the newest point (the real pointer) shows its batch: plotly's hover data
+        # caught up with the patched points when the pointer entered.
+        page.mouse.move(1, 1)
+        page.evaluate(JS_KERNEL_RUN, f"send({last + 1})")
+        wait_for(lambda: _charts(page)["rates"]["patched"] > drawn["rates"]["patched"], 30, 0.05,
+                 text=lambda: f"the next batch was not patched in: {_charts(page)['rates']}")
+        div = page.locator('.workbench-chart[data-chart="rates"]')
+        box = div.bounding_box()
+        x, y = page.evaluate(JS_NEWEST_POINT, "rates")
+        page.mouse.move(box["x"] + x, box["y"] + y)
+        hover = div.locator(".hoverlayer")
+        wait_for(lambda: f"{last + 1}" in hover.text_content(), 10, 0.1,
+                 text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
