@@ -5,8 +5,16 @@
  * twice a second. Page to kernel: stop one stream, or ask for a fresh snapshot.
  */
 
-/** The comm target the kernel registers and the page registers too. */
+/** The comm target the kernel registers; the page opens its comm to it. */
 export const COMM_TARGET = 'workbench.streams';
+
+/**
+ * The comm id of the kernel's "the workbench is loaded" message: a comm message to a comm
+ * no page opened, which front ends built on @jupyterlab/services drop silently (a comm the
+ * kernel opened would make a page without the extension log "Exception opening new comm").
+ * The Streams panel opens its comm when it sees it.
+ */
+export const LOADED_COMM_ID = 'workbench.streams.loaded';
 
 /** Where a stream's page of the Spark UI is (through the Jupyter server's proxy). */
 export interface ISparkUILink {

@@ -87,8 +87,7 @@ def _open_streams_panel(ipython: Any, magics: Any) -> None:
     from ..views.streams_panel import register_streams_comm
 
     try:
-        magics.streams_panel = register_streams_comm(
-            current_env, open_to_page=getattr(ipython, "kernel", None) is not None)
+        magics.streams_panel = register_streams_comm(current_env, kernel=getattr(ipython, "kernel", None))
     except Exception:  # the magics work without the panel
         log.warning("the Streams panel's comm could not be registered", exc_info=True)
 

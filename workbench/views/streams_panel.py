@@ -1,7 +1,10 @@
 """The kernel side of JupyterLab's Streams panel: the ``workbench.streams`` comm.
 
-``%load_ext workbench`` registers the comm target ``workbench.streams`` (and opens a comm
-to the page, for a page that connected before the workbench was loaded). A
+``%load_ext workbench`` registers the comm target ``workbench.streams`` (and tells a page
+that connected before the workbench was loaded to open its comm now: a comm message to the
+comm id :data:`LOADED_COMM_ID`, which no page opened, so that front ends without the
+workbench's extension drop it silently where a comm opened by the kernel would make them log
+"Exception opening new comm"). A
 :class:`StreamsPublisher` sends every open comm a snapshot of the kernel's streams
 (:func:`streams_message`), only when something changed and at most once per
 ``min_interval`` seconds (two a second by default) however fast batches run: progress
@@ -29,14 +32,16 @@ from ..progress.records import BatchProgress
 from .sparkui import statistics_path, ui_port
 
 __all__ = [
-    "COMM_TARGET", "GAP_POINTS", "StreamsPublisher", "current_cell_id", "gap_seconds", "stream_info",
-    "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
+    "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "StreamsPublisher", "announce_loaded", "current_cell_id",
+    "gap_seconds", "stream_info", "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
 ]
 
 log = logging.getLogger(__name__)
 
 #: The comm target name, the same on both sides.
 COMM_TARGET = "workbench.streams"
+#: The comm id of the kernel's "the workbench is loaded" message (no page opens such a comm).
+LOADED_COMM_ID = "workbench.streams.loaded"
 #: Watermark-gap values per stream in a snapshot (the panel's sparkline).
 GAP_POINTS = 30
 #: Seconds between checks for changes nobody announced (a stream started before the
@@ -413,20 +418,21 @@ class StreamsPublisher:
             thread.join(5)
 
 
-def register_streams_comm(env: Callable[[], EnvLike], *, open_to_page: bool) -> StreamsPublisher:
+def register_streams_comm(env: Callable[[], EnvLike], *, kernel: Any = None) -> StreamsPublisher:
     """Register the ``workbench.streams`` comm target; returns the publisher serving it.
 
     Parameters
     ----------
     env : callable
         Returns the current workbench state.
-    open_to_page : bool
-        Also open a comm to the page (true in a Jupyter kernel): a page that connected
-        before the workbench was loaded learns of it this way.
+    kernel : ipykernel.kernelbase.Kernel, optional
+        The Jupyter kernel (None in a plain IPython shell): a page that connected before the
+        workbench was loaded learns of it through a message on the kernel's IOPub channel
+        (:func:`announce_loaded`), and opens its comm then.
 
     Examples
     --------
-    >>> publisher = register_streams_comm(current_env, open_to_page=True)   # doctest: +SKIP
+    >>> publisher = register_streams_comm(current_env, kernel=get_ipython().kernel)   # doctest: +SKIP
     >>> publisher.close()            # closes its comms and unregisters the target  # doctest: +SKIP
     """
     import comm as comm_package
@@ -436,7 +442,22 @@ def register_streams_comm(env: Callable[[], EnvLike], *, open_to_page: bool) -> 
     manager.register_target(COMM_TARGET, lambda comm, _msg: publisher.attach(comm))
     publisher._target_manager = manager
     # Watch stream starts from now on, so that the cell of each new stream is known.
-    first = publisher.snapshot()
-    if open_to_page:
-        publisher.attach(comm_package.create_comm(target_name=COMM_TARGET, data=first))
+    publisher.snapshot()
+    if kernel is not None:
+        announce_loaded(kernel)
     return publisher
+
+
+def announce_loaded(kernel: Any) -> None:
+    """Tell the pages connected to ``kernel`` that the ``workbench.streams`` target exists.
+
+    A ``comm_msg`` to the comm id :data:`LOADED_COMM_ID`, which no page opened: the
+    workbench's JupyterLab extension answers by opening its comm; other front ends drop it.
+
+    Examples
+    --------
+    >>> announce_loaded(get_ipython().kernel)   # doctest: +SKIP
+    """
+    content = {"comm_id": LOADED_COMM_ID, "data": {"kind": "loaded"}}
+    kernel.session.send(kernel.iopub_socket, "comm_msg", content, parent=kernel.get_parent(),
+                        ident=f"comm-{LOADED_COMM_ID}".encode("ascii"))

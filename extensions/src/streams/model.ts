@@ -3,8 +3,9 @@
  *
  * One model per open notebook. On kernel connect it opens a comm to the kernel's
  * `workbench.streams` target; a kernel without the workbench closes it at once, which the
- * model reports as "not loaded". The page also registers a comm target of the same name, so
- * a kernel that loads the workbench later opens the comm itself. A restart, a dead kernel or
+ * model reports as "not loaded". A kernel that loads the workbench later says so with a comm
+ * message to `LOADED_COMM_ID` (no comm of the page), and the model opens its comm then.
+ * A restart, a dead kernel or
  * a lost connection empties the model and says why; after a restart or a kernel death,
  * `lostNote` keeps saying what happened to the streams until the new kernel reports some.
  */
@@ -12,7 +13,7 @@ import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { COMM_TARGET, IStreamInfo, PageMessage, parseKernelMessage } from '../protocol';
+import { COMM_TARGET, IStreamInfo, LOADED_COMM_ID, PageMessage, parseKernelMessage } from '../protocol';
 
 /** Where the model stands with its kernel. */
 export type StreamsState =
@@ -115,7 +116,7 @@ export class KernelStreams {
       this._set('no-kernel');
       return;
     }
-    kernel.registerCommTarget(COMM_TARGET, this._onKernelComm);
+    kernel.iopubMessage.connect(this._onIOPub, this);
     this._set('connecting');
     if (kernel.status === 'idle' || kernel.status === 'busy') {
       this._probe();
@@ -127,7 +128,7 @@ export class KernelStreams {
     this._closeComm();
     this._kernel = null;
     if (kernel && !kernel.isDisposed) {
-      kernel.removeCommTarget(COMM_TARGET, this._onKernelComm);
+      kernel.iopubMessage.disconnect(this._onIOPub, this);
     }
   }
 
@@ -186,15 +187,17 @@ export class KernelStreams {
     }
   }
 
-  /** The kernel opened the comm (it loaded the workbench after the page connected). */
-  private _onKernelComm = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
-    if (this._disposed) {
-      comm.close();
-      return;
+  /** The kernel loaded the workbench after the page connected: open the comm now. */
+  private _onIOPub(_: Kernel.IKernelConnection, msg: KM.IIOPubMessage): void {
+    if (
+      msg.header.msg_type === 'comm_msg' &&
+      (msg as KM.ICommMsgMsg).content.comm_id === LOADED_COMM_ID &&
+      this._comm === null &&
+      !this._disposed
+    ) {
+      this._probe();
     }
-    this._useComm(comm);
-    this._onMessage(msg.content.data);
-  };
+  }
 
   private _useComm(comm: Kernel.IComm): void {
     const previous = this._comm;
