@@ -12,7 +12,10 @@ console table, Stop), with:
 * the kernel websocket's bytes within budget: the first monitor of the page <= 5 MB in all
   (plotly.js included), a further monitor <= 300 KB, each batch's update <= 20 KB;
 * the monitor's "Spark UI" button disabled, its tooltip saying where it works; its result
-  table and Pause button there as with the extension.
+  table, Pause button and "why no output?" note there as with the extension;
+* a replay panel's monitor and a ``workbench.compare`` chart drawn from the same code, with
+  plotly.js still sent once;
+* no "Exception opening new comm" or "No version of module" in the browser's console.
 
 Notebook 7 (``jupyter notebook``) with the extension, as a second front end: the quickstart's
 monitor draws its four charts there too, with no error box.
@@ -60,9 +63,22 @@ JS_APPEND_AND_RUN = """async (source) => {
   return index;
 }"""
 
-STATIC_CHARTS = ('from workbench.views.charts import ChartGrid\n'
-                 'ChartGrid([{"key": "s", "layout": {"title": {"text": "static"}},'
-                 ' "traces": [{"type": "bar", "x": [1, 2], "y": [3, 4]}]}])')
+#: What the browser's console says when a widget's front-end code is missing.
+CONSOLE_ERRORS = ("Exception opening new comm", "No version of module")
+
+#: A stream with nothing to output yet (its first 1-hour window is far from closed): its
+#: monitor says why.
+HOURLY_STREAM = '''%%stream hourly --trigger "1 second"
+from pyspark.sql import functions as F
+events.withWatermark("timestamp", "10 seconds").groupBy(F.window("timestamp", "1 hour")).count()'''
+
+REPLAY_PANEL = "p = workbench.replay_panel(workbench.scenarios.guide_word_count())\np.step()\np"
+COMPARISON = ('q = workbench.replay_panel(workbench.scenarios.guide_word_count(watermark="20 minutes"), '
+              'name="delay20")\nq.step()\nworkbench.compare(p, q, labels=["10 minutes", "20 minutes"])')
+
+#: The points in the plotly charts under a node (their traces' x values).
+JS_CHART_POINTS = """node => [...node.querySelectorAll('.js-plotly-plot')].map(
+    chart => (chart.data || []).reduce((n, trace) => n + (trace.x ? trace.x.length : 0), 0))"""
 
 EXTRA_STREAM = '''%%stream extra --trigger "1 second" --rows 3
 events.selectExpr("value", "timestamp")'''
@@ -141,13 +157,32 @@ def _monitor_charts(page: Any, index: int) -> list[str]:
     return cell.locator(".workbench-monitor .js-plotly-plot .gtitle").all_text_contents()
 
 
+def _charts_with_points(node: Any) -> list[int]:
+    """The point counts of the plotly charts under ``node`` that hold points."""
+    return [n for n in node.evaluate(JS_CHART_POINTS) if n > 0]
+
+
 def _kernel_int(page: Any, expression: str) -> int:
     return int(page.evaluate(JS_KERNEL_PRINT, f"print({expression})").strip())
+
+
+def _console_errors(page: Any) -> list[str]:
+    """The browser console's messages (and uncaught errors) that say widget code is missing, as they come."""
+    seen: list[str] = []
+
+    def take(text: str) -> None:
+        if any(error in text for error in CONSOLE_ERRORS):
+            seen.append(text)
+
+    page.on("console", lambda message: take(message.text))
+    page.on("pageerror", lambda error: take(str(error)))
+    return seen
 
 
 @pytest.mark.parametrize("lab", [WithoutExtension], indirect=True)
 def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
     frames = Frames(page)
+    console_errors = _console_errors(page)
     with evidence_on_failure(page, lab, "no-extension"):
         _run_quickstart(page, lab)  # charts drawn and growing, console table, Stop
         text = page.locator(".jp-Notebook").text_content() or ""
@@ -200,11 +235,37 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
                  text="Pause did not turn into Resume")
         page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
 
-        # A chart grid of static charts, as the replay panel and workbench.compare draw them.
-        static = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, STATIC_CHARTS))
-        static.scroll_into_view_if_needed()
-        wait_for(lambda: static.locator(".js-plotly-plot .bars .point").count() == 2, 30, 0.25,
-                 text=lambda: f"the static chart shows {static.text_content()!r}")
+        # "Why no output?": the quickstart's streams output every batch, so a stream that
+        # cannot yet (append mode, its first window far from closed) says why.
+        hourly = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, HOURLY_STREAM)).locator(
+            ".workbench-monitor")
+        hourly.scroll_into_view_if_needed()  # out of view, the kernel does not update it
+        wait_for(lambda: "earliest open window" in (hourly.text_content() or ""), 60, 0.25,
+                 text=lambda: f"the hourly stream's monitor shows {hourly.text_content()!r}")
+        assert "Why no output?" in (hourly.text_content() or "")
+        page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
+
+        # A replay panel (its monitor) and workbench.compare (one overlaid chart) draw from the
+        # code the page already has.
+        panel = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, REPLAY_PANEL)).locator(
+            ".workbench-replay-panel .workbench-monitor")
+        panel.scroll_into_view_if_needed()
+        wait_for(lambda: len(_charts_with_points(panel)) == len(CHART_TITLES), 60, 0.25,
+                 text=lambda: f"the replay panel's monitor drew charts with points {_charts_with_points(panel)}")
+        comparison = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, COMPARISON)).locator(
+            ".workbench-charts")
+        comparison.scroll_into_view_if_needed()
+        wait_for(lambda: len(_charts_with_points(comparison)) == 1, 60, 0.25,
+                 text=lambda: f"the comparison drew charts with points {_charts_with_points(comparison)}")
+        assert "watermark" in (comparison.text_content() or "")  # its legend names the runs' lines
+        page.evaluate(JS_KERNEL_PRINT, "p.close(); q.close()")
+
+        text = page.locator(".jp-Notebook").text_content() or ""
+        assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
+        assert page.evaluate(JS_ERRORS) == []
+        code_frames = [size for size in frames.sizes if size > CODE_FRAME]
+        assert len(code_frames) == 1, f"frames over 1 MB (chart code with plotly.js): {code_frames}"
+        assert not console_errors, f"the browser's console says widget code is missing: {console_errors}"
         print(f"bytes: first monitor (whole quickstart) {first}, further monitor {further}, "
               f"per batch {per_batch:.0f}")
 
