@@ -3,10 +3,11 @@
 The quickstart runs in a private JupyterLab (headless Chromium). While its kernel lives, the
 monitor stays a live widget after its stream stops and its output gains the picture; the
 console sink's output gains the batches' text. The page saves the notebook (as a user's
-Ctrl+S), the kernel is shut down, and the notebook is opened in a fresh page (JupyterLab
-starts a new kernel, which has none of the old widgets): the monitor shows its picture and
-the console its tables, not "Error displaying widget: model not found"; the same in a page
-that opens it with no kernel at all (where widgets would say "Loading widget..." for ever).
+Ctrl+S; the file, pictures included, stays under 1 MB), the kernel is shut down, and the
+notebook is opened in a fresh page (JupyterLab starts a new kernel, which has none of the
+old widgets): the monitor shows its picture and the console its tables, not "Error
+displaying widget: model not found"; the same in a page that opens it with no kernel at all
+(where widgets would say "Loading widget..." for ever).
 The saved file's ``nbconvert --to html``, opened offline, shows the same.
 
 Both with the workbench's extension (it shows the picture in place of the dead widget; the
@@ -28,7 +29,7 @@ from .test_browser import STOP_CELL, _run_above, evidence_on_failure
 from .test_browser_without_extension import WithoutExtension
 from . import test_saved_notebooks
 from .test_saved_notebooks import (
-    ERROR_TEXTS, JS_PICTURES, PICTURE_SIZE, _console_output, _environment, _monitor_output, _nbconvert,
+    ERROR_TEXTS, JS_PICTURES, PICTURE_SIZE, SAVED_BUDGET, _console_output, _environment, _monitor_output, _nbconvert,
     _no_error_boxes, _plain,
 )
 
@@ -107,6 +108,9 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         path = lab.server_root / NOTEBOOK
         wait_for(lambda: _saved(path), 30, 0.25, text="the saved notebook lacks the picture or the console text")
+        # With its pictures and texts, the saved quickstart stays small (no widget state, no plotly.js).
+        size = path.stat().st_size
+        assert size <= SAVED_BUDGET, f"the saved quickstart is {size} bytes (budget {SAVED_BUDGET})"
     page.close()
     for kernel in lab.api("GET", "/api/kernels") or []:
         lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30.0)
