@@ -15,7 +15,8 @@ and drives it in headless Chromium. For each arm, in a fresh page and kernel:
   animation frame in the page), and the part of it from the batch's record reaching the
   kernel's history (the progress poller's subscription) to that point: the rest is the
   wait for the next progress poll, which both arms share;
-- **ten monitors**: bytes until ten monitors of one stream are drawn on one page;
+- **ten monitors**: bytes until ten monitors of one stream are drawn on one page, in a
+  window tall enough to show them all (a workbench chart grid out of view gets no points);
 - **re-runs**: the page's JS heap (after a forced garbage collection) before and after
   re-running the monitored cell ``--reruns`` times;
 - **kernel CPU**: the kernel's CPU time per batch per monitor (one monitor on one stream,
@@ -147,9 +148,33 @@ CPU_WATCHERS = {
     "FigureWidget monitor": {"charts only": "FigureWidgetMonitor"},
 }
 
-#: plotly's graph divs in the current notebook, with the last x of each.
-JS_PLOTS = """() => [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')]
+#: plotly's graph divs in the output of the current notebook's cell ``index``, with the
+#: number of points of each (its longest trace).
+JS_PLOTS = """(index) => [...window.jupyterapp.shell.currentWidget.content.widgets[index].node
+    .querySelectorAll('.jp-OutputArea-output .js-plotly-plot')]
   .map(gd => (gd.data || []).reduce((n, t) => Math.max(n, (t.x || []).length), 0))"""
+
+#: Scroll cell ``index`` to the top of the notebook. A workbench chart grid draws, and the
+#: kernel sends it points, only while it is on screen: what each phase measures is on screen.
+JS_SHOW_CELL = """(index) => window.jupyterapp.shell.currentWidget.content.widgets[index].node
+  .scrollIntoView({block: 'start'})"""
+
+#: How many of cell ``index``'s chart grids (a monitor's charts, or a baseline monitor's
+#: grid of FigureWidgets) lie wholly inside the window.
+JS_GRIDS_ON_SCREEN = """(index) => {
+  const grids = [...window.jupyterapp.shell.currentWidget.content.widgets[index].node
+    .querySelectorAll('.workbench-chart-grid, .jp-OutputArea-output .widget-gridbox')];
+  const inside = grids.filter(grid => {
+    const box = grid.getBoundingClientRect();
+    return box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
+  });
+  return [inside.length, grids.length];
+}"""
+
+#: Window height per monitor in the many-monitors phase, more than a monitor (header, four
+#: charts two by two, result table) takes at 1700 px wide: every monitor must be on screen to
+#: be drawn, and the phase's note says when some were not.
+MONITOR_HEIGHT = 1200
 
 #: Record, every animation frame, when each batch id first appears in a chart's data.
 JS_WATCH_FRESHNESS = """() => {
@@ -214,7 +239,9 @@ class Page:
         self.received += len(payload) if isinstance(payload, (bytes, str)) else 0
 
     def run(self, index: int, timeout: float = 180, screenshot: bool = True) -> None:
+        """Run cell ``index`` with the cell at the top of the window (its output on screen)."""
         self.page.evaluate(JS_RUN_CELL, index)
+        self.show(index)
         self.page.wait_for_timeout(0.3 * 1000)
         try:
             self.page.wait_for_function(JS_CELL_DONE, arg=index, timeout=timeout * 1000, polling=100)
@@ -224,23 +251,29 @@ class Page:
             ARTIFACTS.mkdir(exist_ok=True)
             self.page.screenshot(path=str(ARTIFACTS / "bench-browser-failure.png"), full_page=True)
             raise
+        self.show(index)
+
+    def show(self, index: int) -> None:
+        self.page.evaluate(JS_SHOW_CELL, index)
 
     def kernel(self, code: str) -> str:
         return self.page.evaluate(JS_KERNEL_PRINT, code)
 
-    def plots(self) -> list[int]:
-        return self.page.evaluate(JS_PLOTS)
+    def plots(self, index: int) -> list[int]:
+        """The points of each chart drawn in cell ``index``'s output."""
+        return self.page.evaluate(JS_PLOTS, index)
 
-    def wait_plots(self, count: int, timeout: float = 120) -> None:
+    def wait_plots(self, index: int, count: int, timeout: float = 120) -> None:
+        """Wait until cell ``index``'s output has ``count`` charts drawn, three in four with points."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            drawn = self.plots()
+            drawn = self.plots(index)
             if len(drawn) >= count and sum(1 for n in drawn if n > 0) >= count - count // 4:
                 return
             self.page.wait_for_timeout(0.1 * 1000)
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / "bench-browser-charts.png"), full_page=True, timeout=120_000)
-        raise TimeoutError(f"{count} charts were not drawn in {timeout:.0f} s: {self.plots()}")
+        raise TimeoutError(f"{count} charts were not drawn in {timeout:.0f} s: {self.plots(index)}")
 
     def heap(self) -> int:
         return int(self.page.evaluate(JS_HEAP))
@@ -270,7 +303,7 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         # First draw: run the cell, wait for its four charts to hold points.
         before, started = page.received, time.monotonic()
         page.run(1, timeout=args.draw_timeout)
-        page.wait_plots(4, timeout=args.draw_timeout)
+        page.wait_plots(1, 4, timeout=args.draw_timeout)
         result["first draw"] = page.received - before
         result["first draw seconds"] = time.monotonic() - started
         # Updates and freshness while no cell runs (and nothing asks the kernel anything).
@@ -316,9 +349,8 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         result["kernel cpu bare"] = bare_process
         page.kernel("workbench.stream('cpu').stop()")
         # Re-runs: the page's heap before and after re-running the monitored cell.
-        drawn = len(page.plots())
         page.run(3)
-        page.wait_plots(drawn + 4)
+        page.wait_plots(3, 4)
         heap_before = page.heap()
         for _ in range(args.reruns):
             page.run(3)
@@ -327,17 +359,29 @@ def measure(lab: LabServer, context: Any, arm: str, args: argparse.Namespace) ->
         result["heap growth"] = page.heap() - heap_before
         page.kernel("workbench.stop_all()")
         # Ten monitors on one page, last: the heaviest phase (it may not finish for the baseline).
-        before, drawn = page.received, len(page.plots())
+        # A window tall enough for all of them, their cell at its top: a monitor out of view
+        # would get no points and draw nothing. The monitors above and below it come into
+        # view too (their streams are stopped): the kernel sends each its window once, before
+        # the count starts.
+        page.page.set_viewport_size({"width": 1700, "height": MONITOR_HEIGHT * (args.monitors + 1)})
+        page.show(2)
+        page.page.wait_for_timeout(3.0 * 1000)
+        before = page.received
         started = time.monotonic()
         try:
             page.run(2, timeout=args.ten_timeout, screenshot=False)
-            page.wait_plots(drawn + 4 * args.monitors, timeout=max(10.0, args.ten_timeout - (time.monotonic() - started)))
+            page.wait_plots(2, 4 * args.monitors,
+                            timeout=max(10.0, args.ten_timeout - (time.monotonic() - started)))
             result["ten monitors"] = page.received - before
         except Exception:
-            charts = len(page.plots()) - drawn
+            charts = len(page.plots(2))
             result["ten monitors"] = page.received - before
             result["ten monitors note"] = (f"not drawn in {args.ten_timeout:.0f} s "
                                            f"({charts} of {4 * args.monitors} charts on the page)")
+        on_screen, grids = page.page.evaluate(JS_GRIDS_ON_SCREEN, 2)
+        if on_screen < grids:
+            result["ten monitors note"] = (result.get("ten monitors note", "") +
+                                           f" only {on_screen} of {grids} monitors were wholly on screen").strip()
     finally:
         page.page.close()
         # End this arm's kernel (and its JVM) so that it does not run beside the next arm.
