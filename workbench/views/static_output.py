@@ -6,8 +6,11 @@ keeps of an output is its mime bundle, and each viewer picks one entry of it:
 - JupyterLab and Notebook 7 with the kernel alive pick the widget view.
 - GitHub, nbviewer, JupyterLab opening a notebook it does not trust, and any viewer that runs
   no widgets pick the picture (``image/png``), else the text (``text/plain``).
-- nbconvert's HTML export picks a widget view over any picture, and draws it only with the
-  widget's JavaScript (fetched from a CDN), so an exported widget shows nothing offline.
+- nbconvert's HTML export picks a widget view over any picture when the notebook stores that
+  widget's state (``metadata.widgets``, which ``nbconvert --execute`` writes; a notebook saved
+  from JupyterLab stores none unless asked to), and draws it only with the widget's JavaScript
+  (fetched from a CDN), so an exported widget shows nothing offline. Without the widget's
+  state it picks the picture.
 
 :class:`StaticOutput` therefore displays the widget with a display id and, when asked
 (a stream ended, a replay step, ``snapshot()``), updates that output (IPython's
