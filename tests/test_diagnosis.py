@@ -8,7 +8,7 @@ import pytest
 
 from workbench.progress import BatchProgress
 from workbench.progress.diagnosis import (
-    OutputSummary, PlanFacts, earliest_window_end, format_duration, parse_interval, why_no_output,
+    HeldTimers, OutputSummary, PlanFacts, earliest_window_end, format_duration, parse_interval, why_no_output,
 )
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
@@ -187,3 +187,53 @@ def test_parse_interval(text, expected):
 )
 def test_format_duration(value, text):
     assert format_duration(value) == text
+
+
+def processor_batch(i: int, registered: int, watermark: str = "2024-01-01T12:00:00.000Z") -> BatchProgress:
+    return BatchProgress.from_json({
+        "batchId": i, "numInputRows": 4, "sink": {"numOutputRows": 0}, "eventTime": {"watermark": watermark},
+        "stateOperators": [{"operatorName": "transformWithStateInPandasExec",
+                            "customMetrics": {"numRegisteredTimers": registered}}]})
+
+
+TIMER_AT = T0 + timedelta(minutes=11)
+
+
+@pytest.mark.parametrize(
+    "held, expected",
+    [
+        (HeldTimers(2, "event time", "bob", TIMER_AT, T0),
+         "has 2 timers waiting and none has fired: an event-time timer fires in the first batch whose watermark "
+         "reaches its expiry. Earliest timer: key bob at 2024-01-01 12:11:00 UTC, 11 min ahead of the watermark "
+         "(2024-01-01 12:00:00 UTC)."),
+        (HeldTimers(1, "event time", "bob", TIMER_AT, TIMER_AT),
+         "Earliest timer: key bob at 2024-01-01 12:11:00 UTC, already reached by the watermark "
+         "(2024-01-01 12:11:00 UTC): the next batch fires it."),
+        (HeldTimers(1, "event time", "bob", TIMER_AT, datetime(1970, 1, 1, tzinfo=timezone.utc)),
+         "Earliest timer: key bob at 2024-01-01 12:11:00 UTC, the watermark is not set yet."),
+        (HeldTimers(1, "processing time", "3", TIMER_AT),
+         "a processing-time timer fires in the first batch that runs at or after its expiry. Earliest timer: key 3 "
+         "at 2024-01-01 12:11:00 UTC."),
+        (HeldTimers(0, "event time"), "has output nothing and no timer is registered now"),  # all were deleted
+        # timers not readable: progress's counts
+        (None, "has 3 timers waiting and none has fired: an event-time timer fires in the first batch whose "
+               "watermark reaches its expiry, and the watermark is at 2024-01-01 12:00:00 UTC."),
+    ],
+)
+def test_processor_reason_names_the_earliest_timer(held, expected):
+    calls = []
+    summary = OutputSummary().add(processor_batch(i, 1) for i in range(3))
+    message = why_no_output(summary, output_mode="update", timers=lambda: calls.append(1) or held)
+    assert expected in message and calls == [1]
+
+
+def test_processor_timers_are_read_only_when_the_processor_rule_applies():
+    calls = []
+    summary = OutputSummary().add(processor_batch(i, 1) for i in range(2))  # fewer batches than min_batches
+    assert why_no_output(summary, output_mode="update", timers=lambda: calls.append(1)) is None and calls == []
+
+
+def test_processor_reason_without_any_timer_registered():
+    summary = OutputSummary().add(processor_batch(i, 0) for i in range(3))
+    message = why_no_output(summary, output_mode="update", timers=lambda: HeldTimers(0, "event time"))
+    assert "has output nothing and no timer is registered yet" in message

@@ -21,6 +21,9 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from workbench.progress.diagnosis import OutputSummary, format_duration, format_time, why_no_output
+from workbench.views.monitor_header import held_timers
+
 from tests.helpers import wait_for
 from tests.test_magics import magics, shell  # noqa: F401  (the shared IPython shell with the workbench loaded)
 
@@ -61,19 +64,23 @@ class Sessions(StatefulProcessor):
         for timer in list(self.handle.listTimers()):
             self.handle.deleteTimer(timer)
         self.handle.registerTimer(int(last.timestamp() * 1000) + 2 * 60_000)
-        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [False]})
+        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [False],
+                            "watermark_ms": [timerValues.getCurrentWatermarkInMs()]})
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         total = self.count.get()[0] if self.count.exists() else 0
         self.count.clear()
         self.seen.clear()
         self.by_rest.clear()
-        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [True]})
+        # The watermark the firing batch ran with: it names the batch the fired row came out in.
+        yield pd.DataFrame({"k": [int(key[0])], "count": [total], "fired": [True],
+                            "watermark_ms": [timerValues.getCurrentWatermarkInMs()]})
 
 
 class Latest(StatefulProcessor):
     """Row flavour, processing time: the latest value (TTL 1 hour), recent values (TTL 1 ms), a
-    total without TTL, and a processing-time timer an hour ahead."""
+    total without TTL, and a processing-time timer an hour ahead; key 0 also gets a timer a
+    second ahead, whose expiry emits a row with ``fired`` set."""
 
     def init(self, handle):
         self.handle = handle
@@ -89,8 +96,14 @@ class Latest(StatefulProcessor):
             total += 1
         self.total.update((total,))
         if not list(self.handle.listTimers()):
-            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 3_600_000)
-        yield Row(k=key[0], n=total)
+            now = timerValues.getCurrentProcessingTimeInMs()
+            self.handle.registerTimer(now + 3_600_000)
+            if key[0] == 0:
+                self.handle.registerTimer(now + 1_000)
+        yield Row(k=key[0], n=total, fired=False)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        yield Row(k=key[0], n=self.total.get()[0], fired=True)
 
 
 # Spark 4.3's state-metadata operatorProperties for a processor (measured).
@@ -146,7 +159,7 @@ def sessions_query(spark):
     events = (rate(spark).withWatermark("timestamp", "1 minute").dropDuplicatesWithinWatermark(["value"])
               .withColumn("k", (F.col("value") / (2 * ROWS)).cast("long")))
     return events.groupBy("k").transformWithStateInPandas(
-        Sessions(), "k long, count long, fired boolean", "Update", "EventTime")
+        Sessions(), "k long, count long, fired boolean, watermark_ms long", "Update", "EventTime")
 
 
 def assert_monitor_draws_timers(monitor, history) -> None:
@@ -167,7 +180,12 @@ def assert_monitor_draws_timers(monitor, history) -> None:
     monitor.close()
 
 
-def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd):
+WORKER_LINE = "TransformWithStateInPandas Python worker"
+
+
+def test_event_time_processor_state_and_timers_batch_by_batch(env, spark):
+    log = spark._workbench_log
+    worker_lines = log.read_text().count(WORKER_LINE)
     handle = env.start(sessions_query(spark), "sessions", trigger="200 ms", output_mode="update")
     monitor = handle.monitor()
     # Key 0 has input in batches 0 and 1 only: wait until its timer fired and key 1's did too.
@@ -183,6 +201,10 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
     assert summary.loc[1, "variables"] == ""
 
     fired = handle.result().query("fired")
+    # Each fired row came out in the batch that ran with the watermark its handler saw.
+    batch_of_mark = {int(mark.timestamp() * 1000): b for b, mark in marks.items() if pd.notna(mark)}
+    fired_in = {int(r.k): batch_of_mark[int(r.watermark_ms)] for r in fired.itertuples()}
+    final_expiry, checks = {}, []
     for batch_id in range(last + 1):
         seen = pd.DataFrame([(b, v) for b in range(batch_id + 1) for v in range(b * ROWS, (b + 1) * ROWS)],
                             columns=["batch", "value"])
@@ -191,6 +213,7 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
         # A key is held until its timer (last event + 2 min) fires: in the first batch whose
         # watermark reaches it (measured: a watermark equal to the expiry fires it).
         expiry = seen.groupby("k")["ts"].max() + 2 * MINUTE
+        final_expiry.update(expiry)
         gone = {k for k, t in expiry.items() if any(marks[b] >= t for b in range(batch_id + 1))}
         held = seen[~seen["k"].isin(gone)]
 
@@ -207,12 +230,35 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
 
         timers = handle.timers(batch_id=batch_id)
         assert list(timers.columns) == ["k", "expires_at", "time_mode", "watermark", "ahead_of_watermark",
-                                        "partition_id"]
+                                        "fires_in_batch", "partition_id"]
         assert dict(zip(timers["k"], timers["expires_at"])) == {k: t for k, t in expiry.items() if k not in gone}
         assert (timers["time_mode"] == "event time").all() and (timers["watermark"] == marks[batch_id]).all()
         assert (timers["ahead_of_watermark"] == timers["expires_at"] - marks[batch_id]).all()
         # What fired in this batch is what the inspector stopped showing.
         assert set(fired.query("k in @gone")["k"]) == gone
+        timers_by_key = {int(r.k): r for r in timers.itertuples()}
+        # Before any timer fired, "why no output?" names the earliest one and how far ahead it is.
+        if not gone and timers_by_key:
+            first = min(timers_by_key.values(), key=lambda r: r.expires_at)
+            as_if_quiet = OutputSummary(batches=3, input_rows=1, processor=True)  # as if it output nothing
+            reason = why_no_output(as_if_quiet, output_mode="update", timers=lambda: held_timers(timers))
+            unset = pd.isna(marks[batch_id]) or marks[batch_id] <= pd.Timestamp(0, tz="UTC")
+            mark_text = "the watermark is not set yet" if unset else \
+                f"{format_duration(first.expires_at - marks[batch_id])} ahead of the watermark"
+            assert f"Earliest timer: key {first.k} at {format_time(first.expires_at)}, " in reason
+            assert mark_text in reason, reason
+        checks.append(timers_by_key)
+
+    # fires_in_batch: the batch that fired the timer, for each timer as it stood when read
+    # (a timer the processor moved later fires later); missing beyond the history.
+    for batch_id, timers_by_key in enumerate(checks):
+        for k, timer in timers_by_key.items():
+            if timer.expires_at != final_expiry[k]:
+                continue  # moved by a later input
+            expected = fired_in.get(k)
+            assert (pd.isna(timer.fires_in_batch) if expected is None else timer.fires_in_batch == expected), \
+                (batch_id, k, timer.fires_in_batch, expected)
+    assert fired_in and set(fired_in) <= {k for t in checks for k in t}
 
     # Progress: timers registered per batch, and each fired timer counted as deleted.
     history = handle.history()
@@ -220,10 +266,9 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
     assert history["timers_deleted"].sum() >= len(fired)
     assert (history["state_values_removed_by_ttl"] == 0).all()
 
-    # The Python worker's start-up lines go to the JVM's log, not to the cell's output.
-    out, err = capfd.readouterr()
-    assert "Python worker" not in out + err
-    assert "TransformWithStateInPandas Python worker" in spark._workbench_log.read_text()
+    # The Python worker's start-up lines of this query went to the JVM's log file, which is
+    # where the JVM's standard error goes (never a cell's output; notebook 10 checks cells).
+    assert log.read_text().count(WORKER_LINE) >= worker_lines + 5
 
     # Bad names: one line listing the valid ones, before Spark reads any state.
     cases = [
@@ -261,15 +306,28 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark, capfd)
     assert again.state(batch_id=last, variable="seen").equals(before["seen"])
     assert again.state(batch_id=last, variable="by_rest").equals(before["by_rest"])
     assert again.timers(batch_id=last)[["k", "expires_at"]].equals(timers_before[["k", "expires_at"]])
-    assert not again.state(batch_id=after_first, variable="count").empty
+    # The restarted run's first batch goes on from them: the timers not yet due and the counts of
+    # the keys still held are there, plus what that batch's input added (all of one key).
+    restart_mark = pd.Timestamp(again.progress.records()[0].watermark)
+    new_key = (after_first * ROWS) // (2 * ROWS)
+    counts_after = again.state(batch_id=after_first, variable="count")
+    timers_after = again.timers(batch_id=after_first)
+    waiting = timers_before[(timers_before["expires_at"] > restart_mark) & (timers_before["k"] != new_key)]
+    assert not waiting.empty
+    held_after = dict(zip(timers_after["k"], timers_after["expires_at"]))
+    assert {k: held_after.get(k) for k in waiting["k"]} == dict(zip(waiting["k"], waiting["expires_at"]))
+    counted_before = dict(zip(before["count"]["k"], before["count"]["count"]))
+    expected_counts = {k: n for k, n in counted_before.items() if k in set(waiting["k"])}
+    expected_counts[new_key] = counted_before.get(new_key, 0) + ROWS
+    assert dict(zip(counts_after["k"], counts_after["count"])) == expected_counts
 
 
-def run_until_ttl_removed(env, query, name: str):
-    """Run a processing-time processor until its TTL removed values; return its stopped handle."""
+def run_until_ttl_removed(env, query, name: str, also=lambda handle: True):
+    """Run a processing-time processor until its TTL removed values (and ``also(handle)``); return it stopped."""
     handle = env.start(query, name, trigger="200 ms", output_mode="update")
     # A processing-time query with a TTL runs a cleanup batch at every trigger, data or not.
-    run_until(handle, lambda: handle.progress.total >= 4 and handle.history()["state_values_removed_by_ttl"].sum() > 0,
-              "TTL removed values")
+    run_until(handle, lambda: handle.progress.total >= 4 and handle.history()["state_values_removed_by_ttl"].sum() > 0
+              and also(handle), "TTL removed values")
     handle.stop()
     return handle
 
@@ -277,8 +335,10 @@ def run_until_ttl_removed(env, query, name: str):
 @needs_rows_flavour
 def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value")
-    query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long", "Update", "ProcessingTime")
-    handle = run_until_ttl_removed(env, query, "latest")
+    query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long, fired boolean", "Update",
+                                                  "ProcessingTime")
+    # Key 0's one-second timer fires once a batch runs a second after the first one did.
+    handle = run_until_ttl_removed(env, query, "latest", also=lambda h: h.result()["fired"].any())
     last = handle.progress.last_batch_id
     summary = handle.state_summary()
     assert summary["kind"].tolist() == ["transformWithState (Python)"]
@@ -302,9 +362,19 @@ def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     assert set(recent["value"]) <= set(range(last * ROWS, (last + 1) * ROWS))
     assert removed + len(recent) == ROWS * (last + 1)  # every value appended is held or was removed
 
+    # Key 0's processing-time timer a second ahead fired: its row came out once, and timers()
+    # listed it after batch 0 and no longer does; the hour-long timers wait.
+    fired = handle.result().query("fired")
+    assert fired[["k", "n"]].values.tolist()[:1] == [[0, fired["n"].iloc[0]]] and len(fired) == 1
+    at_start = handle.timers(batch_id=0)
+    assert sorted(at_start["k"]) == [0, 0, 1]
+    short = at_start["expires_at"].min()
+    assert at_start.loc[at_start["expires_at"] == short, "k"].tolist() == [0]
     timers = handle.timers()
+    assert short not in set(timers["expires_at"])
     assert sorted(timers["k"]) == [0, 1] and (timers["time_mode"] == "processing time").all()
     assert timers["watermark"].isna().all() and timers["ahead_of_watermark"].isna().all()
+    assert timers["fires_in_batch"].isna().all()
     first = pd.Timestamp(handle.progress.records()[0].timestamp)
     assert ((timers["expires_at"] - pd.Timedelta(hours=1)).between(first - pd.Timedelta(minutes=1),
                                                                      stamps[-1])).all()
@@ -370,6 +440,7 @@ def test_map_state_with_ttl_its_expiry_and_what_ttl_removed(env, spark):
 
 
 PROCESSOR_CELL = """
+import pandas as pd
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
@@ -381,15 +452,28 @@ class Counter(StatefulProcessor):
         n = (self.n.get()[0] if self.n.exists() else 0) + sum(1 for _ in rows)
         self.n.update((n,))
         yield Row(k=key[0], n=n)
+
+class PandasCounter(StatefulProcessor):
+    def init(self, handle):
+        self.n = handle.getValueState("n", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = (self.n.get()[0] if self.n.exists() else 0) + sum(len(frame) for frame in rows)
+        self.n.update((n,))
+        yield pd.DataFrame({"k": [int(key[0])], "n": [n]})
 """
 
 
-def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, spark, env):  # noqa: F811
+@pytest.mark.parametrize("method, processor", [("transformWithState", "Counter"),
+                                               ("transformWithStateInPandas", "PandasCounter")])
+def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, spark, env, method,  # noqa: F811
+                                                                 processor):
     assert shell.run_cell(PROCESSOR_CELL).success
     args = ("stream", "counted --mode update --trigger available-now --no-monitor", (
         "spark.sql('SELECT value % 2 AS k, value FROM events').groupBy('k')"
-        ".transformWithState(Counter(), 'k long, n long', 'Update', 'None')"))
-    if not ROWS_FLAVOUR:  # pyspark 4.0: one line that names the release, and nothing started
+        f".{method}({processor}(), 'k long, n long', 'Update', 'None')"))
+    if method == "transformWithState" and not ROWS_FLAVOUR:
+        # pyspark 4.0: one line that names the release, and nothing started
         with pytest.raises(UsageError) as caught:
             shell.run_cell_magic(*args)
         assert str(caught.value) == (
@@ -400,6 +484,8 @@ def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, s
     shell.run_cell_magic(*args)
     handle = env.get("counted")
     assert handle.wait_finished(180) and handle.error is None
+    assert handle.state_summary()["operator_name"].tolist() == [
+        "transformWithStateInPandasExec" if method == "transformWithStateInPandas" else "transformWithStateInPySparkExec"]
     inputs = int(handle.history()["num_input_rows"].sum())
     state = handle.state(variable="n")
     assert inputs > 0 and int(state["n"].sum()) == inputs

@@ -91,12 +91,18 @@ def step_through(panel) -> list[dict]:
         held = panel.handle.state(variable="pages")  # one row per page
         assert held.groupby("user").size().to_dict() == pages
         timers = panel.handle.timers()
-        assert list(timers.columns) == [*TIMER_COLUMNS, "partition_id"]
+        assert list(timers.columns) == [*TIMER_COLUMNS, "fires_in_batch", "partition_id"]
+        assert timers["fires_in_batch"].isna().all()  # no batch after this one has run yet
         assert dict(zip(timers["user"], timers["expires_at"])) == {u: at(t) for u, t in timers_due.items()}
         assert (timers["time_mode"] == "event time").all()
         if mark is not None:
             assert (timers["ahead_of_watermark"] == timers["expires_at"] - at(mark)).all()
         seen.append({"count": count, "pages": held, "timers": timers[TIMER_COLUMNS]})
+        if batch_id == 2:
+            # Nothing came out yet: the monitor's "why no output?" names bob's timer, 11 min ahead.
+            panel.monitor.refresh()
+            assert ("Earliest timer: key bob at 2024-01-01 10:32:00 UTC, 11 min ahead of the watermark "
+                    "(2024-01-01 10:21:00 UTC)") in panel.monitor.diagnosis.value
     return seen
 
 
@@ -136,6 +142,11 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
         second.run.play()
         wait_for(lambda: second.run.data_batches >= len(EXPECTED), 180, message=f"{len(EXPECTED)} played batches")
         second.run.pause()
+        # Read later, the timers name the batch that fires them: bob's in batch 3, whose watermark
+        # (10:40) passed his 10:32; the others beyond the run.
+        fires = second.handle.timers(2)
+        assert dict(zip(fires["user"], fires["fires_in_batch"].astype(object))) == {
+            "alice": pd.NA, "bob": 3, "carol": pd.NA}
         for batch_id, shown in enumerate(seen):
             pd.testing.assert_frame_equal(second.handle.state(batch_id, variable="count"), shown["count"])
             pd.testing.assert_frame_equal(second.handle.state(batch_id, variable="pages"), shown["pages"])

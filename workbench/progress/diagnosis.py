@@ -9,6 +9,8 @@ This module owns the rules, as pure functions over small values:
 - :class:`OutputSummary`: what the progress history says, folded incrementally from
   :class:`~workbench.progress.BatchProgress` records so that a live monitor never rereads
   the whole history.
+- :class:`HeldTimers`: the timers a transformWithState processor holds (the caller reads
+  them from the state store and passes them in, only when a rule asks).
 - :func:`why_no_output`: the rules, returning a message or None.
 
 Spark facts the rules rely on (measured on Spark 4.3): a query with a watermark reports
@@ -25,13 +27,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .input_watermarks import InputWatermark
 from .records import TWS_OPERATORS, BatchProgress
 
 __all__ = [
-    "PlanFacts", "OutputSummary", "why_no_output", "earliest_window_end", "parse_interval",
+    "PlanFacts", "OutputSummary", "HeldTimers", "why_no_output", "earliest_window_end", "parse_interval",
     "format_time", "format_duration", "held_back_by",
 ]
 
@@ -215,6 +217,29 @@ class OutputSummary:
         return OutputSummary(**values)
 
 
+@dataclass(frozen=True)
+class HeldTimers:
+    """The timers a transformWithState processor holds after one batch, as "why no output?" names them.
+
+    Examples
+    --------
+    >>> t = datetime(2024, 1, 1, 10, 32, tzinfo=timezone.utc)
+    >>> held = HeldTimers(2, "event time", "bob", t, t - timedelta(minutes=11))
+    >>> held.count, held.earliest_key
+    (2, 'bob')
+    """
+
+    #: How many timers are registered.
+    count: int
+    #: ``"event time"``, ``"processing time"`` or ``"none"``.
+    time_mode: str
+    #: The grouping key of the timer that expires first (its values, as text), and its expiry.
+    earliest_key: str | None = None
+    earliest_at: datetime | None = None
+    #: The watermark of the batch the timers were read after (event time only).
+    watermark: datetime | None = None
+
+
 def format_time(value: datetime) -> str:
     """A readable UTC time, with milliseconds only when there are some.
 
@@ -308,6 +333,7 @@ def why_no_output(
     quiet_time: timedelta = timedelta(seconds=10),
     inputs: Sequence[InputWatermark] | None = None,
     policy: str = "min",
+    timers: Callable[[], HeldTimers | None] | None = None,
 ) -> str | None:
     """Why an append-mode stream has emitted nothing yet, in plain words; None if no reason applies.
 
@@ -332,6 +358,10 @@ def why_no_output(
         ``input_watermarks=True``): names the input that holds the watermark back.
     policy : {"min", "max"}, default "min"
         Spark's ``multipleWatermarkPolicy``.
+    timers : callable, optional
+        Returns the timers a transformWithState processor holds now (None when they cannot
+        be read); called only when the processor rule applies, since reading them is a
+        state-store read.
 
     Examples
     --------
@@ -344,7 +374,7 @@ def why_no_output(
     True
     """
     if summary.processor and summary.output_rows == 0 and summary.batches >= min_batches and summary.input_rows:
-        return _processor_reason(summary)
+        return _processor_reason(summary, timers() if timers is not None else None)
     if (output_mode or "append") != "append" or summary.output_rows > 0:
         return None
     if summary.batches == 0:
@@ -402,8 +432,12 @@ def why_no_output(
             + (f" {held}" if held else ""))
 
 
-def _processor_reason(summary: OutputSummary) -> str:
+def _processor_reason(summary: OutputSummary, held: HeldTimers | None = None) -> str:
     """Why a transformWithState processor has output nothing (in any output mode).
+
+    ``held`` (the timers read from the state store, when the caller could) names the
+    earliest timer and how far it is ahead of the watermark; without it the reason rests
+    on progress's timer counts.
 
     Examples
     --------
@@ -414,16 +448,40 @@ def _processor_reason(summary: OutputSummary) -> str:
     ...     "eventTime": {"watermark": "2024-01-01T12:00:00.000Z"}})
     >>> why_no_output(OutputSummary().add(batch(i, 0) for i in range(3)), output_mode="update")[:59]
     'The transformWithState processor has output nothing and reg'
-    >>> why_no_output(OutputSummary().add(batch(i, 1) for i in range(3)), output_mode="update")[:48]
+    >>> waiting = OutputSummary().add(batch(i, 1) for i in range(3))
+    >>> why_no_output(waiting, output_mode="update")[:48]
     'The transformWithState processor has 3 timers wa'
+    >>> t = datetime(2024, 1, 1, 12, 11, tzinfo=timezone.utc)
+    >>> print(why_no_output(waiting, output_mode="update",
+    ...                     timers=lambda: HeldTimers(3, "event time", "bob", t, t - timedelta(minutes=11))))
+    The transformWithState processor has 3 timers waiting and none has fired: an event-time timer fires in the first batch whose watermark reaches its expiry. Earliest timer: key bob at 2024-01-01 12:11:00 UTC, 11 min ahead of the watermark (2024-01-01 12:00:00 UTC). handle.timers() lists each timer and the batch that fires it.
     """
-    if summary.timers_registered == 0:
+    if held is not None and held.count == 0:
+        registered = "no timer is registered now" if summary.timers_registered else "no timer is registered yet"
+        return (f"The transformWithState processor has output nothing and {registered}: it outputs only the rows "
+                "handleInputRows returns, or handleExpiredTimer once a timer fires.")
+    if held is None and summary.timers_registered == 0:
         return ("The transformWithState processor has output nothing and registered no timer yet: it outputs only "
                 "the rows handleInputRows returns, or handleExpiredTimer once a timer fires.")
-    waiting = summary.timers_registered - summary.timers_deleted
-    watermark = summary.watermark
+    waiting = held.count if held is not None else summary.timers_registered - summary.timers_deleted
+    timers_waiting = f"{waiting} timer{'s' if waiting != 1 else ''} waiting"
+    head = f"The transformWithState processor has {timers_waiting} and none has fired"
+    if held is not None and held.time_mode == "processing time" and held.earliest_at is not None:
+        return (f"{head}: a processing-time timer fires in the first batch that runs at or after its expiry. "
+                f"Earliest timer: key {held.earliest_key} at {format_time(held.earliest_at)}. "
+                "handle.timers() lists each timer.")
+    watermark = held.watermark if held is not None else summary.watermark
+    rule = "an event-time timer fires in the first batch whose watermark reaches its expiry"
+    if held is not None and held.earliest_at is not None:
+        if watermark is None or watermark <= EPOCH:
+            ahead = "the watermark is not set yet"
+        elif held.earliest_at > watermark:
+            ahead = f"{format_duration(held.earliest_at - watermark)} ahead of the watermark ({format_time(watermark)})"
+        else:
+            ahead = f"already reached by the watermark ({format_time(watermark)}): the next batch fires it"
+        return (f"{head}: {rule}. Earliest timer: key {held.earliest_key} at {format_time(held.earliest_at)}, "
+                f"{ahead}. handle.timers() lists each timer and the batch that fires it.")
     at = (f"the watermark is at {format_time(watermark)}" if watermark is not None and watermark > EPOCH
           else "the watermark is not set yet")
-    return (f"The transformWithState processor has {waiting} timer{'s' if waiting != 1 else ''} waiting and none "
-            f"has fired: an event-time timer fires in the first batch whose watermark reaches its expiry, and {at}. "
+    return (f"{head}: {rule}, and {at}. "
             "handle.timers() shows each timer's expiry and how far ahead of the watermark it is.")

@@ -391,12 +391,15 @@ class StreamHandle:
         """The timers a transformWithState processor has registered after ``batch_id`` (default: the latest).
 
         One row per timer: the grouping key's columns, ``expires_at``, ``time_mode``, the
-        ``watermark`` that batch ran with and ``ahead_of_watermark`` (an event-time timer
-        fires in the first batch whose watermark reaches its expiry).
+        ``watermark`` that batch ran with, ``ahead_of_watermark`` (an event-time timer fires
+        in the first batch whose watermark reaches its expiry) and ``fires_in_batch``: the
+        first later batch in the stream's history whose watermark (the one it ran with) is at
+        or past the expiry, which fires the timer; ``<NA>`` while the history does not reach
+        such a batch yet, and for processing-time timers.
 
         Examples
         --------
-        >>> sessions.timers()[["user", "expires_at", "ahead_of_watermark"]]   # doctest: +SKIP
+        >>> sessions.timers(batch_id=2)[["user", "expires_at", "fires_in_batch"]]   # doctest: +SKIP
         """
         return self._state().timers(batch_id, operator)
 

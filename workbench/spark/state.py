@@ -302,10 +302,12 @@ class StateInspector:
         """The timers a transformWithState operator has registered after ``batch_id`` (default: the latest).
 
         Returns the grouping key's columns, then :data:`~.tws_state.TIMER_COLUMNS`: ``expires_at``
-        (UTC), ``time_mode``, the ``watermark`` batch ``batch_id`` ran with and ``ahead_of_watermark``
+        (UTC), ``time_mode``, the ``watermark`` batch ``batch_id`` ran with, ``ahead_of_watermark``
         (how far that watermark still has to move: an event-time timer fires in the first batch whose
-        watermark reaches it), sorted by expiry. Raises ``ValueError`` as :meth:`state` does, and for
-        an operator that is not transformWithState.
+        watermark reaches it) and ``fires_in_batch`` (the first later batch of the stream's history
+        whose watermark is at or past the expiry, the batch that fires the timer; ``<NA>`` while the
+        history does not reach one, and for processing-time timers), sorted by expiry. Raises
+        ``ValueError`` as :meth:`state` does, and for an operator that is not transformWithState.
         """
         if batch_id is not None:
             batch_id = _check_batch(batch_id, "batch_id")
@@ -317,7 +319,7 @@ class StateInspector:
             self._check_in_range(batch_id, op, "batch")
         reader = self._reader(op, batch_id, {"readRegisteredTimers": True})
         frame = timer_frame(self._load(reader, op, timer_columns), processor_state(op.properties).time_mode,
-                            self._watermarks.get(op.max_batch_id if batch_id is None else batch_id))
+                            op.max_batch_id if batch_id is None else batch_id, self._watermarks)
         return self._sorted(frame, ["expires_at", "partition_id"], first=True)
 
     def changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -30,7 +30,8 @@ __all__ = ["StateVariable", "ProcessorState", "processor_state", "TWS_OPERATORS"
 
 
 #: Columns of the timers table besides the grouping key's.
-TIMER_COLUMNS: tuple[str, ...] = ("expires_at", "time_mode", "watermark", "ahead_of_watermark", "partition_id")
+TIMER_COLUMNS: tuple[str, ...] = ("expires_at", "time_mode", "watermark", "ahead_of_watermark", "fires_in_batch",
+                                  "partition_id")
 
 _KINDS = {"ValueState": "value", "ListState": "list", "MapState": "map"}
 _TIME_MODES = {"EventTime": "event time", "ProcessingTime": "processing time", "None": "none"}
@@ -201,21 +202,39 @@ def timer_columns(df: Any) -> Any:
     return df.select(*columns)
 
 
-def timer_frame(frame: pd.DataFrame, time_mode: str, watermark: Any) -> pd.DataFrame:
-    """Timers with their ``time_mode`` and, for event time, how far ``watermark`` is behind each.
+def timer_frame(frame: pd.DataFrame, time_mode: str, batch_id: int, watermarks: Mapping[int, Any]) -> pd.DataFrame:
+    """Timers held after batch ``batch_id``, with their ``time_mode`` and, for event time, when they fire.
+
+    ``watermarks`` maps each batch of the stream's history to the watermark it ran with.
+    ``watermark`` is batch ``batch_id``'s, ``ahead_of_watermark`` how far each timer's expiry
+    is ahead of it, and ``fires_in_batch`` the first later batch whose watermark is at or past
+    the expiry (an event-time timer fires in that batch); it is missing (``<NA>``) while the
+    history does not reach such a batch, and for processing-time timers.
 
     Examples
     --------
     >>> t = pd.Timestamp("2024-01-01 10:02", tz="UTC")
-    >>> frame = pd.DataFrame({"user": ["a"], "expires_at": [t], "partition_id": [0]})
-    >>> timer_frame(frame, "event time", t - pd.Timedelta(minutes=2))["ahead_of_watermark"].tolist()
-    [Timedelta('0 days 00:02:00')]
+    >>> frame = pd.DataFrame({"user": ["a", "b"], "expires_at": [t, t + pd.Timedelta(hours=1)],
+    ...                       "partition_id": [0, 0]})
+    >>> marks = {3: t - pd.Timedelta(minutes=2), 4: t - pd.Timedelta(minutes=1), 5: t}
+    >>> timers = timer_frame(frame, "event time", 3, marks)
+    >>> timers["ahead_of_watermark"].tolist()
+    [Timedelta('0 days 00:02:00'), Timedelta('0 days 01:02:00')]
+    >>> timers["fires_in_batch"].tolist()
+    [5, <NA>]
     """
-    mark = pd.Timestamp(watermark) if watermark is not None and time_mode == "event time" else pd.NaT
+    watermark = watermarks.get(batch_id)
+    event_time = time_mode == "event time"
+    mark = pd.Timestamp(watermark) if watermark is not None and event_time else pd.NaT
     frame = frame.copy()
     partitions = frame.pop("partition_id")
     frame["time_mode"] = time_mode
     frame["watermark"] = pd.Series([mark] * len(frame), index=frame.index, dtype="datetime64[ns, UTC]")
     frame["ahead_of_watermark"] = frame["expires_at"] - frame["watermark"]
+    # A timer still held after batch_id did not fire in it: look only at the batches after it.
+    later = sorted((b, pd.Timestamp(w)) for b, w in watermarks.items() if b > batch_id and w is not None)
+    frame["fires_in_batch"] = pd.array(
+        [next((b for b, w in later if w >= expiry), pd.NA) if event_time and pd.notna(expiry) else pd.NA
+         for expiry in frame["expires_at"]], dtype="Int64")
     frame["partition_id"] = partitions
     return frame

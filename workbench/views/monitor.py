@@ -33,7 +33,7 @@ from .charts import ChartGrid
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
-from .monitor_header import diagnosis_html, header_html, no_output_reason, standalone_page, summary_text
+from .monitor_header import TimerReader, diagnosis_html, header_html, no_output_reason, standalone_page, summary_text
 from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
@@ -168,6 +168,7 @@ class StreamMonitor(widgets.VBox):
         specs[0]["traces"] += input_traces(self._input_names)
         self.charts = ChartGrid(specs, window=self.window)
         self._timer_traces = TimerTraces()  # a transformWithState processor's timers and TTL
+        self._timers = TimerReader(handle)  # its timers, for "why no output?"
         self.preview = widgets.HTML()
         self._has_preview = getattr(handle, "sink", None) == "memory"
         name = str(getattr(handle, "name", "stream"))
@@ -354,7 +355,7 @@ class StreamMonitor(widgets.VBox):
             with self._lock:
                 inputs = list(self._input_rows)
             message = no_output_reason(handle, summary, inputs, min_batches=self.min_batches,
-                                       quiet_time=self.quiet_time)
+                                       quiet_time=self.quiet_time, timers=self._timers)
         self.diagnosis.value = diagnosis_html(message)
 
     def _update_preview(self) -> None:

@@ -9,16 +9,22 @@ in its history, a batch a stop cut, a resumed checkpoint) returning the HTML tha
 from __future__ import annotations
 
 import html
+import logging
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-from ..progress.diagnosis import OutputSummary, format_time, why_no_output
+import pandas as pd
+
+from ..progress.diagnosis import HeldTimers, OutputSummary, format_time, why_no_output
 from ..progress.input_watermarks import InputWatermark
 from ..progress.records import BatchProgress
 from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
-__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page"]
+__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page", "held_timers",
+           "TimerReader"]
+
+log = logging.getLogger(__name__)
 
 #: How the header names a query the workbench did not start itself (``handle.started_by``).
 _STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
@@ -93,12 +99,72 @@ def summary_text(handle: MonitoredStream, status: str, error: str | None, summar
     return "\n".join(lines)
 
 
+def held_timers(frame: pd.DataFrame) -> HeldTimers:
+    """A ``timers()`` table (key columns, then ``expires_at``, ...) as "why no output?" names the timers.
+
+    Examples
+    --------
+    >>> t = pd.Timestamp("2024-01-01 10:32", tz="UTC")
+    >>> frame = pd.DataFrame({"user": ["alice", "bob"], "expires_at": [t + pd.Timedelta(minutes=29), t],
+    ...                       "time_mode": "event time", "watermark": t - pd.Timedelta(minutes=11)})
+    >>> held = held_timers(frame)
+    >>> held.count, held.earliest_key, str(held.earliest_at), str(held.watermark)
+    (2, 'bob', '2024-01-01 10:32:00+00:00', '2024-01-01 10:21:00+00:00')
+    >>> held_timers(frame.head(0)).count
+    0
+    """
+    keys = list(frame.columns[:list(frame.columns).index("expires_at")])
+    mode = str(frame["time_mode"].iloc[0]) if len(frame) else "none"
+    if frame.empty:
+        return HeldTimers(0, mode)
+    first = frame.loc[frame["expires_at"].idxmin()]
+    key = ", ".join(str(first[k]) for k in keys)
+    watermark = first.get("watermark")
+    return HeldTimers(len(frame), mode, key, first["expires_at"].to_pydatetime(),
+                      None if pd.isna(watermark) else watermark.to_pydatetime())
+
+
+class TimerReader:
+    """The timers a stream's transformWithState processor holds, read with ``handle.timers()`` once per batch.
+
+    "Why no output?" calls it only when its processor rule applies; a stream without
+    ``timers()``, or whose timers cannot be read (no processor, several, a removed
+    checkpoint), gives None and the rule rests on progress's counts.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> TimerReader(SimpleNamespace())() is None
+    True
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._read: tuple[int | None, HeldTimers | None] | None = None  # (batch id, what was read after it)
+
+    def __call__(self) -> HeldTimers | None:
+        read = getattr(self._handle, "timers", None)
+        progress = getattr(self._handle, "progress", None)
+        if read is None or progress is None:
+            return None
+        batch = progress.last_batch_id
+        if self._read is None or self._read[0] != batch:
+            try:
+                held = held_timers(read())
+            except Exception:  # a stream whose timers cannot be read still gets a reason
+                log.debug("timers of %s not readable", getattr(self._handle, "name", "?"), exc_info=True)
+                held = None
+            self._read = (batch, held)
+        return self._read[1]
+
+
 def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Sequence[InputWatermark], *,
-                     min_batches: int, quiet_time: timedelta) -> str | None:
+                     min_batches: int, quiet_time: timedelta, timers: TimerReader | None = None) -> str | None:
     """Why the stream has output nothing yet (see :func:`~workbench.progress.diagnosis.why_no_output`), or None.
 
     ``inputs`` are each input's watermark after the newest batch (empty unless the query
-    measures them); the elapsed time runs from ``handle.started_at``.
+    measures them); the elapsed time runs from ``handle.started_at``; ``timers`` reads a
+    transformWithState processor's timers when the rule about them applies.
 
     Examples
     --------
@@ -113,7 +179,7 @@ def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Se
         summary, output_mode=getattr(handle, "output_mode", None),
         plan=getattr(handle, "plan", None), elapsed=elapsed,
         min_batches=min_batches, quiet_time=quiet_time,
-        inputs=list(inputs) or None, policy=getattr(handle, "watermark_policy", "min"),
+        inputs=list(inputs) or None, policy=getattr(handle, "watermark_policy", "min"), timers=timers,
     )
 
 

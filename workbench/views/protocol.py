@@ -23,7 +23,8 @@ class MonitoredStream(Protocol):
     """A stream as the live monitor reads it.
 
     Optional members, read with ``getattr`` when present: ``spec.poll_interval`` (seconds
-    between progress polls), ``run_id`` and ``spark_ui_url`` (for the Spark UI button).
+    between progress polls), ``run_id`` and ``spark_ui_url`` (for the Spark UI button),
+    ``timers()`` (a transformWithState processor's timers, which "why no output?" names).
 
     Attributes
     ----------
