@@ -164,6 +164,15 @@ PARSED = ("'Aggregate ['window('timestamp, 10 minutes, 5 minutes, 1 minute)], "
         # a gap computed per row is known to be a session window, with no fixed gap
         ("'Aggregate ['session_window('ts, CASE WHEN '`>`('v, 1) THEN 5 minutes ELSE 1 minute END)]",
          PlanFacts(True, window_column="ts", has_session_window=True)),
+        # workbench.testing.MemoryStream inputs: their folders, once each though both plans name them
+        ("~Union\n:- ~StreamingRelationV2 org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2@2, "
+         "workbench_memory, org.apache.spark.sql.execution.datasources.v2.python.PythonTable@7, "
+         "[folder=/tmp/workbench-memory-stream-a4j16ma0], [word#0], name=<Unassigned>\n"
+         "+- ~StreamingRelationV2 org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2@3, "
+         "workbench_memory, org.apache.spark.sql.execution.datasources.v2.python.PythonTable@8, "
+         "[folder=/data/b], [word#1], name=<Unassigned>\n"
+         "Union\n:- StreamingRelationV2 workbench_memory, PythonTable@7, [folder=/tmp/workbench-memory-stream-a4j16ma0]",
+         PlanFacts(memory_folders=("/tmp/workbench-memory-stream-a4j16ma0", "/data/b"))),
     ],
 )
 def test_plan_facts_from_text(text, expected):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 import pandas as pd
 import pytest
@@ -119,6 +120,9 @@ def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
         test.add(events, [(6, None)]).process()
         test.check_answer([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, None)])
         assert test.last_batch == 2, "a restart made Spark read something again"
+        # In order: batch 0 read the first two adds, batch 1 the DataFrame, batch 2 the last row,
+        # each in the order the rows were added.
+        assert test.batch_answers() == {0: [(1, "a"), (2, "b"), (3, "c")], 1: [(4, "d"), (5, "e")], 2: [(6, None)]}
     assert events.rows() == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, None)]
 
 
@@ -183,18 +187,63 @@ def test_a_failing_query_is_one_line_and_expect_failure_matches_it(spark, testin
         assert_message(error, "expected the query to fail with 'anything', but it processed batches [0]")
 
 
+def extra_threads(before: list[threading.Thread]) -> list[str]:
+    """Threads started since ``before`` that are not pyspark's or py4j's session-wide ones (foreachBatch's callbacks)."""
+    def spark_own(thread: threading.Thread) -> bool:
+        module = getattr(getattr(thread, "_target", None), "__module__", None) or ""
+        return thread.daemon and module.split(".")[0] in ("py4j", "pyspark")
+
+    return [f"{t.name} (daemon={t.daemon})" for t in threading.enumerate()
+            if t not in before and t.is_alive() and not spark_own(t)]
+
+
 def test_a_test_leaves_no_query_or_folder_behind_pass_or_fail(spark, testing):
+    from pyspark.sql import functions as F
+
+    from workbench.testing.plugin import StreamTests
+
+    before = threading.enumerate()
     events = testing.MemoryStream(spark, SCHEMA)
     with pytest.raises(AssertionError):
         with testing.StreamTest(word_counts(events.df)) as test:
             test.add(events, [(t("12:07"), "dog")]).process().check_answer([])
             test.check_watermark(t("09:00"))
     assert not spark.streams.active
-    assert not os.path.exists(test.checkpoint)
+    assert not os.path.exists(os.path.dirname(test.checkpoint)), "the failing test's folder is still there"
     test.close()  # twice is fine
-    folder = events.folder
+
+    with testing.StreamTest(word_counts(events.df)) as passing:
+        passing.add(events, [(t("12:21"), "owl")]).process().check_watermark(t("12:11"))
+        folder = os.path.dirname(passing.checkpoint)
+        assert os.path.isdir(folder)
+    assert not spark.streams.active
+    assert not os.path.exists(folder), "the passing test's folder is still there"
+
+    @F.udf("int")
+    def refuse(value):
+        raise ValueError("refused")
+
+    numbers = testing.MemoryStream(spark, "value int")
+    with testing.StreamTest(numbers.df.select(refuse("value").alias("value"))) as failing:
+        failing.add(numbers, [(1,)]).expect_failure("refused")
+    assert not spark.streams.active
+    assert not os.path.exists(os.path.dirname(failing.checkpoint)), "expect_failure's folder is still there"
+
+    # The pytest fixture's factory (as the plugin yields it) closes what it made.
+    made = StreamTests(spark)
+    words = made.memory_stream("word string")
+    fixture_test = made(words.df.groupBy("word").count(), output_mode="complete")
+    fixture_test.add(words, [("dog",)]).process().check_answer([("dog", 1)])
+    assert spark.streams.active
+    made.close()
+    assert not spark.streams.active
+    assert not os.path.exists(words.folder) and not os.path.exists(os.path.dirname(fixture_test.checkpoint))
+
+    folders = [events.folder, numbers.folder]
     events.close()
-    assert not os.path.exists(folder)
+    numbers.close()
+    assert not any(os.path.exists(f) for f in folders)
+    assert not extra_threads(before), f"threads left behind: {extra_threads(before)}"
 
 
 @pytest.mark.parametrize("make, error, message", [
@@ -308,3 +357,60 @@ def test_late_rows_of_an_input_with_a_value_column(spark, testing):
         test.add(events, [(t("12:21"), 1)]).process().check_watermark(t("12:11"))
         test.add(events, [(t("12:05"), 2), (t("12:15"), 3)]).process()
         test.check_late([(t("12:05"), 2)]).check_late([(t("12:05"), 2)], fate="late")
+
+
+def test_a_struct_type_schema_reads_like_its_ddl(spark, testing):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+    schema = StructType([StructField("event_time", TimestampType()), StructField("word", StringType()),
+                         StructField("n", LongType())])
+    events = testing.MemoryStream(spark, schema)
+    assert events.schema == schema and events.df.schema == schema
+    with testing.StreamTest(events.df.groupBy("word").sum("n"), output_mode="complete") as test:
+        (test.add(events, [(t("12:07"), "dog", 2), {"event_time": t("12:08"), "word": "owl", "n": 5}])
+         .add(events, [(t("12:09"), "dog", 3)]).process()
+         .check_answer([("dog", 5), ("owl", 5)]))
+    assert events.rows()[0] == (pd.Timestamp(t("12:07")).to_pydatetime(), "dog", 2)
+    events.close()
+
+
+def test_check_answer_in_complete_mode_is_the_current_table(spark, testing):
+    events = testing.MemoryStream(spark, "word string")
+    with testing.StreamTest(events.df.groupBy("word").count(), output_mode="complete") as test:
+        test.add(events, [("dog",), ("dog",), ("owl",)]).process().check_answer([("dog", 2), ("owl", 1)])
+        test.add(events, [("owl",), ("cat",)]).process()
+        # Every row emitted so far would hold ('owl', 1) and ('dog', 2) twice: the answer is the table now.
+        test.check_answer([("dog", 2), ("owl", 2), ("cat", 1)])
+        with pytest.raises(AssertionError) as error:
+            test.check_answer([("dog", 2), ("owl", 1), ("dog", 2), ("owl", 2), ("cat", 1)])
+        assert_message(error, "check_answer(), batch 1", "missing:\n    ('dog', 2)\n    ('owl', 1)\n  unexpected:\n    (none)")
+        assert {b: sorted(rows) for b, rows in test.batch_answers().items()} == {
+            0: [("dog", 2), ("owl", 1)], 1: [("cat", 1), ("dog", 2), ("owl", 2)]}
+
+
+def test_check_state_picks_one_of_two_stateful_operators(spark, testing):
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, SCHEMA)
+    unique_counts = (events.df.withWatermark("event_time", "10 minutes").dropDuplicates(["word", "event_time"])
+                     .groupBy(F.window("event_time", "10 minutes"), "word").count())
+    with testing.StreamTest(unique_counts) as test:
+        test.add(events, [(t("12:07"), "dog"), (t("12:07"), "dog"), (t("12:08"), "owl"), (t("12:09"), "dog")])
+        test.process().check_new_answer([])
+        # Spark numbers the operators from the sink: 0 is the count, 1 the dropDuplicates.
+        test.check_state([(t("12:00"), t("12:10"), "dog", 2), (t("12:00"), t("12:10"), "owl", 1)], operator=0)
+        test.check_state([("dog", t("12:07")), ("dog", t("12:09")), {"word": "owl", "event_time": t("12:08")}],
+                         operator=1)
+        test.check_state([("dog", t("12:07")), ("dog", t("12:09")), ("owl", t("12:08"))], operator="dropDuplicates")
+        test.check_state([(t("12:00"), t("12:10"), "dog", 2), (t("12:00"), t("12:10"), "owl", 1)],
+                         operator="stateStoreSave")
+        with pytest.raises(AssertionError) as error:
+            test.check_state([("dog", t("12:07"))], operator="dedupe")
+        assert_message(error, "check_state(operator='dedupe'), batch 1, watermark 2024-01-01 11:59", "the state ['word', 'event_time'] differs",
+                       "unexpected:\n    ('dog', '2024-01-01 12:09')\n    ('owl', '2024-01-01 12:08')")
+        for bad, error_text in [(7, "unknown operator 7"), ("join", "unknown operator 'join'"),
+                                (None, "has 2 stateful operators: pick one with operator=")]:
+            with pytest.raises(ValueError) as raised:
+                test.check_state([], operator=bad)
+            assert error_text in str(raised.value) and "0 (stateStoreSave), 1 (dedupe)" in str(raised.value)
+            assert "\n" not in str(raised.value)

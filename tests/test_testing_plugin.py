@@ -1,8 +1,8 @@
 """The pytest plugin from a clean folder, and a replay saved as a test that passes, then fails when changed.
 
 One pytest subprocess runs in an empty temporary folder (no conftest, no ini file) with
-three files: a test written by hand on the plugin's fixtures, the module ``to_test`` wrote
-from the guide's replay, and the same module with a 5-minute watermark. The plugin is found
+five files: a test written by hand on the plugin's fixtures, the modules ``to_test`` wrote
+from the guide's replay stepped and played, and each of those with a 5-minute watermark. The plugin is found
 the way an installed workbench offers it: through its ``pytest11`` entry point, read from
 this checkout's pyproject.toml.
 """
@@ -17,6 +17,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,6 +69,16 @@ def recorded(env, tmp_path):
         assert panel.message.value == f"Saved the run as a test: {written}"
     finally:
         panel.close()
+    # The same replay played, then paused once its script (4 batches) is over: a batch of padding
+    # only (no scripted rows) has run too.
+    played = workbench.replay_panel(workbench.scenarios.guide_word_count(), name="guide_played", monitor=False)
+    try:
+        played.play()
+        wait_for(lambda: played.run.data_batches >= 5, 120, text=lambda: f"{played.run.data_batches} batches")
+        played.pause()
+        played.to_test(folder / "test_guide_played.py")
+    finally:
+        played.close()
     return folder, written
 
 
@@ -79,6 +91,14 @@ def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
     (folder / "test_guide_5_minutes.py").write_text(
         text.replace("'10 minutes').groupBy", "'5 minutes').groupBy").replace("def test_guide_word_count",
                                                                              "def test_guide_5_minutes"))
+    played = (folder / "test_guide_played.py").read_text()
+    # Played, the script's four batches are written as stepping wrote them; the batches after them add nothing.
+    assert played[played.index("    # batch 0"):played.index("    # batch 4")] == text[text.index("    # batch 0"):] + "\n"
+    assert "    # batch 4: no rows\n    test.process()\n    test.check_new_answer([])\n" \
+           "    test.check_watermark('2024-01-01 12:11')\n" in played, played
+    (folder / "test_guide_played_5_minutes.py").write_text(
+        played.replace("'10 minutes').groupBy", "'5 minutes').groupBy").replace("def test_guide_played",
+                                                                              "def test_guide_played_5"))
     (folder / "test_words.py").write_text(HAND_WRITTEN)
     site, temp = tmp_path / "site", tmp_path / "temp"
     temp.mkdir()
@@ -91,11 +111,12 @@ def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
                           cwd=folder, capture_output=True, text=True, timeout=1200,
                           env={k: v for k, v in env.items() if v})
     out = done.stdout
-    assert "2 passed" in out and "1 failed" in out, out[-3000:]
+    assert "3 passed" in out and "2 failed" in out, out[-3000:]
     assert "FAILED test_guide_5_minutes.py::test_guide_5_minutes" in out
+    assert "FAILED test_guide_played_5_minutes.py::test_guide_played_5" in out
     # The changed watermark shows in the first batch that reports it, in the StreamTest's words.
-    assert ("AssertionError: step 9, check_watermark('2024-01-01 11:58'), batch 1, watermark 2024-01-01 12:03: "
-            "the watermark is 2024-01-01 12:03, expected 2024-01-01 11:58") in out, out[-3000:]
+    assert out.count("AssertionError: step 9, check_watermark('2024-01-01 11:58'), batch 1, watermark 2024-01-01 "
+                     "12:03: the watermark is 2024-01-01 12:03, expected 2024-01-01 11:58") >= 2, out[-3000:]
     assert "stream_test.py" not in out, "pytest showed the StreamTest's own frames"
     left = [p.name for p in temp.iterdir() if p.name.startswith("workbench-")]
     assert not left, f"the test run left these behind: {left}"

@@ -64,7 +64,8 @@ def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, mag
             ("12:00", "cat", 1), ("12:00", "dog", 1), ("12:00", "owl", 1)]
         shell.run_line_magic("stream", "stop live_words")
 
-        path = record(handle, events, tmp_path / "test_live_words.py", query=counts)
+        # The input is found from the running query's plan: only the query's code must be given.
+        path = record(handle, tmp_path / "test_live_words.py", query=counts)
     finally:
         shell.user_ns.pop("events", None)
         shell.user_ns.pop("counts", None)
@@ -84,14 +85,23 @@ def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, mag
     assert str(error.value) == ("step 4, check_watermark('2024-01-01 11:58'), batch 1, watermark 2024-01-01 12:03: "
                                 "the watermark is 2024-01-01 12:03, expected 2024-01-01 11:58")
 
-    with pytest.raises(ValueError, match="record needs the query's code"):
-        record(handle, events, tmp_path / "test_x.py")
-    with pytest.raises(TypeError, match="record needs the stream's input, a workbench.testing.MemoryStream, got str"):
-        record(handle, "events", tmp_path / "test_x.py", query=counts)
+    assert record(handle, tmp_path / "test_given.py", query=counts, stream=events).read_text() == text
+    with pytest.raises(ValueError) as error:
+        record(handle, tmp_path / "test_x.py")
+    assert str(error.value).startswith("record needs the query's code, which a running query does not keep: pass "
+                                       "query=") and "\n" not in str(error.value)
+    with pytest.raises(TypeError, match="record's second argument is the file to write; the input, when given, "
+                                        "is stream="):
+        record(handle, events, query=counts)
+    with pytest.raises(TypeError, match="stream= is the stream's input, a workbench.testing.MemoryStream, got str"):
+        record(handle, tmp_path / "test_x.py", query=counts, stream="events")
     with pytest.raises(ValueError, match="folder .*nowhere' does not exist"):
-        record(handle, events, tmp_path / "nowhere" / "test_x.py", query=counts)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_live_words.py", "test_live_words_5.py"]
+        record(handle, tmp_path / "nowhere" / "test_x.py", query=counts)
     events.close()
+    with pytest.raises(ValueError, match="holds no workbench.testing.MemoryStream \\(closed, or never one\\)"):
+        record(handle, tmp_path / "test_x.py", query=counts)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_given.py", "test_live_words.py",
+                                                          "test_live_words_5.py"]
 
 
 def test_record_refuses_what_it_cannot_replay_in_one_line(spark, env, tmp_path):
@@ -103,17 +113,21 @@ def test_record_refuses_what_it_cannot_replay_in_one_line(spark, env, tmp_path):
     try:
         complete = workbench.start(words, "complete_words", output_mode="complete", trigger="available-now")
         with pytest.raises(ValueError) as error:
-            record(complete, events, tmp_path / "test_words.py", query_source="def query(df):\n    return df")
+            record(complete, tmp_path / "test_words.py", query_source="def query(df):\n    return df")
         assert "runs in complete mode, whose memory table keeps only the latest batch's rows" in str(error.value)
         other = workbench.start(spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load(),
                                 "rate_rows", trigger="available-now")
         other.wait_finished(60)
         with pytest.raises(ValueError) as error:
-            record(other, events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+            record(other, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+        assert str(error.value) == ("stream 'rate_rows' reads 0 workbench.testing.MemoryStreams (none): record "
+                                    "replays a stream over exactly one")
+        with pytest.raises(ValueError) as error:
+            record(other, tmp_path / "test_rate.py", query_source="def query(df):\n    return df", stream=events)
         assert "does not read exactly one workbench.testing.MemoryStream" in str(error.value)
         assert "\n" not in str(error.value)
         with pytest.raises(TypeError, match="record needs a stream's handle"):
-            record("rate_rows", events, tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
+            record("rate_rows", tmp_path / "test_rate.py", query_source="def query(df):\n    return df")
     finally:
         workbench.stop_all()
         events.close()

@@ -53,6 +53,8 @@ _WINDOW_CALL = re.compile(r"'window\('?`?([\w.]+)`?((?:,\s*[^,()]+){1,3})\)", re
 _SESSION_CALL = re.compile(r"'session_window\('?`?([\w.]+)`?,\s*", re.IGNORECASE)
 _SESSION_GAP = re.compile(r"([^(),]+)\)")
 # `EventTimeWatermark <uuid>, timestamp#0: timestamp, 10 seconds`
+#: A ``workbench.testing.MemoryStream`` in a plan: the ``workbench_memory`` relation and its ``folder`` option.
+_MEMORY_INPUT = re.compile(r"\bworkbench_memory,[^\n]*?[\[ ]folder=([^,\]\n]+)[,\]]")
 _WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([\w.`]+)#\d+(?::\s*\w+)?,\s*([^\n]+)")
 
 
@@ -110,11 +112,14 @@ class PlanFacts:
     session_gap: timedelta | None = None
     #: How many ``withWatermark`` calls the query has (a stream-stream join has one per side).
     watermarks: int = 0
+    #: The folders of the ``workbench.testing.MemoryStream`` inputs the query reads, in plan order.
+    memory_folders: tuple[str, ...] = ()
 
     @classmethod
     def from_plan_text(cls, text: str) -> PlanFacts:
         """Read the facts from a plan's text (parsed and/or analysed logical plan)."""
-        facts = cls(has_aggregation=bool(re.search(r"(^|[\s'~+-])Aggregate\b", text, re.MULTILINE)))
+        facts = cls(has_aggregation=bool(re.search(r"(^|[\s'~+-])Aggregate\b", text, re.MULTILINE)),
+                    memory_folders=tuple(dict.fromkeys(_MEMORY_INPUT.findall(text))))
         match = _WATERMARK.search(text)
         if match:
             delay = parse_interval(match.group(2).split(",")[0])

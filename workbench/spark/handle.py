@@ -140,6 +140,11 @@ class StreamHandle:
         """The id of this run of the query."""
         return self._run_id
 
+    @property
+    def spark(self) -> Any:
+        """The SparkSession the query runs on."""
+        return self._spark
+
     @functools.cached_property
     def spark_ui_url(self) -> str | None:
         """The Spark UI of the query's session (``sparkContext.uiWebUrl``); None on Spark Connect."""

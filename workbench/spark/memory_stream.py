@@ -17,6 +17,7 @@ pickled by value, so Spark's Python workers need pyspark, not the workbench.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -34,6 +35,10 @@ from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_fil
 from .private_folders import private_folder
 
 __all__ = ["MemoryStream", "register_memory_source"]
+
+#: The file beside the rows that keeps the stream's schema (Spark's JSON form).
+SCHEMA_FILE = "schema.json"
+
 
 def register_memory_source(spark: Any) -> None:
     """Register the ``workbench_memory`` data source with ``spark`` (idempotent)."""
@@ -179,9 +184,38 @@ class MemoryStream:
             os.makedirs(self.folder, exist_ok=True)
             self._cleanup = None
         self._spark = spark
+        # Kept beside the rows, so that the stream can be found again from a query reading it (:meth:`at`).
+        with open(os.path.join(self.folder, SCHEMA_FILE), "w", encoding="utf-8") as handle:
+            handle.write(self.schema.json())
         register_memory_source(spark)
         self.df = (spark.readStream.format(SOURCE_NAME).schema(self.schema)
                    .option("folder", self.folder).load())
+
+    @classmethod
+    def at(cls, spark: Any, folder: str | os.PathLike[str]) -> MemoryStream:
+        """The memory stream whose rows ``folder`` keeps, e.g. the input a running query reads.
+
+        The folder is kept when the returned stream is closed: it belongs to the stream
+        that made it.
+
+        Raises
+        ------
+        ValueError
+            When ``folder`` holds no memory stream (never made, or closed since).
+
+        Examples
+        --------
+        >>> MemoryStream.at(spark, events.folder).rows() == events.rows()   # doctest: +SKIP
+        True
+        """
+        path = os.path.join(os.fspath(folder), SCHEMA_FILE)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                schema = StructType.fromJson(json.load(handle))
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ValueError(f"folder {os.fspath(folder)!r} holds no workbench.testing.MemoryStream (closed, or "
+                             "never one): keep the stream open while a query reads it") from None
+        return cls(spark, schema, folder=folder)
 
     @property
     def offset(self) -> int:

@@ -18,9 +18,10 @@ from typing import Any
 import pandas as pd
 
 from ..progress import BatchProgress
+from .memory_stream import MemoryStream
 from .replay_late import classify_late_rows
 
-__all__ = ["memory_late_rows", "live_steps", "checkpoint_offsets"]
+__all__ = ["memory_late_rows", "live_steps", "checkpoint_offsets", "input_stream"]
 
 
 def memory_late_rows(stream: Any, offsets: dict[int, tuple[int, int]], records: list[BatchProgress], plan: Any,
@@ -102,6 +103,29 @@ def checkpoint_offsets(checkpoint: str, name: str) -> dict[int, int]:
                              f"{entry} read {lines}): record replays a stream over one MemoryStream")
         ends[int(entry)] = int(offsets[0]["added"])
     return ends
+
+
+def input_stream(handle: Any) -> Any:
+    """The :class:`~workbench.spark.memory_stream.MemoryStream` ``handle``'s query reads, found from its plan.
+
+    Raises
+    ------
+    ValueError
+        When the plan is unknown, names no memory stream or several, or the stream was closed.
+
+    Examples
+    --------
+    >>> input_stream(handle).rows()                              # doctest: +SKIP
+    [(datetime.datetime(2024, 1, 1, 12, 7), 'dog')]
+    """
+    folders = handle.plan.memory_folders if handle.plan is not None else None
+    if folders is None:
+        raise ValueError(f"the plan of stream {handle.name!r} is unknown, so its input cannot be found: pass "
+                         "stream=<the workbench.testing.MemoryStream it reads>")
+    if len(folders) != 1:
+        raise ValueError(f"stream {handle.name!r} reads {len(folders)} workbench.testing.MemoryStreams "
+                         f"({', '.join(folders) or 'none'}): record replays a stream over exactly one")
+    return MemoryStream.at(handle.spark, folders[0])
 
 
 def live_steps(handle: Any, stream: Any) -> tuple[list[dict[str, Any]], list[str]]:

@@ -304,6 +304,16 @@ class StreamTest:
         self._check("the new answer", expected, actual)
         return self
 
+    def batch_answers(self) -> dict[int, list[tuple[Any, ...]]]:
+        """Each batch's rows, as the sink received them: ``{batch id: rows}`` (batches that emitted none too).
+
+        Examples
+        --------
+        >>> test.add(events, [(1,)]).process().add(events, [(2,)]).process().batch_answers()  # doctest: +SKIP
+        {0: [(1,)], 1: [(2,)]}
+        """
+        return {b: [self.columns.row(r) for r in self._batch_rows(b)] for b in self._batches()}
+
     def answer(self) -> list[tuple[Any, ...]]:
         """The whole result so far: every batch's rows; in complete mode the last batch's table."""
         batches = self._batches()
@@ -355,7 +365,8 @@ class StreamTest:
         >>> test.process().check_state([("dog", 2)], variable="count")    # doctest: +SKIP
         """
         __tracebackhide__ = True
-        self._begin("check_state()" if variable is None else f"check_state(variable={variable!r})")
+        named = [f"{k}={v!r}" for k, v in (("operator", operator), ("variable", variable)) if v is not None]
+        self._begin(f"check_state({', '.join(named)})")
         from .state import StateInspector
 
         inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)

@@ -6,8 +6,8 @@
 >>> with wt.StreamTest(counts, output_mode="update") as test:               # doctest: +SKIP
 ...     test.add(events, [("2024-01-01 12:07", "dog")]).process().check_new_answer([("dog", 1)])
 
-``to_test(panel, path)`` (or ``panel.to_test(path)``) saves a replay, ``record(handle, stream,
-path, query=...)`` a live stream over a memory stream, as a pytest module that repeats it.
+``to_test(panel, path)`` (or ``panel.to_test(path)``) saves a replay, ``record(handle, path,
+query=...)`` a live stream over a memory stream, as a pytest module that repeats it.
 
 Installing the workbench registers the pytest plugin :mod:`workbench.testing.plugin`
 (fixtures ``spark`` and ``stream_test``). Importing this package does not import pyspark;

@@ -100,8 +100,10 @@ def module_source(*, name: str, schema: str, query_source: str, output_mode: str
     for number, step in enumerate(steps):
         process = "process()" if not no_data_batches or step.get("no_data_batch", True) \
             else "process(no_data_batch=False)"
-        out += ["", f"    # {'step' if no_data_batches else 'batch'} {number}",
-                f"    test.add(events, {_rows_literal(step['rows'], indent, ordered=True)}).{process}",
+        # A played replay's batches after its script ends read padding only: no rows to add.
+        feed = f"test.add(events, {_rows_literal(step['rows'], indent, ordered=True)})." if step["rows"] else "test."
+        out += ["", f"    # {'step' if no_data_batches else 'batch'} {number}" + ("" if step["rows"] else ": no rows"),
+                f"    {feed}{process}",
                 f"    test.check_new_answer({_rows_literal(step['new_answer'], indent)})",
                 f"    test.check_watermark({_literal(step['watermark'])})"]
         late = step.get("late") or {}
@@ -178,8 +180,10 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
     Parameters
     ----------
     run : ReplayPanel or ReplayRun
-        A replay stepped at least once with Step (a run whose Play ran watermark-only batches
-        cannot be repeated one batch per step, and is refused).
+        A replay that ran at least one batch, stepped with Step or played with Play and
+        paused: on its ``rate-micro-batch`` source both run one data batch per trigger and
+        no watermark-only batch, so the module repeats either one batch per step (a played
+        Script's batches after its last scripted one read no rows, and add none).
     path : str or path
         The file to write (``test_*.py`` for pytest to collect it); its folder must exist.
     query_source : str, optional
@@ -218,8 +222,8 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
     if not records:
         raise ValueError(f"replay {run.name!r} has run no batch yet: step it first")
     if any(r.num_input_rows == 0 for r in records):
-        raise ValueError(f"replay {run.name!r} ran watermark-only batches (Play): reset it and use Step, which "
-                         "runs one batch with input per step, so the test can repeat it")
+        raise ValueError(f"replay {run.name!r} ran watermark-only batches, which a test of one batch per step "
+                         "cannot repeat: reset it and use Step, which runs one batch with input per step")
     if query_source is None:
         query_source = _window_count_source(run.query) if isinstance(run.query, WindowCount) \
             else query_function_source(run.query)
