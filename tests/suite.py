@@ -1,7 +1,8 @@
 """How the suite runs (a pytest plugin, ``-p tests.suite`` in pyproject's addopts).
 
 * xdist groups: every test file and every notebook stays on one pytest-xdist worker, the
-  long groups first (see :func:`pytest_collection_modifyitems`).
+  long groups first, by the seconds each file took in a measured run
+  (``tests/file_seconds.json``; see :func:`pytest_collection_modifyitems`).
 * The JVMs the suite starts (each worker's session, every kernel's, notebook's and script's
   Spark, local Spark Connect servers) compile with the JIT's first tier only and one GC
   thread: about 40 short-lived JVMs spend a quarter less CPU that way on this 2-core
@@ -15,7 +16,10 @@ notebooks are collected (``workbench test notebooks/02-output-modes.ipynb``), wh
 
 from __future__ import annotations
 
+import json
 import os
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -50,16 +54,60 @@ def pytest_collection_modifyitems(config, items):
         else:
             group = mark.args[0]
         groups[item.nodeid] = group
-    # Workers take groups in collection order, so the long ones go first and no worker is
-    # left with a long group at the end while the other idles. Order within a group stays.
-    heavy = {groups[item.nodeid] for item in items if _is_heavy(item)}
-    items.sort(key=lambda item: groups[item.nodeid] not in heavy)
+    # Workers take groups in collection order, as each finishes one: the longest go first
+    # (longest-processing-time first), so that no worker is left with a long group at the
+    # end while the other idles. Order within a group stays.
+    weights = group_weights(items, groups, config.rootpath)
+    items.sort(key=lambda item: -weights[groups[item.nodeid]])
+
+
+#: Seconds each test file (or notebook) took in a measured full run, for the order above.
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+#: A file the measured run did not have: heavy (kernels, a cluster, a browser, a notebook) or not.
+UNMEASURED_SECONDS = {True: 60.0, False: 5.0}
+
+
+def group_weights(items: list[pytest.Item], groups: dict[str, str], root: Path) -> dict[str, float]:
+    """Each xdist group's expected seconds: the sum of its files' measured seconds.
+
+    Files missing from :data:`FILE_SECONDS` count as :data:`UNMEASURED_SECONDS`.
+    """
+    try:
+        measured = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        measured = {}
+    files: dict[str, dict[str, float]] = defaultdict(dict)
+    for item in items:
+        path = item.path.relative_to(root).as_posix()
+        seconds = measured.get(path, UNMEASURED_SECONDS[_is_heavy(item)])
+        files[groups[item.nodeid]][path] = float(seconds)
+    return {group: sum(by_file.values()) for group, by_file in files.items()}
 
 
 def _is_heavy(item: pytest.Item) -> bool:
     """A test that starts processes of its own (kernels, a cluster, a browser) or a notebook cell."""
     return item.path.suffix == ".ipynb" or any(
         item.get_closest_marker(name) for name in ("kernel", "cluster", "browser"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-file-seconds", action="store_true", default=False,
+                     help=f"write the seconds each test file took to {FILE_SECONDS.name} (after a full run)")
+
+
+_file_seconds: dict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    # On the controller, every worker's reports arrive here: setup, call and teardown.
+    _file_seconds[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    if config.getoption("--record-file-seconds") and not hasattr(config, "workerinput") and _file_seconds:
+        seconds = {path: round(value, 1) for path, value in sorted(_file_seconds.items())}
+        FILE_SECONDS.write_text(json.dumps(seconds, indent=1) + "\n")
 
 
 #: A checked notebook cell's reference outputs for older pyspark releases, in its metadata:
