@@ -95,9 +95,9 @@ def interpreter(version: str) -> str:
 def smoke_params() -> list:
     """Each pyspark on the Python nox runs on (the oldest), then the newest pyspark on each newer Python.
 
-    The sessions keep the names ``smoke(pyspark='4.0.5')`` and become
-    ``smoke(python='3.12', pyspark='4.3.0')``; the tags are :func:`older_tagged_ci`'s and ``ci``
-    on the other Pythons.
+    The sessions are named ``smoke(pyspark='4.0.5')`` and ``smoke(python='3.12', pyspark='4.3.0')``;
+    the first keep :func:`older_tagged_ci`'s tags, the newer Pythons' are not tagged ``ci``
+    (each takes about 5 to 7.5 minutes on a busy machine, more than CI's budget has left).
     """
     params = [nox.param(None, param.args[0], tags=param.tags, id=f"pyspark={param.args[0]!r}")
               for param in older_tagged_ci(PYSPARK)]
