@@ -10,8 +10,10 @@ virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
 
 * ``smoke(pyspark)``: the tests that catch a broken pyspark quickly (:data:`SMOKE`);
   tagged ``ci`` on every pyspark but the newest, whose full suite ``.ci/run`` runs.
+  ``smoke(python, pyspark)`` runs them with the newest pyspark on the newer Pythons
+  (:data:`PYTHON`; not tagged ``ci``: each takes about 7 minutes on a busy machine).
 * ``spark(pyspark)``: the whole suite but the browser tests, notebooks included.
-* ``browser(jupyterlab)``: the extension's and the browser tests (:data:`BROWSER`) on a JupyterLab.
+* ``browser(jupyterlab)``: the extension's and the browser tests of :data:`BROWSER` on a JupyterLab.
 * ``browser-smoke(jupyterlab)``: their quick part (:data:`BROWSER_SMOKE`); tagged ``ci`` on
   the oldest JupyterLab (the full suite covers the newest).
 * ``wheel``: builds the wheel and sdist and checks them in a virtualenv without Node
@@ -19,6 +21,9 @@ virtualenv when it exists. Arguments after ``--`` go to pytest, e.g.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import nox
 
@@ -29,17 +34,21 @@ nox.options.sessions = []  # name the sessions to run: the whole matrix takes ab
 
 #: The newest patch of each pyspark minor that pyproject.toml accepts, oldest first.
 PYSPARK = ["4.0.5", "4.1.4", "4.2.1", "4.3.0"]
+#: The Python minors that pyproject.toml accepts, oldest first: the suite runs on the oldest,
+#: the smoke tier also on the others (with the newest pyspark).
+PYTHON = ["3.11", "3.12", "3.13"]
 #: The oldest and the newest JupyterLab 4 minor (their newest patches).
 JUPYTERLAB = ["4.0.13", "4.6.6"]
 
-#: What a pyspark release breaks first, one test each, chosen to be quick (15 tests, a few
+#: What a pyspark release breaks first, one test each, chosen to be quick (18 tests, a few
 #: minutes with the install): the state reader on windowed and joined state and its
 #: change feed, the memory sink's history and results, the console sink, a script that must
-#: exit cleanly (pyspark's accumulator server), the replay's late-row fates, the monitor, a
-#: ``%%stream`` cell on a real shell, a transformWithState processor's state and timers
-#: (and, on pyspark 4.0, the line naming the release that added transformWithState on Rows),
-#: MemoryStream across restarts, and what tests/test_versions.py knows to differ between
-#: releases. ``.ci/run`` runs it on every pyspark but the newest (``nox --tags ci``).
+#: exit cleanly (pyspark's accumulator server; Python 3.12 starts no thread at exit), the
+#: replay's late-row fates, the monitor, a ``%%stream`` cell on a real shell, a
+#: transformWithState processor's state and timers (and, on pyspark 4.0, the line naming
+#: the release that added transformWithState on Rows), MemoryStream across restarts, and
+#: what tests/test_versions.py knows to differ between releases (the Spark Connect gap line
+#: too). ``.ci/run`` runs it on every pyspark but the newest (``nox --tags ci``).
 SMOKE = [
     "tests/test_versions.py",
     "tests/test_state.py::test_windowed_state_holds_exactly_the_windows_not_yet_emitted",
@@ -57,8 +66,10 @@ SMOKE = [
 ]
 
 #: What a JupyterLab release breaks: the extension's install (``jupyter labextension list``)
-#: and the pages the browser tests drive (the quickstart's monitor, the Streams panel).
-BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py"]
+#: and the pages the browser tests drive (the quickstart's monitor, the Streams panel, the
+#: quickstart without the extension and in Notebook 7, a notebook saved and reopened).
+BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py",
+           "tests/test_browser_without_extension.py", "tests/test_browser_saved.py"]
 #: The browser tier's quick part, which ``.ci/run`` runs on the oldest JupyterLab: the
 #: extension's install and the quickstart's live charts in JupyterLab.
 BROWSER_SMOKE = ["tests/test_extension.py", "tests/test_browser.py::test_quickstart_in_jupyterlab"]
@@ -69,6 +80,32 @@ def older_tagged_ci(versions: list[str]) -> list:
     return [nox.param(v, tags=[] if v == versions[-1] else ["ci"]) for v in versions]
 
 
+def interpreter(version: str) -> str:
+    """The Python ``version`` (``"3.12"``) for a session: pyenv's newest patch of it when pyenv has one.
+
+    pyenv's shims on ``PATH`` answer only for the versions pyenv has selected, so nox would
+    not find the others there; elsewhere nox looks the version up itself (and uv may install it).
+    """
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    found = [python for python in root.glob(f"versions/{version}.*/bin/python{version}") if os.access(python, os.X_OK)]
+    newest = max(found, key=lambda python: int(python.parent.parent.name.rsplit(".", 1)[1]), default=None)
+    return str(newest) if newest else version
+
+
+def smoke_params() -> list:
+    """Each pyspark on the Python nox runs on (the oldest), then the newest pyspark on each newer Python.
+
+    The sessions are named ``smoke(pyspark='4.0.5')`` and ``smoke(python='3.12', pyspark='4.3.0')``;
+    the first keep :func:`older_tagged_ci`'s tags, the newer Pythons' are not tagged ``ci``
+    (each takes about 5 to 7.5 minutes on a busy machine, more than CI's budget has left).
+    """
+    params = [nox.param(None, param.args[0], tags=param.tags, id=f"pyspark={param.args[0]!r}")
+              for param in older_tagged_ci(PYSPARK)]
+    params += [nox.param(interpreter(python), PYSPARK[-1], tags=[],
+                         id=f"python={python!r}, pyspark={PYSPARK[-1]!r}") for python in PYTHON[1:]]
+    return params
+
+
 def install(session: nox.Session, *pins: str) -> None:
     """The workbench from this checkout with its test extra, and ``pins`` over its bounds."""
     session.install("-e", ".[test]", *pins)
@@ -76,9 +113,9 @@ def install(session: nox.Session, *pins: str) -> None:
 
 
 @nox.session
-@nox.parametrize("pyspark", older_tagged_ci(PYSPARK))
+@nox.parametrize(("python", "pyspark"), smoke_params())
 def smoke(session: nox.Session, pyspark: str) -> None:
-    """The smoke tier on one pyspark."""
+    """The smoke tier on one pyspark and Python (nox takes the ``python`` parameter as the interpreter)."""
     install(session, f"pyspark[connect]=={pyspark}")
     session.run("workbench", "test", *SMOKE, *session.posargs)
 

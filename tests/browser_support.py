@@ -331,6 +331,25 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
+def scroll_into_view(locator: Any, timeout: float = 60.0) -> None:
+    """Scroll ``locator``'s element into view, again when the page replaced it meanwhile.
+
+    A widget's output (the console sink's, a monitor) can be rendered anew while Playwright
+    scrolls to it (seen on JupyterLab 4.0 without the extension), which fails with "Element
+    is not attached to the DOM"; the next try finds the new element.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    def scrolled() -> bool:
+        try:
+            locator.scroll_into_view_if_needed(timeout=5_000)
+        except PlaywrightError:
+            return False
+        return True
+
+    wait_for(scrolled, timeout, 0.25, message=f"{locator} in view")
+
+
 def launch_chromium(playwright: Any, profile: Path, **context: Any) -> Any:
     """Headless Chromium from the system (never Playwright's download), as a browser context.
 

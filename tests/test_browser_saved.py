@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from .browser_support import JS_ACTIVATE_CELL, JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot
+from .browser_support import (JS_ACTIVATE_CELL, JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot,
+                              scroll_into_view)
 from .helpers import wait_for
 from .test_browser import STOP_CELL, _run_above, evidence_on_failure
 from .test_browser_without_extension import WithoutExtension
@@ -80,7 +81,7 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
         # otherwise stop its stream before its batch), then the rest.
         _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=240)
         console = page.locator(".workbench-console")
-        console.scroll_into_view_if_needed()
+        scroll_into_view(console)
         wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 60, 0.25,
                  text=lambda: f"the console shows {console.inner_text()!r}")
         page.evaluate(JS_ACTIVATE_CELL, STOP_CELL)
@@ -95,12 +96,12 @@ def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
         # The page drew the widgets, so it keeps showing them, not the picture or the text.
         monitor = page.locator(".workbench-monitor")
         assert monitor.count() == 1
-        monitor.scroll_into_view_if_needed()  # out of view, its charts would stay undrawn
+        scroll_into_view(monitor)  # out of view, its charts would stay undrawn
         wait_for(lambda: monitor.locator(".js-plotly-plot").count() == 4, 30, 0.25,
                  text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
         assert "stopped" in monitor.locator(".widget-html").first.inner_text()
         assert not page.locator(".jp-OutputArea-output img").count()
-        console.scroll_into_view_if_needed()  # out of view, its text is not laid out
+        scroll_into_view(console)  # out of view, its text is not laid out
         wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
                  text=lambda: f"the console shows {console.inner_text()!r}")
         _no_error_boxes(page)
@@ -126,7 +127,7 @@ def _shows_pictures_and_tables(page: Any) -> None:
     wait_for(lambda: {"w": PICTURE_SIZE[0], "h": PICTURE_SIZE[1], "shown": True} in page.evaluate(JS_PICTURES),
              60, 0.25, text=lambda: f"the notebook shows the pictures {page.evaluate(JS_PICTURES)}")
     console = page.locator(".jp-Cell").filter(has_text="%%stream squares").locator(".jp-Cell-outputArea")
-    console.scroll_into_view_if_needed()
+    scroll_into_view(console)
     wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
              text=lambda: f"the console's output shows {console.inner_text()!r}")
     assert "|square|" in console.inner_text()  # a table, not a summary line

@@ -116,9 +116,10 @@ def test_both_bound_pandas_below_3(pip_specs, conda_specs):
     assert "<3" in conda_specs["pandas"].split(",")
 
 
-def test_same_python(pyproject, conda_specs):
-    assert pyproject["project"]["requires-python"] == ">=3.11"
-    assert conda_specs["python"] == "=3.11"
+def test_same_python(pyproject, conda_specs, matrix):
+    # pyproject accepts the Pythons noxfile.py tests; conda's environment is the full suite's, the oldest.
+    assert pyproject["project"]["requires-python"] == bounds_of(matrix["PYTHON"])
+    assert conda_specs["python"] == f"={matrix['PYTHON'][0]}"
 
 
 def test_conda_has_java_and_installs_the_project(environment, conda_specs):
@@ -621,40 +622,43 @@ def bounds_of(versions: list[str]) -> str:
     return f">={low_major}.{low},<{high_major}.{high + 1}"
 
 
-def versions_line(pyspark: list[str], jupyterlab: list[str]) -> str:
+def versions_line(pyspark: list[str], jupyterlab: list[str], python: list[str]) -> str:
     def listing(versions: list[str]) -> str:
         names = [".".join(map(str, minor(v))) for v in versions]
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
-    return f"Tested with pyspark {listing(pyspark)} and JupyterLab {listing(jupyterlab)}"
+    return f"Tested with pyspark {listing(pyspark)} and JupyterLab {listing(jupyterlab)}, on Python {listing(python)}"
 
 
 @pytest.fixture(scope="module")
 def matrix() -> dict[str, list[str]]:
     constants = noxfile_constants()
-    found = {name: constants.get(name) for name in ("PYSPARK", "JUPYTERLAB", "SMOKE", "BROWSER", "BROWSER_SMOKE")}
+    found = {name: constants.get(name) for name in ("PYSPARK", "JUPYTERLAB", "PYTHON", "SMOKE", "BROWSER",
+                                                    "BROWSER_SMOKE")}
     assert all(isinstance(value, list) and value for value in found.values()), f"noxfile.py lost its matrix: {found}"
     return found  # type: ignore[return-value]
 
 
 def test_tested_bounds_and_line():
     assert bounds_of(["4.0.5", "4.1.4", "4.3.0"]) == ">=4.0,<4.4"
-    assert versions_line(["4.0.5", "4.1.4", "4.2.1"], ["4.0.13", "4.6.6"]) == (
-        "Tested with pyspark 4.0, 4.1 and 4.2 and JupyterLab 4.0 and 4.6")
+    assert bounds_of(["3.11", "3.12"]) == ">=3.11,<3.13"
+    assert versions_line(["4.0.5", "4.1.4", "4.2.1"], ["4.0.13", "4.6.6"], ["3.11"]) == (
+        "Tested with pyspark 4.0, 4.1 and 4.2 and JupyterLab 4.0 and 4.6, on Python 3.11")
 
 
-@pytest.mark.parametrize("package", ["pyspark", "jupyterlab"])
+@pytest.mark.parametrize("package", ["pyspark", "jupyterlab", "python"])
 def test_matrix_has_one_version_of_each_minor_oldest_first(matrix, package):
     versions = matrix[package.upper()]
-    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in versions), versions
+    assert all(re.fullmatch(r"\d+\.\d+" if package == "python" else r"\d+\.\d+\.\d+", v) for v in versions), versions
     minors = [minor(v) for v in versions]
     assert minors == sorted(set(minors)), f"noxfile.py's {package} versions: one per minor, oldest first: {versions}"
 
 
-def test_pyspark_matrix_has_every_minor_in_between(matrix):
-    minors = [minor(v) for v in matrix["PYSPARK"]]
+@pytest.mark.parametrize("package", ["pyspark", "python"])
+def test_matrix_has_every_minor_in_between(matrix, package):
+    minors = [minor(v) for v in matrix[package.upper()]]
     expected = [(minors[0][0], m) for m in range(minors[0][1], minors[-1][1] + 1)]
-    assert minors == expected, f"a pyspark minor is not tested: {matrix['PYSPARK']}"
+    assert minors == expected, f"a {package} minor is not tested: {matrix[package.upper()]}"
 
 
 @pytest.mark.parametrize("package", ["pyspark", "jupyterlab"])
@@ -669,8 +673,8 @@ def test_classifiers_and_readme_say_what_is_tested(pyproject, matrix):
     majors = {minor(v)[0] for v in matrix["JUPYTERLAB"]}
     assert {f"Framework :: Jupyter :: JupyterLab :: {m}" for m in majors} <= set(classifiers)
     python = [c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
-    assert python == ["3.11"], f"the suite runs on Python 3.11 only; classifiers say {python}"
-    line = versions_line(matrix["PYSPARK"], matrix["JUPYTERLAB"])
+    assert python == matrix["PYTHON"], f"noxfile.py tests Python {matrix['PYTHON']}; classifiers say {python}"
+    line = versions_line(matrix["PYSPARK"], matrix["JUPYTERLAB"], matrix["PYTHON"])
     assert line in (REPO / "README.md").read_text(encoding="utf-8"), f"README.md lost the line: {line!r}"
 
 

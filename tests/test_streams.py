@@ -348,16 +348,32 @@ _CLEAN_EXIT_SCRIPTS = {
         spark = workbench.session()
         """,
     # A replay step runs Python workers, which keep a connection to pyspark's accumulator
-    # server open until the JVM ends.
-    "streams, replay panel, stop_all": """
+    # server open until the JVM ends. stop_all() stops a stream that is still running.
+    "running stream, replay panel, stop_all": """
         import workbench
+        from tests.helpers import wait_for
         spark = workbench.session()
         df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
-        handle = workbench.start(df, "n", trigger="available-now")
-        assert handle.wait_finished(60)
+        handle = workbench.start(df, "n", trigger="1 second")
         panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
         panel.step(); panel.step()
+        wait_for(lambda: len(handle.history()) > 0, 120, message="a batch of the running stream")
+        assert handle.status == "active", handle.status
         workbench.stop_all()
+        assert handle.status != "active", handle.status
+        """,
+    # Nothing stopped: the interpreter ends with a back-to-back stream running and a
+    # stepped replay panel open.
+    "running stream, replay panel, nothing stopped": """
+        import workbench
+        from tests.helpers import wait_for
+        spark = workbench.session()
+        df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+        handle = workbench.start(df, "n")
+        panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
+        panel.step(); panel.step()
+        wait_for(lambda: len(handle.history()) > 1, 120, message="batches of the running stream")
+        assert handle.status == "active", handle.status
         """,
 }
 

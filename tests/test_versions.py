@@ -8,6 +8,7 @@ user to meet as a JVM error.
 from __future__ import annotations
 
 import pandas as pd
+import pyspark
 import pytest
 from pyspark.sql import functions as F
 
@@ -42,3 +43,40 @@ def test_flat_results_keep_a_void_column_as_nulls(spark):
     assert list(frame.columns) == ["id", "note", "s_why"]
     assert frame[["note", "s_why"]].isna().all().all()
     assert isinstance(frame, pd.DataFrame)
+
+
+def _grouped_data(module: str) -> object:
+    """A stand-in whose type lives in ``module``, as Spark Connect's and classic pyspark's GroupedData do."""
+    return type("GroupedData", (), {"__module__": module})()
+
+
+def test_the_connect_gap_line_names_the_release_and_only_over_connect():
+    from workbench.spark.version_gaps import missing_feature
+
+    def error(owner: object) -> AttributeError:
+        return AttributeError("'GroupedData' object has no attribute 'transformWithStateInPandas'",
+                              name="transformWithStateInPandas", obj=owner)
+
+    over_connect = error(_grouped_data("pyspark.sql.connect.group"))
+    assert missing_feature(over_connect, "4.0.5") == (
+        "transformWithStateInPandas over Spark Connect needs pyspark 4.1 or later; this is pyspark 4.0.5")
+    assert missing_feature(over_connect, "4.1.4") is None
+    # Classic pyspark 4.0 has transformWithStateInPandas: a missing one there is the user's own error.
+    assert missing_feature(error(_grouped_data("pyspark.sql.group")), "4.0.5") is None
+
+
+def test_spark_connects_grouped_data_has_transform_with_state_in_pandas_or_the_line_says_which_release():
+    # The real Spark Connect client class of this pyspark (no server needed to look up a method).
+    from pyspark.sql.connect.group import GroupedData
+
+    from workbench.spark.version_gaps import missing_feature
+
+    version = pyspark.__version__
+    try:
+        getattr(GroupedData.__new__(GroupedData), "transformWithStateInPandas")
+    except AttributeError as exc:
+        assert tuple(int(part) for part in version.split(".")[:2]) < (4, 1), exc
+        assert missing_feature(exc, version) == (
+            f"transformWithStateInPandas over Spark Connect needs pyspark 4.1 or later; this is pyspark {version}")
+    else:
+        assert tuple(int(part) for part in version.split(".")[:2]) >= (4, 1), version

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 
 import pandas as pd
 
-from .session_end import spark_is_gone
+from .session_end import run_aside, spark_is_gone
 from .handle import StreamHandle
 from .stopping import StreamInterrupted
 from .watch import SessionWatcher, find_query, watched_handle
@@ -192,7 +192,7 @@ class StreamRegistry:
                     if grace > 0:
                         query.stop()
                     else:
-                        threading.Thread(target=query.stop, daemon=True, name="workbench-stop-query").start()
+                        run_aside(query.stop, "workbench-stop-query")
             except Exception:
                 log.debug("stopping remaining queries failed", exc_info=True)
 
@@ -218,14 +218,13 @@ class StreamRegistry:
         # Reading a status is a JVM call: each thread reads its own.
         stops = {h.name: (lambda h=h: h.status == "active" and h.stop(0.0)) for h in self.handles()}
         stops[" others"] = stop_others
-        stoppers = {name: threading.Thread(target=stop, daemon=True, name=f"workbench-stop-{name.strip()}")
-                    for name, stop in stops.items()}
         deadline = time.monotonic() + wait
+        # At interpreter exit (a plain script's end) each stop runs in turn on this thread.
+        stoppers = {name: run_aside(stop, f"workbench-stop-{name.strip()}") for name, stop in stops.items()}
         for stopper in stoppers.values():
-            stopper.start()
-        for stopper in stoppers.values():
-            stopper.join(max(0.0, deadline - time.monotonic()))
-        late = [name.strip() for name, stopper in stoppers.items() if stopper.is_alive()]
+            if stopper is not None:
+                stopper.join(max(0.0, deadline - time.monotonic()))
+        late = [name.strip() for name, stopper in stoppers.items() if stopper is not None and stopper.is_alive()]
         if late and wait > 0:
             log.info("still stopping after %.1f s, going on: %s", wait, ", ".join(late))
 

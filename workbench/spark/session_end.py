@@ -16,11 +16,11 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .session import classic_session, is_connect_session, is_local_master
 
-__all__ = ["stop_session", "end_session", "spark_is_gone", "discard_dead_session"]
+__all__ = ["stop_session", "end_session", "spark_is_gone", "discard_dead_session", "run_aside"]
 
 log = logging.getLogger(__name__)
 
@@ -176,16 +176,45 @@ def _master_of(spark: Any) -> str:
         return ""
 
 
+def run_aside(call: Callable[[], Any], name: str) -> threading.Thread | None:
+    """Start ``call`` on a daemon thread named ``name``; at interpreter exit, call it here.
+
+    From Python 3.12 no thread starts once the interpreter is ending (``atexit`` callbacks,
+    where a plain script's session ends): ``Thread.start`` raises there, so the call runs
+    on this thread instead. Returns the started thread, or None when ``call`` has run here.
+
+    Examples
+    --------
+    >>> done = []
+    >>> thread = run_aside(lambda: done.append(1), "example")
+    >>> thread.join(); done
+    [1]
+    """
+    thread = threading.Thread(target=call, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError as exc:
+        if "interpreter shutdown" not in str(exc):
+            raise
+        try:
+            call()
+        except Exception:  # as a thread's would, its failure ends only the call, and nothing prints at exit
+            log.debug("%s failed at interpreter exit", name, exc_info=True)
+        return None
+    return thread
+
+
 def _bounded(call: Any, seconds: float, what: str) -> None:
-    """Run ``call`` on a daemon thread and wait at most ``seconds`` for it."""
+    """Run ``call`` on a daemon thread and wait at most ``seconds`` for it (at interpreter exit, here)."""
     def run() -> None:
         try:
             call()
         except Exception:
             log.debug("%s failed", what, exc_info=True)
 
-    worker = threading.Thread(target=run, name=f"workbench-{what.replace(' ', '-')}", daemon=True)
-    worker.start()
+    worker = run_aside(run, f"workbench-{what.replace(' ', '-')}")
+    if worker is None:
+        return
     worker.join(seconds)
     if worker.is_alive():
         log.info("%s took more than %.1f s; going on without it", what, seconds)
