@@ -271,6 +271,19 @@ class LabServer:
         self.stop()
 
 
+def write_notebook(path: Path, *sources: str) -> Path:
+    """Write a notebook of code cells (no outputs, the python3 kernel) at ``path``."""
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {},
+                   "outputs": [], "source": source} for i, source in enumerate(sources)],
+        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                    "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    return path
+
+
 @contextmanager
 def served(notebooks: Path) -> Iterator[LabServer]:
     """A started :class:`LabServer` for ``notebooks``, stopped on exit, which must be clean.

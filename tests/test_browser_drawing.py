@@ -16,14 +16,13 @@ Not timed: the settling waits only give the page time to do something it must no
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from .browser_support import JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served
+from .browser_support import JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, write_notebook
 from .helpers import wait_for
 from . import test_browser
 from .test_browser import evidence_on_failure
@@ -83,22 +82,13 @@ JS_WHERE = """() => {
 }"""
 
 
-def _notebook(folder: Path) -> None:
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
-             for source in (GRID_CELL, SPACER_CELL)]
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                            "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    (folder / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
-
-
 #: Chromium on this module's ``lab``, as in tests/test_browser.py.
 page = test_browser.page
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[LabServer]:
-    _notebook(tmp_path)
+    write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
     with served(tmp_path) as server:
         yield server
 

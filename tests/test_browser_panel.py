@@ -33,7 +33,6 @@ exceptions are collected for every test).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -47,7 +46,7 @@ import pytest
 
 from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium,
-    save_screenshot, served,
+    save_screenshot, served, write_notebook,
 )
 from .helpers import family_of, wait_for
 
@@ -73,23 +72,13 @@ BUTTON = 'from workbench.views.sparkui import SparkUIButton, ui_port\n' \
          'SparkUIButton(port=ui_port(spark.sparkContext.uiWebUrl), path="/StreamingQuery/", title="all queries")'
 
 
-def _notebook(*sources: str) -> dict:
-    return {
-        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {},
-                   "outputs": [], "source": source} for i, source in enumerate(sources)],
-        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                    "name": "python3"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Iterator[LabServer]:
     folder = tmp_path_factory.mktemp("panel-notebooks")
-    (folder / "panel.ipynb").write_text(json.dumps(_notebook(LOAD, NUMBERS, LETTERS, "1 + 1", BUTTON)))
-    (folder / "plain.ipynb").write_text(json.dumps(_notebook("1 + 1")))
-    (folder / "kill.ipynb").write_text(json.dumps(_notebook(LOAD, TICKS)))
-    (folder / "connect.ipynb").write_text(json.dumps(_notebook(CONNECT, MONITORED)))
+    write_notebook(folder / "panel.ipynb", LOAD, NUMBERS, LETTERS, "1 + 1", BUTTON)
+    write_notebook(folder / "plain.ipynb", "1 + 1")
+    write_notebook(folder / "kill.ipynb", LOAD, TICKS)
+    write_notebook(folder / "connect.ipynb", CONNECT, MONITORED)
     with served(folder) as server:
         yield server
 

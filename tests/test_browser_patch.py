@@ -12,14 +12,13 @@ anti-aliasing, with the same points in the chart's data.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from PIL import Image, ImageChops
 
-from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served
+from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, write_notebook
 from .helpers import wait_for
 from . import test_browser
 from .test_browser import evidence_on_failure
@@ -74,20 +73,12 @@ CHANNEL = 16
 SHARE = 0.001
 
 
-def _notebook(folder: Path) -> None:
-    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                           "source": GRID_CELL}],
-                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    (folder / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
-
-
 page = test_browser.page
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[LabServer]:
-    _notebook(tmp_path)
+    write_notebook(tmp_path / NOTEBOOK, GRID_CELL)
     with served(tmp_path) as server:
         yield server
 
