@@ -113,10 +113,10 @@ def held_timers(frame: pd.DataFrame) -> HeldTimers:
     >>> held_timers(frame.head(0)).count
     0
     """
-    keys = list(frame.columns[:list(frame.columns).index("expires_at")])
-    mode = str(frame["time_mode"].iloc[0]) if len(frame) else "none"
     if frame.empty:
-        return HeldTimers(0, mode)
+        return HeldTimers(0, "none")
+    keys = list(frame.columns[:list(frame.columns).index("expires_at")])
+    mode = str(frame["time_mode"].iloc[0])
     first = frame.loc[frame["expires_at"].idxmin()]
     key = ", ".join(str(first[k]) for k in keys)
     watermark = first.get("watermark")
