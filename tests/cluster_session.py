@@ -114,7 +114,7 @@ def part_memory(s: Session) -> dict[str, Any]:
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 6).option("numPartitions", 2).load()'
           '.groupBy((F.col("value") % 3).alias("k")).count()')
     handle = s.handle("counts")
-    wait(lambda: handle.progress.total >= 2 * RECENT_PROGRESS_LIMIT + 1, 120, "7 batches")
+    wait(lambda: handle.progress.total > RECENT_PROGRESS_LIMIT, 120, f"{RECENT_PROGRESS_LIMIT + 1} batches")
     recent = len(handle.query.recentProgress)
     s.run("%stream stop counts")
     monitor = s.view("counts")

@@ -81,7 +81,7 @@ def test_memory_sink_monitor_and_a_history_past_sparks_limit(where):
     batches = memory["batches"]
     # Spark kept only the last few progress updates; the history has every batch.
     assert memory["recent_progress"] <= RECENT_PROGRESS_LIMIT - 1
-    assert batches == list(range(len(batches))) and len(batches) > 2 * RECENT_PROGRESS_LIMIT
+    assert batches == list(range(len(batches))) and len(batches) > RECENT_PROGRESS_LIMIT
     assert set(memory["rows"]) == {6} and set(memory["state_rows"]) == {3}
     # Complete mode: the table holds every row counted, values 0..6n-1 split over 3 keys...
     expected = {str(k): 2 * len(batches) for k in range(3)}
