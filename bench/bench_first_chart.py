@@ -16,9 +16,13 @@ Starts a private JupyterLab (tests/browser_support.py) and drives it in headless
   parts: "Run all" to ``workbench.session()`` returning (the first cell), to the first
   stream's start, to the end of its batch 0 (progress ``timestamp`` + ``batchDuration``),
   and from there to the point in the page;
-- **every notebook** (``--notebooks``, instead of the above): the same first chart, once,
-  for each notebook of ``notebooks/``, as it is, and the time the whole notebook takes
-  ("no chart" for a notebook whose streams draw none: their panels show tables only);
+- **every notebook** (``--notebooks [NAME ...]``, instead of the above): what a user sees
+  after "Run all" in a fresh kernel, once for each notebook of ``notebooks/`` as it is (or
+  those whose names start with a NAME): the time to the first chart that gains a point,
+  wherever it lies in the notebook (the page is tall enough to show every output, as
+  charts draw only where they can be seen), which code cell drew it, the time the whole
+  notebook takes, and the first cell that failed ("no chart" for a notebook whose
+  streams draw none: their panels show tables only);
 - **freshness**: the stream of ``bench_browser.py`` (20 rows per batch, a windowed count,
   a batch every 0.5 s, the default poll interval of 0.5 s) with one monitor; for each
   batch, from its end to its point in the page's plotly data, with its two parts: the
@@ -127,26 +131,89 @@ def first_chart(lab: LabServer, context: Any, index: int, arm: int, timeout: flo
         end_kernel(lab, name)
 
 
-JS_ALL_RUN = ("() => window.jupyterapp.shell.currentWidget.content.widgets"
-              ".every(c => c.model.type !== 'code' || c.model.executionCount !== null)")
+#: For ``--notebooks``: which chart of the page first holds a point, and when "Run all" has
+#: run its course. The page is tall enough to hold every output at once (charts draw, and
+#: the kernel sends them points, only where they can be seen), so the first chart that
+#: gains a point is found wherever it lies, not only in the first grid. "Run all" has run
+#: its course once a cell was seen running and none is running or queued any more (after
+#: an error the kernel skips the rest, which then end as not run).
+JS_WATCH_NOTEBOOK = """() => {
+  const cells = () => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code');
+  window.__firstPoint = null; window.__firstCell = null; window.__busy = false; window.__done = null;
+  window.__firstFrame = null;
+  const tick = () => {
+    const now = Date.now();
+    const all = cells();
+    if (window.__firstFrame === null
+        && document.querySelector('.jp-OutputArea-output .workbench-monitor, .jp-OutputArea-output .workbench-replay-panel')) {
+      window.__firstFrame = now;
+    }
+    if (window.__firstPoint === null) {
+      all.forEach((cell, index) => {
+        if (window.__firstPoint !== null) return;
+        for (const gd of cell.node.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')) {
+          if ((gd.data || []).some(trace => (trace.x || []).length > 0)) {
+            window.__firstPoint = now; window.__firstCell = index; return;
+          }
+        }
+      });
+    }
+    const running = all.some(c => c.model.executionState === 'running');
+    if (running) window.__busy = true;
+    if (window.__busy && !running && window.__done === null) window.__done = now;
+    requestAnimationFrame(tick);
+  };
+  tick();
+}"""
+
+#: For ``--notebooks``: the first code cell (counted among code cells) whose output is an error, or null.
+JS_FIRST_ERROR = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code');
+  const index = cells.findIndex(c => [...Array(c.model.outputs.length).keys()]
+    .some(i => c.model.outputs.get(i).type === 'error'));
+  return index < 0 ? null : index;
+}"""
+
+#: For ``--notebooks``: each code cell's run as JupyterLab recorded it (``recordTiming``):
+#: [started, ended] in ms since the epoch, or null for a cell that did not run.
+JS_CELL_TIMES = """() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code')
+  .map(c => {
+    const times = c.model.getMetadata('execution') || {};
+    const began = times['shell.execute_reply.started'] || times['iopub.execute_input'];
+    const ended = times['shell.execute_reply'];
+    return began && ended ? [Date.parse(began), Date.parse(ended)] : null;
+  })"""
+
+#: Height of the page for ``--notebooks``: every notebook's outputs fit in it at once.
+TALL_PAGE = 30_000
 
 
-def notebook_first_chart(lab: LabServer, context: Any, source: Path, timeout: float) -> tuple[float | None, float]:
-    """On a copy of ``source`` in a fresh kernel, seconds from "Run all" to the first point of any
-    chart (None when the notebook ran to its end without one) and to its last cell's end."""
+def notebook_first_chart(lab: LabServer, context: Any, source: Path, timeout: float) -> dict[str, Any]:
+    """On a copy of ``source`` in a fresh kernel: seconds from "Run all" to the first monitor or
+    replay panel in the page ("first frame"), to the first point of any
+    chart ("first chart", None when the notebook ran to its end without one) and the code cell
+    (0-based, among code cells) that drew it, to the end of the run ("whole notebook"), and the
+    first code cell that failed, if one did ("error in cell"); "timed out" when the run outlasted
+    ``timeout``; and each code cell's start and end ("cells", seconds after the click)."""
     name = f"first-chart-of-{source.name}"
     shutil.copy(source, lab.server_root / name)
     page = Page(context, lab, name)
     try:
-        page.page.evaluate(JS_WATCH_FIRST_POINT)
+        page.page.evaluate(JS_WATCH_NOTEBOOK)
         clicked = page.page.evaluate(JS_RUN_ALL) / 1000
-        # Some notebooks draw no chart (their panels show tables only): their end ends the wait.
-        page.page.wait_for_function(f"() => window.__firstPoint !== null || ({JS_ALL_RUN})()",
-                                    timeout=timeout * 1000, polling=50)
-        shown = page.page.evaluate("() => window.__firstPoint")
-        page.page.wait_for_function(JS_ALL_RUN, timeout=timeout * 1000, polling=250)
-        ended = time.time()
-        return (None if shown is None else shown / 1000 - clicked), ended - clicked
+        timed_out = False
+        try:
+            page.page.wait_for_function("() => window.__done !== null", timeout=timeout * 1000, polling=100)
+        except Exception:  # Playwright's TimeoutError: say so and go on with the next notebook
+            timed_out = True
+        shown, cell, done, frame = page.page.evaluate(
+            "() => [window.__firstPoint, window.__firstCell, window.__done, window.__firstFrame]")
+        return {"first frame": None if frame is None else frame / 1000 - clicked,
+                "first chart": None if shown is None else shown / 1000 - clicked, "chart cell": cell,
+                "whole notebook": None if done is None else done / 1000 - clicked,
+                "error in cell": page.page.evaluate(JS_FIRST_ERROR), "timed out": timed_out,
+                "cells": [None if t is None else (t[0] / 1000 - clicked, t[1] / 1000 - clicked)
+                          for t in page.page.evaluate(JS_CELL_TIMES)]}
     finally:
         page.page.close()
         end_kernel(lab, name)
@@ -169,7 +236,7 @@ def freshness(lab: LabServer, context: Any, batches: int, poll_only: bool) -> li
     try:
         page.run(0)
         page.run(1)
-        page.wait_plots(4)
+        page.wait_plots(1, 4)
         if poll_only:
             page.kernel(POLL_ONLY)
         page.kernel("import time\narrived = {}\nworkbench.stream('one').progress.subscribe("
@@ -207,11 +274,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="fresh kernels to time the first chart in")
     parser.add_argument("--batches", type=int, default=30, help="batches to time freshness over")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a first chart may take")
-    parser.add_argument("--notebooks", action="store_true",
-                        help="instead: the first chart of every notebook in notebooks/ (class archive on), once each")
+    parser.add_argument("--notebooks", nargs="*", metavar="NAME",
+                        help="instead: the first chart of every notebook in notebooks/ (or of those whose "
+                             "names start with a NAME given), class archive on, once each")
     args = parser.parse_args()
-    if args.notebooks:
-        return every_notebook(args.timeout)
+    if args.notebooks is not None:
+        return every_notebook(args.timeout, args.notebooks)
     runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in ARMS}
     fresh: dict[str, list[tuple[float, float]]] = {}
     with lab_and_browser(archive=not args.skip_first_chart) as (lab, browser):
@@ -271,17 +339,37 @@ def lab_and_browser(archive: bool) -> Iterator[tuple[LabServer, Any]]:
             print("clean-up:", "; ".join(problems))
 
 
-def every_notebook(timeout: float) -> None:
-    seconds: dict[str, tuple[float | None, float]] = {}
+def every_notebook(timeout: float, names: list[str]) -> None:
+    sources = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if names:
+        unknown = [n for n in names if not any(s.name.startswith(n) for s in sources)]
+        if unknown:
+            raise SystemExit(f"--notebooks {' '.join(unknown)}: no notebook in notebooks/ starts so; "
+                             f"there are {', '.join(s.name for s in sources)}")
+        sources = [s for s in sources if any(s.name.startswith(n) for n in names)]
+    seconds: dict[str, dict[str, Any]] = {}
     with lab_and_browser(archive=True) as (lab, browser):
-        for source in sorted((ROOT / "notebooks").glob("*.ipynb")):
-            with page_context(browser) as context:
+        for source in sources:
+            with page_context(browser, height=TALL_PAGE) as context:
                 seconds[source.name] = notebook_first_chart(lab, context, source, timeout)
             print(f"{source.name}: {seconds[source.name]}", flush=True)
-    print('"Run all" in a fresh kernel, Spark start included: first chart (target <= 8 s) and whole notebook')
-    for name, (first, whole) in seconds.items():
-        shown = f"{first:6.2f} s" if first is not None else "no chart"
-        print(f"  {name:42} first chart {shown:>8}   whole notebook {whole:6.1f} s")
+    print('"Run all" in a fresh kernel, Spark start included, seconds after the click: first monitor or replay '
+          "panel in the page, first chart with a point (target <= 8 s), whole notebook")
+    for name, run in seconds.items():
+        first = (f"{run['first chart']:6.2f} s (code cell {run['chart cell']})" if run["first chart"] is not None
+                 else "no chart")
+        whole = f"{run['whole notebook']:6.1f} s" if run["whole notebook"] is not None else "-"
+        frame = f"{run['first frame']:6.2f} s" if run["first frame"] is not None else "none"
+        notes = (["TIMED OUT"] if run["timed out"] else []) + (
+            [f"error in code cell {run['error in cell']}"] if run["error in cell"] is not None else [])
+        print(f"  {name:42} first panel {frame:>8}   first chart {first:>22}   whole notebook {whole:>8}  "
+              + "; ".join(notes))
+    print("where the time went up to each first chart (code cells that took >= 0.3 s: index started-ended, s):")
+    for name, run in seconds.items():
+        until = run["first chart"] if run["first chart"] is not None else math.inf
+        slow = [f"[{i}] {t[0]:.1f}-{t[1]:.1f}" for i, t in enumerate(run["cells"])
+                if t is not None and t[0] < until and t[1] - t[0] >= 0.3]
+        print(f"  {name:42} " + ", ".join(slow))
 
 
 if __name__ == "__main__":

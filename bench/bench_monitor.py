@@ -13,18 +13,23 @@ Prints, measured side by side in one run:
 - freshness: delay from a batch's end (progress ``timestamp`` + ``batchDuration``) to its
   point being in the figure data (target p95 <= poll interval + 100 ms);
 - responsiveness: round trip of a trivial cell in a real kernel (jupyter_client) while 4
-  monitors update, next to the same kernel before any stream (target p95 <= 50 ms).
+  monitors update, next to the same kernel before any stream (target p95 <= 50 ms);
+- messages: comm messages (widget state and chart data) the same kernel sends per second
+  while its 4 streams run as fast as Spark can, against the batches they run: bursts of
+  batches are drawn together, so the messages do not follow the batch rate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -127,6 +132,25 @@ KERNEL_SETUP = textwrap.dedent(
     """
 )
 
+#: Counts every comm message the kernel publishes (widget state and custom messages, all widgets).
+KERNEL_COUNT_MESSAGES = textwrap.dedent(
+    """
+    import collections, time as _time
+    _sent = collections.Counter()
+    _Comm = type(monitors[0].charts.comm)
+    _publish = _Comm.publish_msg
+    def _counting(self, msg_type, *args, **kwargs):
+        _sent[msg_type] += 1
+        return _publish(self, msg_type, *args, **kwargs)
+    _Comm.publish_msg = _counting
+    _began, _batches = _time.monotonic(), sum(h.progress.total for h in handles)
+    """
+)
+
+#: Prints comm messages, batches and seconds since KERNEL_COUNT_MESSAGES, as JSON.
+KERNEL_MESSAGES_SINCE = ("import json; print(json.dumps([_sent['comm_msg'], sum(h.progress.total for h in handles)"
+                         " - _batches, _time.monotonic() - _began])); _Comm.publish_msg = _publish")
+
 KERNEL_MONITORS = textwrap.dedent(
     """
     monitors = [h.monitor(window=60) for h in handles]
@@ -147,7 +171,7 @@ def round_trips(client, count: int) -> list[float]:
     return times
 
 
-def responsiveness(count: int, settle: float) -> dict[str, list[float]]:
+def responsiveness(count: int, settle: float, message_seconds: float = 10.0) -> dict[str, Any]:
     from jupyter_client.manager import start_new_kernel
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -162,6 +186,12 @@ def responsiveness(count: int, settle: float) -> dict[str, list[float]]:
         client.execute_interactive(KERNEL_MONITORS, timeout=60, output_hook=lambda msg: None)
         time.sleep(3)
         busy = round_trips(client, count)
+        client.execute_interactive(KERNEL_COUNT_MESSAGES, timeout=30, output_hook=lambda msg: None)
+        time.sleep(message_seconds)  # the streams run as fast as Spark can; the kernel counts
+        counted: list[str] = []
+        client.execute_interactive(KERNEL_MESSAGES_SINCE, timeout=30, output_hook=lambda msg: counted.append(
+            msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None)
+        messages, batches, seconds = json.loads("".join(counted))
         client.execute_interactive(
             "print(sum(h.progress.total for h in handles), sum(m.running for m in monitors))",
             timeout=30, output_hook=lambda msg: print("  kernel: batches, live monitors =",
@@ -169,7 +199,8 @@ def responsiveness(count: int, settle: float) -> dict[str, list[float]]:
             if msg["msg_type"] == "stream" else None,
         )
         client.execute_interactive("workbench.stop_all()", timeout=60, output_hook=lambda msg: None)
-        return {"idle": idle, "streams": streams_only, "busy": busy}
+        return {"idle": idle, "streams": streams_only, "busy": busy,
+                "messages": {"messages": messages, "batches": batches, "seconds": seconds}}
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=False)
@@ -211,6 +242,12 @@ def main() -> None:
           f"p95 {p95(streams_only) * 1000:.1f} ms")
     print(f"  + 4 live monitors:   median {statistics.median(busy) * 1000:.1f} ms, p95 {p95(busy) * 1000:.1f} ms"
           f"  (target p95 <= 50 ms: {'met' if p95(busy) <= 0.050 else 'NOT met'})")
+    sent = trips["messages"]
+    rate = sent["messages"] / sent["seconds"]
+    print(f"messages: comm messages the kernel sent while 4 streams ran as fast as Spark can, with 4 live monitors, "
+          f"over {sent['seconds']:.1f} s")
+    print(f"  {sent['batches'] / sent['seconds']:.1f} batches/s in all, {rate:.1f} messages/s in all, "
+          f"{rate / 4:.1f} per monitor per second, {sent['messages'] / max(1, sent['batches']):.2f} per batch")
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@
 The session-wide listener wakes the poller of the stream whose batch ended; the poll
 stays as the fallback, and wakes are coalesced so that a fast stream is read (and drawn)
 a few times a second, not once per batch. The warm-up runs a tiny query in a session of
-its own, which none of the places that list a user's streams shows.
+its own, which none of the places that list a user's streams shows; the Spark UI, which
+lists every query of the JVM, names it as the workbench's own.
 """
 
 from __future__ import annotations
 
 import threading
+import urllib.request
 
 import pytest
 
@@ -148,6 +150,35 @@ def test_a_batch_is_drawn_on_its_progress_event_with_an_hour_long_poll(env, rate
     assert ids == list(range(len(ids)))
 
 
+def test_batches_read_in_one_tick_reach_the_page_in_one_message(env, rate_stream):
+    from workbench.views.monitor import StreamMonitor
+
+    handle = env.start(rate_stream(), "burst", trigger="0.1 seconds", poll_interval=HOUR)
+    # Neither the poll nor Spark's events read the batches: the test reads them, in one go.
+    env.watcher.recorder.release(handle.run_id, wake=lambda: None)
+    monitor = StreamMonitor(handle)
+    sent: list[dict] = []
+    monitor.charts.send = lambda content, buffers=None: sent.append(content)  # the page's messages
+
+    def drawn(count: int):
+        return (lambda x: x if len(x) >= count else None)(monitor.charts.data("rates")[0])
+
+    try:
+        wait_for(lambda: len(handle.query.recentProgress) >= 6, timeout=120, message="six batches run")
+        wait_for(lambda: drawn(handle.progress.total) is not None, timeout=60, message="what was read before drawn")
+        earlier = len(sent)
+        read = handle.poller.fill()
+        assert len(read) >= 5
+        wait_for(lambda: drawn(handle.progress.total), timeout=60, message="the burst in the rates chart")
+        burst = sent[earlier:]
+    finally:
+        monitor.close()
+        handle.stop()
+    draws = [m for m in burst if m.get("kind") == "data" and not m.get("reset")]
+    assert len(draws) == 1, [m["charts"]["rates"]["x"] for m in draws]
+    assert draws[0]["charts"]["rates"]["x"] == [r.batch_id for r in read]
+
+
 def test_the_poll_fills_the_history_when_events_are_missed(env, rate_stream):
     handle = env.start(rate_stream(), "polled", trigger="0.2 seconds", poll_interval=0.5)
     heard = []
@@ -196,6 +227,9 @@ def test_a_running_warm_up_is_nobody_s_stream(env, spark, tmp_path):
             shell.run_line_magic("unload_ext", "workbench")
         assert StreamsPublisher(lambda: env, thread=False).snapshot()["streams"] == []
         assert all(run.name != WARM_UP_NAME for run in env.watcher.recorder.runs())
+        # The Spark UI lists every query of the JVM: there it goes by the workbench's name.
+        page = urllib.request.urlopen(f"{spark.sparkContext.uiWebUrl}/StreamingQuery/", timeout=60).read().decode()
+        assert WARM_UP_NAME in page and str(query.runId) in page
     finally:
         warm.stop(timeout=60)
     assert not warm.running and not query.isActive
