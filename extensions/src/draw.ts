@@ -193,10 +193,13 @@ export function drawChart(
       }
     ];
   } else if (live.length > 0) {
+    const steps = growth(spec.layout, traces);
     for (const [name, extent] of Object.entries(extents(spec.layout, traces))) {
       // An axis the user zoomed keeps the range of the draw before (uirevision then keeps
       // the user's); the others get room to grow.
-      const range = state.user.has(name) ? before?.ranges[name] : roomy(name, extent, spec.layout[name] ?? {}, window);
+      const range = state.user.has(name)
+        ? before?.ranges[name]
+        : roomy(name, extent, spec.layout[name] ?? {}, window, steps[name]);
       if (range) {
         state.ranges[name] = range;
         layout[name] = { ...layout[name], range: [...range], autorange: false };
@@ -322,27 +325,57 @@ function managed(axis: Record<string, any>): boolean {
  * A range showing `extent` with room to grow, so that new points mostly land inside it:
  * batch x axes span the chart's `window` of points from the first and a quarter more (a
  * chart filling up keeps its axis), value axes gain a quarter above (and below, unless they
- * start at zero).
+ * start at zero). A value axis whose lines only grow (event times, watermarks, state memory)
+ * moves on by about the same `step` per batch: it also gets room for a quarter of a window
+ * of such steps, so that a chart filling up (a short span, a quarter of it soon passed) does
+ * not redraw in full at almost every batch.
  */
 function roomy(
   name: string,
   [low, high]: [number, number],
   axis: Record<string, any>,
-  window: number
+  window: number,
+  step = 0
 ): [number, number] {
   const span = high - low || Math.abs(high) * 0.1 || 1;
   if (name.startsWith('x')) {
     const end = axis.type === 'date' ? high : Math.max(high, low + window - 1);
     return [low - 0.5, end + 0.5 + Math.max(2, (end - low) / 4)];
   }
+  const room = (step * window) / 4;
   if (axis.rangemode === 'tozero' && low >= 0) {
-    return [0, high + (high / 4 || 1)];
+    return [0, high + Math.max(high / 4 || 1, room)];
   }
-  return [low - span / 10, high + span / 4];
+  return [low - span / 10, high + Math.max(span / 4, room)];
+}
+
+/**
+ * How far each managed value axis moves on per point: the largest rise per point, from its
+ * first value to its last, of a live trace on it whose values never fall (stacked bars
+ * left out: their stacks move).
+ */
+function growth(layout: Record<string, any>, traces: ITrace[]): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const trace of traces) {
+    const name = axisOf(trace, 'y');
+    const axis = layout[name] ?? {};
+    if (trace.type === 'bar' || !managed(axis) || !managed(layout[axisOf(trace, 'x')] ?? {})) {
+      continue;
+    }
+    const values = (trace.y ?? [])
+      .map(value => numeric(value, axis.type === 'date'))
+      .filter((value): value is number => value !== null);
+    if (values.length > 1 && values.every((value, i) => i === 0 || value >= values[i - 1])) {
+      const step = (values[values.length - 1] - values[0]) / (values.length - 1);
+      steps[name] = Math.max(steps[name] ?? 0, step);
+    }
+  }
+  return steps;
 }
 
 /** Whether the points of `traces` fit the ranges of the last full draw, not lost in them. */
 function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], window: number): boolean {
+  const steps = growth(layout, traces);
   for (const [name, extent] of Object.entries(extents(layout, traces))) {
     const range = state.ranges[name];
     if (state.user.has(name)) {
@@ -352,7 +385,7 @@ function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], wi
       return false;
     }
     // Points that shrank to a sliver of their axis (a spike scrolled out of the window).
-    const fresh = roomy(name, extent, layout[name] ?? {}, window);
+    const fresh = roomy(name, extent, layout[name] ?? {}, window, steps[name]);
     if (fresh[1] - fresh[0] < 0.5 * (range[1] - range[0])) {
       return false;
     }

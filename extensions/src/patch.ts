@@ -7,7 +7,12 @@
 // line paths (linear or step `hv`), markers, the `tonexty` band between two lines, stacked
 // bars. This module writes those (one `d` or `transform` attribute per shape, no layout
 // read) and puts the points into the chart's `data`, so that plotly's next draw (a zoom,
-// a full draw, the hover sync in draw.ts) starts from them. Anything else (a trace kind,
+// a full draw, the hover sync in draw.ts) starts from them.
+//
+// What the browser repaints is what changed: an attribute is written only when its value
+// changes, and markers and bars keep the batch (x) they drew, so that when the window moves
+// on, the shape of the batch that left draws the new batch and the others stay untouched
+// (rather than every shape taking its neighbour's place, which repaints them all). Anything else (a trace kind,
 // shape or fill it does not know, a shape plotly has not made yet) makes it answer false:
 // draw.ts then lets plotly draw.
 //
@@ -82,7 +87,7 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     if (trace.type === 'scatter') {
       const points = xs.map((x, i) => pixel(xa, ya, x, ys[i]));
       pixels.set(index, points);
-      if (!scatter(trace, group, points, writes)) {
+      if (!scatter(trace, group, xs, points, writes)) {
         return null;
       }
       if (trace.fill === 'tonexty') {
@@ -155,22 +160,61 @@ function linePath(points: Point[], shape: string): string {
   return path;
 }
 
+/** Batches per path of a patched line (see lineParts). */
+const PART = 8;
+
+/**
+ * A line as several paths, (key, `d`) in order: one per `PART` batches (by x), each from the
+ * last point of the part before. When the window moves on, only the newest part (a point
+ * more) and the oldest (a point less) change, and the browser repaints their boxes, not the
+ * whole line's. Dashed lines, and lines whose x are not all numbers, are one path.
+ */
+function lineParts(xs: Value[], points: Point[], shape: string, dashed: boolean): [string, string][] {
+  // A dash pattern starts again with each path: a dashed line stays whole, as does every line
+  // with `data-workbench-draw="whole"` on the page (what the bench compares with).
+  const whole = dashed || document.documentElement.dataset.workbenchDraw === 'whole';
+  const numbers = !whole && xs.every(x => typeof x === 'number' && Number.isFinite(x));
+  const parts: [string, string][] = [];
+  let start = 0;
+  while (start < points.length) {
+    const key = numbers ? Math.floor((xs[start] as number) / PART) : 0;
+    let end = start + 1;
+    while (end < points.length && numbers && Math.floor((xs[end] as number) / PART) === key) {
+      end++;
+    }
+    if (!numbers) {
+      end = points.length;
+    }
+    const d = linePath(points.slice(Math.max(0, start - 1), end), shape);
+    parts.push([String(key), d || 'M0,0Z']);
+    start = end;
+  }
+  return parts.length > 0 ? parts : [['0', 'M0,0Z']];
+}
+
 /** A scatter trace's line and markers; false when plotly must make a shape first. */
-function scatter(trace: any, group: SVGGElement, points: Point[], writes: Write[]): boolean {
+function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], writes: Write[]): boolean {
   const mode = String(trace.mode ?? '');
   const shape = String(trace.line?.shape ?? 'linear');
   if (shape !== 'linear' && shape !== 'hv') {
     return false;
   }
-  const drawn = points.filter(point => point !== null) as [number, number][];
+  const shown = points.map((point, i) => [point, String(xs[i])] as const).filter(([point]) => point !== null);
+  const drawn = shown.map(([point]) => point) as [number, number][];
   if (mode.includes('lines')) {
-    const path = group.querySelector<SVGPathElement>('.lines > path.js-line');
-    if (!path && drawn.length > 1) {
-      return false; // plotly makes the path with the second point
-    }
-    if (path) {
-      const d = linePath(points, shape);
-      writes.push(() => path.setAttribute('d', d || 'M0,0Z'));
+    const holder = group.querySelector<SVGGElement>('g.lines');
+    const paths = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.js-line')) : [];
+    if (!holder || paths.length === 0) {
+      if (drawn.length > 1) {
+        return false; // plotly makes the path with the second point
+      }
+    } else {
+      const dash = String(trace.line?.dash ?? 'solid');
+      const parts = lineParts(xs, points, shape, dash !== 'solid' && dash !== '');
+      writes.push(() => {
+        const all = place(holder, paths, parts.map(([key]) => key));
+        all.forEach((path, i) => write(path, 'd', parts[i][1]));
+      });
     }
   }
   if (mode.includes('markers')) {
@@ -180,8 +224,8 @@ function scatter(trace: any, group: SVGGElement, points: Point[], writes: Write[
       return false;
     }
     writes.push(() => {
-      const all = resize(holder, markers, drawn.length);
-      all.forEach((marker, i) => marker.setAttribute('transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
+      const all = place(holder, markers, shown.map(([, x]) => x));
+      all.forEach((marker, i) => write(marker, 'transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
     });
   }
   return true;
@@ -209,7 +253,7 @@ function fillBetween(
   const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
   const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
   const fill = fills[0];
-  writes.push(() => fill.setAttribute('d', d));
+  writes.push(() => write(fill, 'd', d));
   return true;
 }
 
@@ -261,8 +305,8 @@ function bars(
     paths.push(`M${visible(x0, x1)},${visible(y0, y1, true)}V${visible(y1, y0, true)}H${visible(x1, x0)}V${visible(y0, y1, true)}Z`);
   }
   writes.push(() => {
-    const all = resize(holder, points, paths.length);
-    all.forEach((point, i) => point.firstElementChild?.setAttribute('d', paths[i]));
+    const all = place(holder, points, xs.map(String));
+    all.forEach((point, i) => point.firstElementChild && write(point.firstElementChild, 'd', paths[i]));
   });
   return true;
 }
@@ -298,16 +342,52 @@ function barWidth(traces: ITrace[], live: number[]): number {
   return Number.isFinite(step) ? step : 1;
 }
 
-/** `count` shapes in `holder`: the existing ones, more cloned from the last, the rest removed. */
-function resize<T extends Element>(holder: Element, shapes: T[], count: number): T[] {
-  const all = shapes.slice(0, count);
-  for (const extra of shapes.slice(count)) {
-    extra.remove();
+/** Set an attribute only when its value changes (an unchanged shape is not repainted). */
+function write(element: Element, name: string, value: string): void {
+  if (element.getAttribute(name) !== value) {
+    element.setAttribute(name, value);
   }
-  while (all.length < count && shapes.length > 0) {
-    const copy = shapes[shapes.length - 1].cloneNode(true) as T;
+}
+
+/** The x (batch) each marker or bar shape of a patched chart drew last. */
+const drawnAt = new WeakMap<Element, string>();
+
+/**
+ * One shape in `holder` per key (the points' x values, in order): a shape that drew the
+ * same x before draws it again; the others take the shapes left over, then copies of the
+ * last shape; shapes still left over are removed.
+ */
+function place<T extends Element>(holder: Element, shapes: T[], keys: string[]): T[] {
+  const byKey = new Map<string, T>();
+  const spare: T[] = [];
+  for (const shape of shapes) {
+    const key = drawnAt.get(shape);
+    if (key !== undefined && !byKey.has(key)) {
+      byKey.set(key, shape);
+    } else {
+      spare.push(shape);
+    }
+  }
+  const kept = keys.map(key => {
+    const shape = byKey.get(key);
+    byKey.delete(key);
+    return shape;
+  });
+  spare.push(...byKey.values());
+  const template = shapes[shapes.length - 1];
+  const all = kept.map(shape => {
+    if (shape) {
+      return shape;
+    }
+    const reused = spare.shift();
+    if (reused) {
+      return reused;
+    }
+    const copy = template.cloneNode(true) as T;
     holder.appendChild(copy);
-    all.push(copy);
-  }
+    return copy;
+  });
+  spare.forEach(shape => shape.remove());
+  all.forEach((shape, i) => drawnAt.set(shape, keys[i]));
   return all;
 }
