@@ -42,7 +42,9 @@ def send(batch):
     at = datetime.datetime(2026, 1, 1, 10, 0) + datetime.timedelta(seconds=batch)
     text = lambda t: t.strftime("%Y-%m-%d %H:%M:%S.%f")
     grid.extend({
-        "watermark": ([batch], [[text(at)], [text(at + datetime.timedelta(seconds=4))],
+        # No event times for the first batches (a stream's first batch reads no rows).
+        "watermark": ([batch], [[text(at) if batch >= 25 else None],
+                                [text(at + datetime.timedelta(seconds=4)) if batch >= 25 else None],
                                 [text(at - datetime.timedelta(seconds=10)) if batch else None], [10 + batch % 3]]),
         "state": ([batch], [[batch % 5 + 2], [batch % 3], [batch % 2], [0], [4000 + 100 * (batch % 4)]]),
         "latency": ([batch], [[300 + 40 * (batch % 5)], [2], [5], [20 + batch % 7], [30], [15], [400 + 40 * (batch % 5)]]),

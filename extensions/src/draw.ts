@@ -175,6 +175,11 @@ export function drawChart(
   // uirevision keeps the user's zoom, pan and legend choices across updates; after an
   // autoscale it changes, else plotly would keep autoscaling over the ranges set here.
   const layout: Record<string, any> = { ...spec.layout, uirevision: `${spec.key}:${state.epoch}` };
+  for (const name of axisNames(layout)) {
+    // plotly writes the ranges it autoscaled into the axes it is given: not into the spec's,
+    // which would then look fixed (not managed) to every later update.
+    layout[name] = { ...layout[name] };
+  }
   if (!points) {
     // No fake axes before the first batch: hide them and say what the chart waits for.
     for (const name of axisNames(layout)) {

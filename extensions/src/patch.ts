@@ -246,8 +246,8 @@ function fillBetween(
   if (fills.length !== 1 || belowTrace.fill !== 'none' || !linear(trace) || !linear(belowTrace)) {
     return false;
   }
-  if (points.some(point => point === null) || below.some(point => point === null)) {
-    return false; // gaps split a band: plotly's job
+  if (!oneRun(points) || !oneRun(below)) {
+    return false; // gaps split a band: plotly's job (missing points at either end do not)
   }
   const top = linePath(points, 'linear');
   const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
@@ -255,6 +255,13 @@ function fillBetween(
   const fill = fills[0];
   writes.push(() => write(fill, 'd', d));
   return true;
+}
+
+/** Whether the points present are all in one run (what is missing is at the ends). */
+function oneRun(points: Point[]): boolean {
+  const first = points.findIndex(point => point !== null);
+  const last = points.length - 1 - [...points].reverse().findIndex(point => point !== null);
+  return first < 0 || points.slice(first, last + 1).every(point => point !== null);
 }
 
 /**
