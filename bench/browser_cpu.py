@@ -22,7 +22,8 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
   enough for all forty charts: charts out of view get no points), then the time from a click on one's Stop button to the
   button answering (disabled by the kernel), measured in the page.
 
-Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
+Measured per phase, after a 3-second pause for the phase's change to pass and a forced
+garbage collection (the garbage of the phase before is not billed to it): Chromium's CPU
 (user + system of all its processes, ``psutil``) per minute and per batch, and Chrome's own
 counters for the page (CDP ``Performance.getMetrics``: task, script, style and layout time,
 layout count). Targets: <= 30 ms of browser CPU per
@@ -140,6 +141,8 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
         return int(page.evaluate(JS_KERNEL, f"print(workbench.stream({stream!r}).progress.total)"))
 
     page.wait_for_timeout(3000)  # let the phase's change (a draw, a hide) pass
+    # The garbage of the phase before is collected now, not billed to this one.
+    cdp.send("HeapProfiler.collectGarbage")
     b0, d0, c0, m0, t0 = batches(), page.evaluate(JS_DRAW_COUNTS), chromium_cpu(), _page_metrics(cdp), time.monotonic()
     page.wait_for_timeout(seconds * 1000)
     c1, m1, t1, d1 = chromium_cpu(), _page_metrics(cdp), time.monotonic(), page.evaluate(JS_DRAW_COUNTS)

@@ -142,22 +142,25 @@ export function drawChart(
     within(before, spec.layout, traces, window)
   ) {
     // Only points changed and they fit the axes: write them into the SVG, or redraw the
-    // traces alone with plotly.
-    count(div, 'pointDraws');
-    if (!before.inside && !plotlyOnly() && patchPoints(gd, traces, live)) {
-      before.patched = true;
-      count(div, 'patchedDraws');
+    // traces alone with plotly; when plotly has yet to make a shape they need (a line that
+    // had no points at its last full draw), draw in full below, which makes it.
+    const patched = !before.inside && !plotlyOnly() ? patchPoints(gd, traces, live) : 'plotly';
+    if (patched !== 'missing') {
+      count(div, 'pointDraws');
+      before.patched = patched === 'patched';
+      if (before.patched) {
+        count(div, 'patchedDraws');
+        return;
+      }
+      const update = plotly.animate(
+        div,
+        { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
+        { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
+      );
+      // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
+      Promise.resolve(update).catch(() => undefined);
       return;
     }
-    before.patched = false;
-    const update = plotly.animate(
-      div,
-      { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
-      { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
-    );
-    // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
-    Promise.resolve(update).catch(() => undefined);
-    return;
   }
   const state: IDrawn = {
     spec,

@@ -13,8 +13,9 @@
 // changes, and markers and bars keep the batch (x) they drew, so that when the window moves
 // on, the shape of the batch that left draws the new batch and the others stay untouched
 // (rather than every shape taking its neighbour's place, which repaints them all). Anything else (a trace kind,
-// shape or fill it does not know, a shape plotly has not made yet) makes it answer false:
-// draw.ts then lets plotly draw.
+// shape or fill it does not know) makes it answer 'plotly': draw.ts then lets plotly draw the
+// points; a shape plotly has not made yet (a line that had no points at plotly's last draw)
+// makes it answer 'missing': draw.ts then has plotly draw the chart in full, which makes it.
 //
 // Plotly's hover reads its own calc data, which this leaves as the last plotly draw made
 // it: draw.ts has plotly draw once when the pointer enters the chart, and draws every
@@ -36,15 +37,24 @@ type Point = [number, number] | null;
 type Write = () => void;
 
 /**
- * Draw the live traces' new points into `gd` (a chart plotly drew); false, with nothing
- * written, when some trace needs plotly. `traces` are the chart's traces with their points,
- * `live` the indexes of the live ones.
+ * What `patchPoints` did: drew the points, found a shape plotly has not made yet (a line
+ * without points at plotly's last draw: a full draw makes it), or left a trace to plotly.
  */
-export function patchPoints(gd: any, traces: ITrace[], live: number[]): boolean {
+export type PatchResult = 'patched' | 'missing' | 'plotly';
+
+/** Thrown when a shape the points need is not there yet. */
+class MissingShape extends Error {}
+
+/**
+ * Draw the live traces' new points into `gd` (a chart plotly drew); nothing is written
+ * unless it answers 'patched'. `traces` are the chart's traces with their points, `live`
+ * the indexes of the live ones.
+ */
+export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
   try {
     const writes = plan(gd, traces, live);
     if (!writes) {
-      return false;
+      return 'plotly';
     }
     writes.forEach(write => write());
     for (const index of live) {
@@ -52,9 +62,9 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): boolean 
       gd.data[index].x = traces[index].x;
       gd.data[index].y = traces[index].y;
     }
-    return true;
-  } catch {
-    return false; // a plotly it does not know: plotly draws
+    return 'patched';
+  } catch (error) {
+    return error instanceof MissingShape ? 'missing' : 'plotly'; // else a plotly it does not know
   }
 }
 
@@ -79,8 +89,11 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     const group = groups.get(index);
     const xa: IAxis | undefined = layout[axisName(trace.xaxis)];
     const ya: IAxis | undefined = layout[axisName(trace.yaxis)];
-    if (trace.visible !== true || !group || !xa || !ya) {
+    if (trace.visible !== true || !xa || !ya) {
       return null;
+    }
+    if (!group) {
+      throw new MissingShape();
     }
     const xs = traces[index].x ?? [];
     const ys = traces[index].y ?? [];
@@ -93,6 +106,9 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
       if (trace.fill === 'tonexty') {
         const below = index > 0 ? pixels.get(index - 1) : undefined;
         const band = below && full[index - 1].type === 'scatter' ? groups.get(index - 1) : undefined;
+        if (below && !band) {
+          throw new MissingShape();
+        }
         if (!below || !band || !fillBetween(trace, full[index - 1], band, points, below, writes)) {
           return null;
         }
@@ -206,7 +222,7 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
     const paths = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.js-line')) : [];
     if (!holder || paths.length === 0) {
       if (drawn.length > 1) {
-        return false; // plotly makes the path with the second point
+        throw new MissingShape(); // plotly makes the path with the second point
       }
     } else {
       const dash = String(trace.line?.dash ?? 'solid');
@@ -221,7 +237,7 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
     const holder = group.querySelector<SVGGElement>('g.points');
     const markers = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.point')) : [];
     if (!holder || (markers.length === 0 && drawn.length > 0)) {
-      return false;
+      throw new MissingShape();
     }
     writes.push(() => {
       const all = place(holder, markers, shown.map(([, x]) => x));
@@ -243,6 +259,9 @@ function fillBetween(
   // plotly draws a trace's tonexty band in the group of the trace before it.
   const fills = belowGroup.querySelectorAll<SVGPathElement>('.fills path.js-fill');
   const linear = (t: any) => String(t.line?.shape ?? 'linear') === 'linear';
+  if (fills.length === 0 && points.some(point => point !== null) && below.some(point => point !== null)) {
+    throw new MissingShape();
+  }
   if (fills.length !== 1 || belowTrace.fill !== 'none' || !linear(trace) || !linear(belowTrace)) {
     return false;
   }
@@ -287,8 +306,11 @@ function bars(
   const width = barWidth(traces, live) * (1 - Number(layout.bargap ?? 0.2));
   const holder = group.querySelector<SVGGElement>('g.points');
   const points = holder ? Array.from(holder.querySelectorAll<SVGGElement>(':scope > g.point')) : [];
-  if (!holder || !Number.isFinite(width) || (points.length === 0 && xs.length > 0)) {
+  if (!Number.isFinite(width)) {
     return false;
+  }
+  if (!holder || (points.length === 0 && xs.length > 0)) {
+    throw new MissingShape();
   }
   const key = `${trace.xaxis}${trace.yaxis}`;
   const tops = stacks.get(key) ?? new Map<number, number>();
