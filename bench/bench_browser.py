@@ -434,6 +434,9 @@ def main() -> None:
                         help=f"seconds per phase of the '{BROWSER_CPU}' arm (bench/browser_cpu.py)")
     parser.add_argument("--heap-minutes", type=float, default=5.0,
                         help=f"minutes of the '{BROWSER_CPU}' arm's heap phase (0: none)")
+    parser.add_argument("--trace-seconds", type=float, default=0.0,
+                        help=f"seconds of a Chromium trace after the '{BROWSER_CPU}' arm's visible and out-of-view "
+                             "phases, summarised by event (0: none)")
     parser.add_argument("--draw-timeout", type=float, default=300.0,
                         help="seconds a monitor's first draw may take")
     parser.add_argument("--ten-timeout", type=float, default=300.0,
@@ -453,7 +456,8 @@ def main() -> None:
             try:
                 for arm in args.arms.split(","):
                     if arm == BROWSER_CPU:
-                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes)
+                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes,
+                                                          args.trace_seconds)
                         print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
                         continue
                     if arm == NO_EXTENSION:

@@ -9,6 +9,9 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **visible, plotly only**: the same, with every update drawn by plotly
   (``data-workbench-draw="plotly"`` on the page; new points are otherwise written into the
   charts' SVG, ``extensions/src/patch.ts``);
+- **visible, whole lines**: the same, with each patched line written as one path
+  (``data-workbench-draw="whole"``; otherwise a line is a path per eight batches, and only
+  the newest and oldest change per batch);
 - **out of view**: the same, scrolled out of view (below a tall output);
 - **hidden**: the same, the notebook's tab behind a Launcher tab;
 - **heap**: the monitor visible again for ``--heap-minutes`` (5 by default, a shortened
@@ -19,7 +22,8 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
   enough for all forty charts: charts out of view get no points), then the time from a click on one's Stop button to the
   button answering (disabled by the kernel), measured in the page.
 
-Measured per phase, after a 3-second pause for the phase's change to pass: Chromium's CPU
+Measured per phase, after a 3-second pause for the phase's change to pass and a forced
+garbage collection (the garbage of the phase before is not billed to it): Chromium's CPU
 (user + system of all its processes, ``psutil``) per minute and per batch, and Chrome's own
 counters for the page (CDP ``Performance.getMetrics``: task, script, style and layout time,
 layout count). Targets: <= 30 ms of browser CPU per
@@ -88,6 +92,22 @@ JS_STOP_ANSWER = """(index) => new Promise(resolve => {
 #: Monitor charts with points on the page.
 JS_CHARTS_WITH_POINTS = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
   .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length"""
+#: The page's chart draws so far, by kind (the counters draw.ts keeps on each chart).
+JS_DRAW_COUNTS = """() => {
+  const sum = kind => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
+    .reduce((total, gd) => total + Number(gd.dataset[kind] || 0), 0);
+  const byChart = {};
+  for (const gd of document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')) {
+    const [full, points] = byChart[gd.dataset.chart] || [0, 0];
+    byChart[gd.dataset.chart] = [full + Number(gd.dataset.fullDraws || 0),
+                                 points + Number(gd.dataset.pointDraws || 0) - Number(gd.dataset.patchedDraws || 0)];
+  }
+  return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), byChart};
+}"""
+#: The page's running animations: their names and the classes of what they animate.
+JS_ANIMATIONS = """() => document.getAnimations().filter(a => a.playState === 'running').slice(0, 5)
+  .map(a => `${a.animationName || a.transitionProperty || a.id || 'animation'} on ${
+    a.effect && a.effect.target ? a.effect.target.className : '?'}`)"""
 #: The kernel's output (the notebook need not be the current tab).
 JS_KERNEL = JS_KERNEL_PRINT.replace("window.jupyterapp.shell.currentWidget", "window.benchPanel")
 
@@ -121,9 +141,11 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
         return int(page.evaluate(JS_KERNEL, f"print(workbench.stream({stream!r}).progress.total)"))
 
     page.wait_for_timeout(3000)  # let the phase's change (a draw, a hide) pass
-    b0, c0, m0, t0 = batches(), chromium_cpu(), _page_metrics(cdp), time.monotonic()
+    # The garbage of the phase before is collected now, not billed to this one.
+    cdp.send("HeapProfiler.collectGarbage")
+    b0, d0, c0, m0, t0 = batches(), page.evaluate(JS_DRAW_COUNTS), chromium_cpu(), _page_metrics(cdp), time.monotonic()
     page.wait_for_timeout(seconds * 1000)
-    c1, m1, t1 = chromium_cpu(), _page_metrics(cdp), time.monotonic()
+    c1, m1, t1, d1 = chromium_cpu(), _page_metrics(cdp), time.monotonic(), page.evaluate(JS_DRAW_COUNTS)
     count = max(1, batches() - b0)
     per_minute = 60.0 / (t1 - t0)
     spent = {kind: 0.0 for kind in KINDS}
@@ -136,8 +158,100 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     for name in METRICS:
         result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
     result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
+    for kind in ("full", "points", "patched"):  # chart draws per batch: plotly's full ones, points only, patched
+        result[f"{kind} draws/batch"] = (d1[kind] - d0[kind]) / count
+    # Per chart: full draws, and point draws plotly made (not patched).
+    result["full, plotly point draws by chart"] = {
+        key: [now - then for now, then in zip(d1["byChart"][key], d0["byChart"].get(key, [0, 0]))]
+        for key in d1["byChart"]}
+    # CSS animations or transitions running at the phase's end (a spinner keeps the page drawing frames).
+    result["animations"] = page.evaluate(JS_ANIMATIONS)
     print(f"  phase: {json.dumps(result)}", flush=True)  # kept if a later phase fails
     return result
+
+
+#: Trace categories of ``--trace-seconds``: the renderer's tasks, paint, raster and compositing.
+TRACE_CATEGORIES = ["toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline", "cc", "viz", "blink"]
+
+
+def trace_breakdown(raw: bytes, seconds: float, top: int = 30) -> list[tuple[str, str, float, float]]:
+    """The costliest (thread, event) pairs of a Chromium trace: ms of thread CPU per minute, count per minute.
+
+    Nested events count in each of their ancestors too: the list says where time goes, not
+    a sum. Threads are named without their numbers (the raster workers add up).
+    """
+    events = json.loads(raw)
+    events = events.get("traceEvents", []) if isinstance(events, dict) else events
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    spent: dict[tuple[str, str], float] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for event in events:
+        if event.get("ph") != "X":
+            continue
+        key = (threads.get((event["pid"], event["tid"]), "?").rstrip("0123456789/"), event["name"])
+        spent[key] = spent.get(key, 0.0) + event.get("tdur", event.get("dur", 0)) / 1000
+        counts[key] = counts.get(key, 0) + 1
+    per_minute = 60.0 / seconds
+    ranked = sorted(spent.items(), key=lambda item: -item[1])[:top]
+    return [(thread, name, ms * per_minute, counts[(thread, name)] * per_minute) for (thread, name), ms in ranked]
+
+
+def script_breakdown(profile: dict[str, Any], seconds: float, top: int = 15) -> list[tuple[str, float, float]]:
+    """The page's JS functions with the most time in a CDP ``Profiler`` profile: (where, self, total) in ms per minute.
+
+    Total time counts what a function's callees spend (once per function, however deep it
+    recurses); the idle and garbage-collector entries are left out.
+    """
+    nodes = {node["id"]: node for node in profile["nodes"]}
+    interval = (profile["endTime"] - profile["startTime"]) / max(1, len(profile["samples"])) / 1000
+    parent = {child: node["id"] for node in profile["nodes"] for child in node.get("children", [])}
+
+    def where(node: dict[str, Any]) -> str:
+        frame = node["callFrame"]
+        return f"{frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1].split('?')[0]}:{frame['lineNumber'] + 1}"
+
+    own: dict[str, float] = {}
+    total: dict[str, float] = {}
+    for node in profile["nodes"]:
+        ms = node.get("hitCount", 0) * interval
+        if not ms or where(node).startswith(("(idle)", "(garbage")):
+            continue
+        own[where(node)] = own.get(where(node), 0.0) + ms
+        seen, current = set(), node["id"]
+        while current is not None:  # the node and its callers, each function once
+            name = where(nodes[current])
+            if name not in seen:
+                seen.add(name)
+                total[name] = total.get(name, 0.0) + ms
+            current = parent.get(current)
+    per_minute = 60.0 / seconds
+    ranked = sorted(total, key=lambda name: -total[name])[:top]
+    return [(name, own.get(name, 0.0) * per_minute, total[name] * per_minute) for name in ranked]
+
+
+def _trace(browser: Any, page: Any, cdp: Any, seconds: float) -> dict[str, list[Any]]:
+    """A Chromium trace of the page for ``seconds`` (trace_breakdown), then a JS profile as long (script_breakdown)."""
+    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+    page.wait_for_timeout(seconds * 1000)
+    events = trace_breakdown(browser.stop_tracing(), seconds)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+    cdp.send("Profiler.start")
+    page.wait_for_timeout(seconds * 1000)
+    profile = cdp.send("Profiler.stop")["profile"]
+    cdp.send("Profiler.disable")
+    return {"events": events, "script": script_breakdown(profile, seconds)}
+
+
+def print_trace(phase: str, trace: dict[str, list[Any]]) -> None:
+    """A trace's costliest events and JS functions, one a line."""
+    print(f"trace of '{phase}': thread CPU per minute by event (nested events count in their parents too)")
+    for thread, name, ms, count in trace["events"]:
+        print(f"  {ms:8.0f} ms {count:7.0f}x  {thread:30} {name}")
+    print(f"JS time per minute by function ('{phase}'): self, total (with what it calls)")
+    for where, own, total in trace["script"]:
+        print(f"  {own:8.0f} ms {total:8.0f} ms  {where}")
 
 
 def _heap_mb(cdp: Any) -> float:
@@ -155,11 +269,12 @@ def _heap(page: Any, cdp: Any, minutes: float) -> dict[str, float]:
 
 def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
                         notebook: Callable[[list[str]], dict[str, Any]],
-                        heap_minutes: float = 5.0) -> dict[str, dict[str, float]]:
+                        heap_minutes: float = 5.0, trace_seconds: float = 0.0) -> dict[str, dict[str, float]]:
     """The phases (visible, out of view, hidden, heap, ten monitors, no monitor) in one page and kernel.
 
     ``notebook`` makes the notebook's JSON from its cells' sources; ``heap_minutes`` 0 skips
-    the heap phase.
+    the heap phase; ``trace_seconds`` > 0 records a Chromium trace that long after the visible
+    out-of-view and no-monitor phases and prints its costliest events and JS functions.
     """
     (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -181,12 +296,20 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         run(1)
         page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+        # The pointer away from the charts: plotly draws every update of a chart under it (hover).
+        page.mouse.move(1, 1)
         results["visible"] = _phase(page, cdp, "rates", seconds)
+        if trace_seconds > 0:
+            print_trace("visible", _trace(browser, page, cdp, trace_seconds))
+        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'whole'; }")
+        results["whole lines"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'plotly'; }")
         results["plotly only"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { delete document.documentElement.dataset.workbenchDraw; }")
         page.evaluate(JS_SCROLL_TO_END)
         results["out of view"] = _phase(page, cdp, "rates", seconds)
+        if trace_seconds > 0:
+            print_trace("out of view", _trace(browser, page, cdp, trace_seconds))
         page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
         results["hidden"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => window.jupyterapp.shell.activateById(window.benchPanel.id)")
@@ -196,6 +319,8 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         page.evaluate(JS_KERNEL, "workbench.stream('rates').stop()")
         run(3)
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
+        if trace_seconds > 0:
+            print_trace("no monitor", _trace(browser, page, cdp, trace_seconds))
         # Ten monitors of the same stream, all on screen: a window tall enough for their
         # forty charts. Last, so that their page does not weigh on the phases before.
         page.set_viewport_size({"width": 1700, "height": 12000})
@@ -231,9 +356,12 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
             ("CDP script time (s/min)", "ScriptDuration", "{:.2f}"),
             ("CDP style time (s/min)", "RecalcStyleDuration", "{:.2f}"),
             ("CDP layout time (s/min)", "LayoutDuration", "{:.2f}"), ("CDP layouts (per min)", "LayoutCount", "{:.0f}"),
-            ("CDP layouts per batch", "layouts/batch", "{:.1f}")]
+            ("CDP layouts per batch", "layouts/batch", "{:.1f}"),
+            ("chart full draws per batch", "full draws/batch", "{:.2f}"),
+            ("chart point draws per batch", "points draws/batch", "{:.2f}"),
+            ("  of which patched", "patched draws/batch", "{:.2f}")]
     for label, key, form in rows:
-        print(f"{label:26}" + "".join(f"{form.format(r[key]):>14}" for r in phases.values())
+        print(f"{label:26}" + "".join(f"{form.format(r.get(key, float('nan'))):>14}" for r in phases.values())
               + f"{targets.get(key, ''):>26}")
     ten = phases.get("ten monitors")
     if ten:

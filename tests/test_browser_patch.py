@@ -6,7 +6,10 @@ time from the kernel. Points that fit the axes are written into the SVG plotly d
 without a plotly call (``extensions/src/patch.ts``; the chart's ``data-patched-draws``
 count). Then the pointer enters each chart: plotly redraws it from its data (its hover reads
 its own), and the picture must be the one the patches drew, pixel for pixel but for
-anti-aliasing, with the same points in the chart's data.
+anti-aliasing, with the same points in the chart's data. Once the window is full and moves
+on, a patched batch changes only a few shapes per trace (the browser repaints only those):
+the newest and oldest part of each line, the shape of the batch that left reused for the
+new one, not every point's.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ def send(batch):
     at = datetime.datetime(2026, 1, 1, 10, 0) + datetime.timedelta(seconds=batch)
     text = lambda t: t.strftime("%Y-%m-%d %H:%M:%S.%f")
     grid.extend({
-        "watermark": ([batch], [[text(at)], [text(at + datetime.timedelta(seconds=4))],
+        # No event times for the first batches (a stream's first batch reads no rows).
+        "watermark": ([batch], [[text(at) if batch >= 25 else None],
+                                [text(at + datetime.timedelta(seconds=4)) if batch >= 25 else None],
                                 [text(at - datetime.timedelta(seconds=10)) if batch else None], [10 + batch % 3]]),
         "state": ([batch], [[batch % 5 + 2], [batch % 3], [batch % 2], [0], [4000 + 100 * (batch % 4)]]),
         "latency": ([batch], [[300 + 40 * (batch % 5)], [2], [5], [20 + batch % 7], [30], [15], [400 + 40 * (batch % 5)]]),
@@ -66,6 +71,27 @@ JS_NEWEST_POINT = """(key) => {
   return [layout.xaxis._offset + layout.xaxis.c2p(trace.x[last]),
           layout.yaxis._offset + layout.yaxis.c2p(trace.y[last])];
 }"""
+
+#: Count, per chart, the shapes whose `d` or `transform` changes and the shapes added.
+JS_WATCH_SHAPES = """() => {
+  window.patchChanges = {};
+  for (const div of document.querySelectorAll('.workbench-chart')) {
+    const changed = window.patchChanges[div.dataset.chart] = new Set();
+    new MutationObserver(records => records.forEach(record => {
+      if (record.type === 'attributes') changed.add(record.target);
+      record.addedNodes.forEach(node => changed.add(node));
+    })).observe(div.querySelector('.cartesianlayer'), {subtree: true, childList: true, attributes: true,
+                                              attributeFilter: ['d', 'transform']});
+  }
+}"""
+#: The number of shapes changed per chart since the last call (the counts start again).
+JS_SHAPES_CHANGED = """() => Object.fromEntries(Object.entries(window.patchChanges).map(([key, changed]) => {
+  const count = changed.size; changed.clear(); return [key, count];
+}))"""
+#: Live traces per chart, and the shapes a trace may change per patched batch (two line
+#: parts, a marker or bar moved to the new batch).
+LIVE_TRACES = {"watermark": 4, "state": 5, "latency": 7, "rates": 2}
+SHAPES_PER_TRACE = 3
 
 #: A pixel differs when a channel differs by more than this (a faint band shifted by a pixel does).
 CHANNEL = 16
@@ -116,6 +142,29 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> 
         for key, chart in drawn.items():
             assert chart["patched"] >= 40, f"{key}: points that fit the axes went through plotly: {chart}"
             assert all(len(x) == 60 for x in chart["x"]), f"{key}: a trace holds other than the window: {chart}"
+
+        # The window moves on: a patched batch changes a few shapes per trace, not all.
+        page.evaluate(JS_WATCH_SHAPES)
+        changes: dict[str, int] = {}
+        patched_before: set[str] = set()  # charts whose batch before was patched too
+        for last in range(last + 1, last + 9):
+            before = _charts(page)
+            page.evaluate(JS_SHAPES_CHANGED)
+            page.evaluate(JS_KERNEL_RUN, f"send({last})")
+            wait_for(lambda: all(c["x"] and c["x"][0][-1] == last for c in _charts(page).values()), 30, 0.05,
+                     text=lambda: f"batch {last} not drawn: {_charts(page)}")
+            counts, now = page.evaluate(JS_SHAPES_CHANGED), _charts(page)
+            patched = {key for key in now if now[key]["patched"] > before[key]["patched"]}
+            changes.update({key: counts[key] for key in patched & patched_before})
+            patched_before = patched
+            if len(changes) == len(LIVE_TRACES):
+                break
+        assert set(changes) == set(LIVE_TRACES), f"some chart was not patched twice in a row in 8 batches: {changes}"
+        for key, count in changes.items():
+            assert 0 < count <= SHAPES_PER_TRACE * LIVE_TRACES[key], (
+                f"{key}: one patched batch changed {count} shapes, more than {SHAPES_PER_TRACE} per trace "
+                f"({LIVE_TRACES[key]} traces): the whole chart repaints")
+        drawn = _charts(page)
 
         for key, chart in drawn.items():
             div = page.locator(f'.workbench-chart[data-chart="{key}"]')

@@ -162,6 +162,7 @@ class ChartGridView {
         div.dataset.chart = spec.key;
         this.plots.set(spec.key, div);
       }
+      contain(div, spec);
       this.grid.appendChild(div); // keeps the specs' order
     }
   }
@@ -215,4 +216,22 @@ class ChartGridView {
     }
     this.plots.clear();
   };
+}
+
+/**
+ * A chart's changes stay inside its box: with the size its layout gives, the page need not
+ * lay out or restyle anything around it when a chart redraws (`contain: strict`); without
+ * one, its layout and paint are still its own (`contain: content`).
+ */
+function contain(div: HTMLDivElement, spec: IChartSpec): void {
+  const { width, height } = spec.layout ?? {};
+  if (typeof height === 'number' && height > 0) {
+    Object.assign(div.style, {
+      width: `${typeof width === 'number' && width > 0 ? width : CHART_WIDTH}px`,
+      height: `${height}px`,
+      contain: 'strict'
+    });
+  } else {
+    Object.assign(div.style, { width: '', height: '', contain: 'content' });
+  }
 }

@@ -142,22 +142,25 @@ export function drawChart(
     within(before, spec.layout, traces, window)
   ) {
     // Only points changed and they fit the axes: write them into the SVG, or redraw the
-    // traces alone with plotly.
-    count(div, 'pointDraws');
-    if (!before.inside && !plotlyOnly() && patchPoints(gd, traces, live)) {
-      before.patched = true;
-      count(div, 'patchedDraws');
+    // traces alone with plotly; when plotly has yet to make a shape they need (a line that
+    // had no points at its last full draw), draw in full below, which makes it.
+    const patched = !before.inside && !plotlyOnly() ? patchPoints(gd, traces, live) : 'plotly';
+    if (patched !== 'missing') {
+      count(div, 'pointDraws');
+      before.patched = patched === 'patched';
+      if (before.patched) {
+        count(div, 'patchedDraws');
+        return;
+      }
+      const update = plotly.animate(
+        div,
+        { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
+        { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
+      );
+      // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
+      Promise.resolve(update).catch(() => undefined);
       return;
     }
-    before.patched = false;
-    const update = plotly.animate(
-      div,
-      { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
-      { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' }
-    );
-    // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
-    Promise.resolve(update).catch(() => undefined);
-    return;
   }
   const state: IDrawn = {
     spec,
@@ -175,6 +178,11 @@ export function drawChart(
   // uirevision keeps the user's zoom, pan and legend choices across updates; after an
   // autoscale it changes, else plotly would keep autoscaling over the ranges set here.
   const layout: Record<string, any> = { ...spec.layout, uirevision: `${spec.key}:${state.epoch}` };
+  for (const name of axisNames(layout)) {
+    // plotly writes the ranges it autoscaled into the axes it is given: not into the spec's,
+    // which would then look fixed (not managed) to every later update.
+    layout[name] = { ...layout[name] };
+  }
   if (!points) {
     // No fake axes before the first batch: hide them and say what the chart waits for.
     for (const name of axisNames(layout)) {
@@ -193,10 +201,13 @@ export function drawChart(
       }
     ];
   } else if (live.length > 0) {
+    const steps = growth(spec.layout, traces);
     for (const [name, extent] of Object.entries(extents(spec.layout, traces))) {
       // An axis the user zoomed keeps the range of the draw before (uirevision then keeps
       // the user's); the others get room to grow.
-      const range = state.user.has(name) ? before?.ranges[name] : roomy(name, extent, spec.layout[name] ?? {}, window);
+      const range = state.user.has(name)
+        ? before?.ranges[name]
+        : roomy(name, extent, spec.layout[name] ?? {}, window, steps[name]);
       if (range) {
         state.ranges[name] = range;
         layout[name] = { ...layout[name], range: [...range], autorange: false };
@@ -322,27 +333,57 @@ function managed(axis: Record<string, any>): boolean {
  * A range showing `extent` with room to grow, so that new points mostly land inside it:
  * batch x axes span the chart's `window` of points from the first and a quarter more (a
  * chart filling up keeps its axis), value axes gain a quarter above (and below, unless they
- * start at zero).
+ * start at zero). A value axis whose lines only grow (event times, watermarks, state memory)
+ * moves on by about the same `step` per batch: it also gets room for a quarter of a window
+ * of such steps, so that a chart filling up (a short span, a quarter of it soon passed) does
+ * not redraw in full at almost every batch.
  */
 function roomy(
   name: string,
   [low, high]: [number, number],
   axis: Record<string, any>,
-  window: number
+  window: number,
+  step = 0
 ): [number, number] {
   const span = high - low || Math.abs(high) * 0.1 || 1;
   if (name.startsWith('x')) {
     const end = axis.type === 'date' ? high : Math.max(high, low + window - 1);
     return [low - 0.5, end + 0.5 + Math.max(2, (end - low) / 4)];
   }
+  const room = (step * window) / 4;
   if (axis.rangemode === 'tozero' && low >= 0) {
-    return [0, high + (high / 4 || 1)];
+    return [0, high + Math.max(high / 4 || 1, room)];
   }
-  return [low - span / 10, high + span / 4];
+  return [low - span / 10, high + Math.max(span / 4, room)];
+}
+
+/**
+ * How far each managed value axis moves on per point: the largest rise per point, from its
+ * first value to its last, of a live trace on it whose values never fall (stacked bars
+ * left out: their stacks move).
+ */
+function growth(layout: Record<string, any>, traces: ITrace[]): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const trace of traces) {
+    const name = axisOf(trace, 'y');
+    const axis = layout[name] ?? {};
+    if (trace.type === 'bar' || !managed(axis) || !managed(layout[axisOf(trace, 'x')] ?? {})) {
+      continue;
+    }
+    const values = (trace.y ?? [])
+      .map(value => numeric(value, axis.type === 'date'))
+      .filter((value): value is number => value !== null);
+    if (values.length > 1 && values.every((value, i) => i === 0 || value >= values[i - 1])) {
+      const step = (values[values.length - 1] - values[0]) / (values.length - 1);
+      steps[name] = Math.max(steps[name] ?? 0, step);
+    }
+  }
+  return steps;
 }
 
 /** Whether the points of `traces` fit the ranges of the last full draw, not lost in them. */
 function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], window: number): boolean {
+  const steps = growth(layout, traces);
   for (const [name, extent] of Object.entries(extents(layout, traces))) {
     const range = state.ranges[name];
     if (state.user.has(name)) {
@@ -352,7 +393,7 @@ function within(state: IDrawn, layout: Record<string, any>, traces: ITrace[], wi
       return false;
     }
     // Points that shrank to a sliver of their axis (a spike scrolled out of the window).
-    const fresh = roomy(name, extent, layout[name] ?? {}, window);
+    const fresh = roomy(name, extent, layout[name] ?? {}, window, steps[name]);
     if (fresh[1] - fresh[0] < 0.5 * (range[1] - range[0])) {
       return false;
     }

@@ -7,9 +7,15 @@
 // line paths (linear or step `hv`), markers, the `tonexty` band between two lines, stacked
 // bars. This module writes those (one `d` or `transform` attribute per shape, no layout
 // read) and puts the points into the chart's `data`, so that plotly's next draw (a zoom,
-// a full draw, the hover sync in draw.ts) starts from them. Anything else (a trace kind,
-// shape or fill it does not know, a shape plotly has not made yet) makes it answer false:
-// draw.ts then lets plotly draw.
+// a full draw, the hover sync in draw.ts) starts from them.
+//
+// What the browser repaints is what changed: an attribute is written only when its value
+// changes, and markers and bars keep the batch (x) they drew, so that when the window moves
+// on, the shape of the batch that left draws the new batch and the others stay untouched
+// (rather than every shape taking its neighbour's place, which repaints them all). Anything else (a trace kind,
+// shape or fill it does not know) makes it answer 'plotly': draw.ts then lets plotly draw the
+// points; a shape plotly has not made yet (a line that had no points at plotly's last draw)
+// makes it answer 'missing': draw.ts then has plotly draw the chart in full, which makes it.
 //
 // Plotly's hover reads its own calc data, which this leaves as the last plotly draw made
 // it: draw.ts has plotly draw once when the pointer enters the chart, and draws every
@@ -31,15 +37,24 @@ type Point = [number, number] | null;
 type Write = () => void;
 
 /**
- * Draw the live traces' new points into `gd` (a chart plotly drew); false, with nothing
- * written, when some trace needs plotly. `traces` are the chart's traces with their points,
- * `live` the indexes of the live ones.
+ * What `patchPoints` did: drew the points, found a shape plotly has not made yet (a line
+ * without points at plotly's last draw: a full draw makes it), or left a trace to plotly.
  */
-export function patchPoints(gd: any, traces: ITrace[], live: number[]): boolean {
+export type PatchResult = 'patched' | 'missing' | 'plotly';
+
+/** Thrown when a shape the points need is not there yet. */
+class MissingShape extends Error {}
+
+/**
+ * Draw the live traces' new points into `gd` (a chart plotly drew); nothing is written
+ * unless it answers 'patched'. `traces` are the chart's traces with their points, `live`
+ * the indexes of the live ones.
+ */
+export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
   try {
     const writes = plan(gd, traces, live);
     if (!writes) {
-      return false;
+      return 'plotly';
     }
     writes.forEach(write => write());
     for (const index of live) {
@@ -47,9 +62,9 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): boolean 
       gd.data[index].x = traces[index].x;
       gd.data[index].y = traces[index].y;
     }
-    return true;
-  } catch {
-    return false; // a plotly it does not know: plotly draws
+    return 'patched';
+  } catch (error) {
+    return error instanceof MissingShape ? 'missing' : 'plotly'; // else a plotly it does not know
   }
 }
 
@@ -74,20 +89,26 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     const group = groups.get(index);
     const xa: IAxis | undefined = layout[axisName(trace.xaxis)];
     const ya: IAxis | undefined = layout[axisName(trace.yaxis)];
-    if (trace.visible !== true || !group || !xa || !ya) {
+    if (trace.visible !== true || !xa || !ya) {
       return null;
+    }
+    if (!group) {
+      throw new MissingShape();
     }
     const xs = traces[index].x ?? [];
     const ys = traces[index].y ?? [];
     if (trace.type === 'scatter') {
       const points = xs.map((x, i) => pixel(xa, ya, x, ys[i]));
       pixels.set(index, points);
-      if (!scatter(trace, group, points, writes)) {
+      if (!scatter(trace, group, xs, points, writes)) {
         return null;
       }
       if (trace.fill === 'tonexty') {
         const below = index > 0 ? pixels.get(index - 1) : undefined;
         const band = below && full[index - 1].type === 'scatter' ? groups.get(index - 1) : undefined;
+        if (below && !band) {
+          throw new MissingShape();
+        }
         if (!below || !band || !fillBetween(trace, full[index - 1], band, points, below, writes)) {
           return null;
         }
@@ -155,33 +176,72 @@ function linePath(points: Point[], shape: string): string {
   return path;
 }
 
+/** Batches per path of a patched line (see lineParts). */
+const PART = 8;
+
+/**
+ * A line as several paths, (key, `d`) in order: one per `PART` batches (by x), each from the
+ * last point of the part before. When the window moves on, only the newest part (a point
+ * more) and the oldest (a point less) change, and the browser repaints their boxes, not the
+ * whole line's. Dashed lines, and lines whose x are not all numbers, are one path.
+ */
+function lineParts(xs: Value[], points: Point[], shape: string, dashed: boolean): [string, string][] {
+  // A dash pattern starts again with each path: a dashed line stays whole, as does every line
+  // with `data-workbench-draw="whole"` on the page (what the bench compares with).
+  const whole = dashed || document.documentElement.dataset.workbenchDraw === 'whole';
+  const numbers = !whole && xs.every(x => typeof x === 'number' && Number.isFinite(x));
+  const parts: [string, string][] = [];
+  let start = 0;
+  while (start < points.length) {
+    const key = numbers ? Math.floor((xs[start] as number) / PART) : 0;
+    let end = start + 1;
+    while (end < points.length && numbers && Math.floor((xs[end] as number) / PART) === key) {
+      end++;
+    }
+    if (!numbers) {
+      end = points.length;
+    }
+    const d = linePath(points.slice(Math.max(0, start - 1), end), shape);
+    parts.push([String(key), d || 'M0,0Z']);
+    start = end;
+  }
+  return parts.length > 0 ? parts : [['0', 'M0,0Z']];
+}
+
 /** A scatter trace's line and markers; false when plotly must make a shape first. */
-function scatter(trace: any, group: SVGGElement, points: Point[], writes: Write[]): boolean {
+function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], writes: Write[]): boolean {
   const mode = String(trace.mode ?? '');
   const shape = String(trace.line?.shape ?? 'linear');
   if (shape !== 'linear' && shape !== 'hv') {
     return false;
   }
-  const drawn = points.filter(point => point !== null) as [number, number][];
+  const shown = points.map((point, i) => [point, String(xs[i])] as const).filter(([point]) => point !== null);
+  const drawn = shown.map(([point]) => point) as [number, number][];
   if (mode.includes('lines')) {
-    const path = group.querySelector<SVGPathElement>('.lines > path.js-line');
-    if (!path && drawn.length > 1) {
-      return false; // plotly makes the path with the second point
-    }
-    if (path) {
-      const d = linePath(points, shape);
-      writes.push(() => path.setAttribute('d', d || 'M0,0Z'));
+    const holder = group.querySelector<SVGGElement>('g.lines');
+    const paths = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.js-line')) : [];
+    if (!holder || paths.length === 0) {
+      if (drawn.length > 1) {
+        throw new MissingShape(); // plotly makes the path with the second point
+      }
+    } else {
+      const dash = String(trace.line?.dash ?? 'solid');
+      const parts = lineParts(xs, points, shape, dash !== 'solid' && dash !== '');
+      writes.push(() => {
+        const all = place(holder, paths, parts.map(([key]) => key));
+        all.forEach((path, i) => write(path, 'd', parts[i][1]));
+      });
     }
   }
   if (mode.includes('markers')) {
     const holder = group.querySelector<SVGGElement>('g.points');
     const markers = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.point')) : [];
     if (!holder || (markers.length === 0 && drawn.length > 0)) {
-      return false;
+      throw new MissingShape();
     }
     writes.push(() => {
-      const all = resize(holder, markers, drawn.length);
-      all.forEach((marker, i) => marker.setAttribute('transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
+      const all = place(holder, markers, shown.map(([, x]) => x));
+      all.forEach((marker, i) => write(marker, 'transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
     });
   }
   return true;
@@ -199,18 +259,28 @@ function fillBetween(
   // plotly draws a trace's tonexty band in the group of the trace before it.
   const fills = belowGroup.querySelectorAll<SVGPathElement>('.fills path.js-fill');
   const linear = (t: any) => String(t.line?.shape ?? 'linear') === 'linear';
+  if (fills.length === 0 && points.some(point => point !== null) && below.some(point => point !== null)) {
+    throw new MissingShape();
+  }
   if (fills.length !== 1 || belowTrace.fill !== 'none' || !linear(trace) || !linear(belowTrace)) {
     return false;
   }
-  if (points.some(point => point === null) || below.some(point => point === null)) {
-    return false; // gaps split a band: plotly's job
+  if (!oneRun(points) || !oneRun(below)) {
+    return false; // gaps split a band: plotly's job (missing points at either end do not)
   }
   const top = linePath(points, 'linear');
   const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
   const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
   const fill = fills[0];
-  writes.push(() => fill.setAttribute('d', d));
+  writes.push(() => write(fill, 'd', d));
   return true;
+}
+
+/** Whether the points present are all in one run (what is missing is at the ends). */
+function oneRun(points: Point[]): boolean {
+  const first = points.findIndex(point => point !== null);
+  const last = points.length - 1 - [...points].reverse().findIndex(point => point !== null);
+  return first < 0 || points.slice(first, last + 1).every(point => point !== null);
 }
 
 /**
@@ -236,8 +306,11 @@ function bars(
   const width = barWidth(traces, live) * (1 - Number(layout.bargap ?? 0.2));
   const holder = group.querySelector<SVGGElement>('g.points');
   const points = holder ? Array.from(holder.querySelectorAll<SVGGElement>(':scope > g.point')) : [];
-  if (!holder || !Number.isFinite(width) || (points.length === 0 && xs.length > 0)) {
+  if (!Number.isFinite(width)) {
     return false;
+  }
+  if (!holder || (points.length === 0 && xs.length > 0)) {
+    throw new MissingShape();
   }
   const key = `${trace.xaxis}${trace.yaxis}`;
   const tops = stacks.get(key) ?? new Map<number, number>();
@@ -261,8 +334,8 @@ function bars(
     paths.push(`M${visible(x0, x1)},${visible(y0, y1, true)}V${visible(y1, y0, true)}H${visible(x1, x0)}V${visible(y0, y1, true)}Z`);
   }
   writes.push(() => {
-    const all = resize(holder, points, paths.length);
-    all.forEach((point, i) => point.firstElementChild?.setAttribute('d', paths[i]));
+    const all = place(holder, points, xs.map(String));
+    all.forEach((point, i) => point.firstElementChild && write(point.firstElementChild, 'd', paths[i]));
   });
   return true;
 }
@@ -298,16 +371,52 @@ function barWidth(traces: ITrace[], live: number[]): number {
   return Number.isFinite(step) ? step : 1;
 }
 
-/** `count` shapes in `holder`: the existing ones, more cloned from the last, the rest removed. */
-function resize<T extends Element>(holder: Element, shapes: T[], count: number): T[] {
-  const all = shapes.slice(0, count);
-  for (const extra of shapes.slice(count)) {
-    extra.remove();
+/** Set an attribute only when its value changes (an unchanged shape is not repainted). */
+function write(element: Element, name: string, value: string): void {
+  if (element.getAttribute(name) !== value) {
+    element.setAttribute(name, value);
   }
-  while (all.length < count && shapes.length > 0) {
-    const copy = shapes[shapes.length - 1].cloneNode(true) as T;
+}
+
+/** The x (batch) each marker or bar shape of a patched chart drew last. */
+const drawnAt = new WeakMap<Element, string>();
+
+/**
+ * One shape in `holder` per key (the points' x values, in order): a shape that drew the
+ * same x before draws it again; the others take the shapes left over, then copies of the
+ * last shape; shapes still left over are removed.
+ */
+function place<T extends Element>(holder: Element, shapes: T[], keys: string[]): T[] {
+  const byKey = new Map<string, T>();
+  const spare: T[] = [];
+  for (const shape of shapes) {
+    const key = drawnAt.get(shape);
+    if (key !== undefined && !byKey.has(key)) {
+      byKey.set(key, shape);
+    } else {
+      spare.push(shape);
+    }
+  }
+  const kept = keys.map(key => {
+    const shape = byKey.get(key);
+    byKey.delete(key);
+    return shape;
+  });
+  spare.push(...byKey.values());
+  const template = shapes[shapes.length - 1];
+  const all = kept.map(shape => {
+    if (shape) {
+      return shape;
+    }
+    const reused = spare.shift();
+    if (reused) {
+      return reused;
+    }
+    const copy = template.cloneNode(true) as T;
     holder.appendChild(copy);
-    all.push(copy);
-  }
+    return copy;
+  });
+  spare.forEach(shape => shape.remove());
+  all.forEach((shape, i) => drawnAt.set(shape, keys[i]));
   return all;
 }
