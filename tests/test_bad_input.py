@@ -143,6 +143,10 @@ CASES = [
     ("start not a frame", start("df as text", "q"), TypeError, 'expected a streaming pyspark DataFrame (from spark.readStream...), got str'),
     ("start table warn rows", with_env("WORKBENCH_TABLE_WARN_ROWS", "lots", start("df", "q")), ValueError,
      "WORKBENCH_TABLE_WARN_ROWS must be a whole number of rows (0 never warns), got 'lots'"),
+    ("session setting name", call(lambda: workbench.session(conf={"spark.sql.shuffle.partitions": "4"})), ValueError,
+     "workbench.session: 'conf' is not a Spark setting (their names start with 'spark.'); pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})"),
+    ("session setting value", call(lambda: workbench.session(**{"spark.sql.shuffle.partitions": [4]})), TypeError,
+     "workbench.session: the value of 'spark.sql.shuffle.partitions' must be a string, number or bool, got list [4]"),
     ("stream unknown", call(lambda: workbench.stream("nosuch")), ValueError, "no stream named 'nosuch' (streams: none started yet)"),
     # -- replay specs and scripts ------------------------------------------------------------------
     ("replay rows", call(lambda: Replay(rows_per_batch=0)), ValueError, 'rows_per_batch must be a whole number >= 1, got 0'),

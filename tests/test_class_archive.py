@@ -62,6 +62,7 @@ def test_the_first_session_makes_the_archive_in_the_background_and_later_ones_ma
              text=lambda: f"the archive after the first session: {class_archive.status(archive)}")
     assert sorted(p.name for p in archive.parent.iterdir()) == [archive.name]  # no lock, tmp or failure left
     assert class_archive.status(archive).startswith(f"{archive} (")
+    assert class_archive.is_archive(archive)  # a JVM with another class path leaves it in place
 
     assert str(archive) in start_a_session(tmp_path)["mapped"]
     assert str(archive) not in start_a_session(tmp_path, WORKBENCH_CLASS_ARCHIVE="0")["mapped"]
@@ -74,7 +75,7 @@ def test_an_archive_the_jvm_ignores_is_put_aside_and_the_session_starts(tmp_path
     archive.write_bytes(b"not a class data archive" * 1000)
     assert start_a_session(tmp_path)["mapped"] is not None
     assert not archive.exists()
-    assert "the Spark JVM ignored it" in archive.with_suffix(".failed").read_text()
+    assert "the Spark JVM ignored it (not a class data archive)" in archive.with_suffix(".failed").read_text()
     assert class_archive.status(archive).startswith("not made: the Spark JVM ignored it")
     assert not list(tmp_path.glob("hs_err_pid*"))  # no JVM crashed on it
 
@@ -88,6 +89,19 @@ def test_a_session_with_its_own_class_path_starts_without_the_archive(tmp_path):
         assert not class_archive.record_in_background(tmp_path / "other.jsa", {key: "extra.jar"})
     assert class_archive.archive_options({"spark.driver.extraJavaOptions": "-Xshare:off"}, archive) is None
     assert class_archive.archive_options({}, tmp_path / "missing.jsa") is None
+
+
+def test_a_failed_recording_is_tried_again_a_day_later(tmp_path):
+    archive = tmp_path / "spark-x.jsa"
+    failed = archive.with_suffix(".failed")
+    failed.write_text("RuntimeError: workbench: could not read the version of /usr/bin/java\n")
+    assert not class_archive.record_in_background(archive, {})  # failed just now: not yet
+    assert class_archive.status(archive).startswith("not made: RuntimeError: workbench: could not read")
+    day_ago = failed.stat().st_mtime - class_archive.RETRY_AFTER_S - 60
+    os.utime(failed, (day_ago, day_ago))
+    assert class_archive._may_record(archive)  # claimed: the recording would start now
+    assert not failed.exists() and archive.with_suffix(".lock").exists()
+    class_archive._release(archive)
 
 
 def test_the_archive_follows_java_and_the_spark_installation():

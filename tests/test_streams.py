@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -151,7 +150,7 @@ def test_console_sink_renders_each_batch_like_spark(env, rate_stream):
         lines = text.splitlines()
         assert lines[:3] == ["-" * 43, f"Batch: {batch_id}", "-" * 43]
         assert lines[3].startswith("+") and "|value|" in lines[4].replace(" ", "")
-        assert f"only showing top 3 rows" in text
+        assert "only showing top 3 rows" in text
         values = [int(line.split("|")[2]) for line in lines[6:9]]
         assert values == [4 * batch_id + k for k in range(3)]
     # Tables cut at 3 of 4 rows: the count is unknown, never Spark's -1 for this foreachBatch sink.
@@ -338,6 +337,42 @@ def test_interpreter_exit_stops_streams_and_removes_the_temp_folder(tmp_path):
     temp = Path(done.stdout.strip().splitlines()[-1])
     assert temp.name.startswith("workbench-") and not temp.exists()
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.kernel
+def test_a_checkpoint_written_into_after_close_is_removed_again():
+    # Spark's state store maintenance (here every 2 s, a snapshot every 2 versions) writes a
+    # stopped query's pending RocksDB snapshot into its checkpoint after the workbench was
+    # closed and removed the folder; the next stream's start and the process's end remove it.
+    script = textwrap.dedent(
+        """
+        import workbench
+        from pyspark.sql import functions as F
+        from workbench.spark import current_env, new_env
+        from tests.helpers import wait_for
+        spark = workbench.session(**{"spark.sql.streaming.stateStore.maintenanceInterval": "2s",
+                                     "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"})
+        rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 10).load()
+        counts = rate.withWatermark("timestamp", "5 seconds").groupBy(F.window("timestamp", "2 seconds")).count()
+        handle = workbench.start(counts, "counts", trigger="50 ms", output_mode="update")
+        wait_for(lambda: handle.progress.total >= 12, 120, message="12 batches")
+        first = current_env().temp_dir
+        new_env()  # closes the workbench: its stream stops and its folder goes
+        wait_for(first.exists, 30, message="the state store's maintenance writing into the removed folder")
+        print("came back", first, flush=True)
+        import time; time.sleep(4)  # two more maintenance runs: the stopped query's stores are unloaded
+        workbench.start(rate, "next", trigger="1 second")
+        print("after the next start", first.exists(), flush=True)
+        print("second", current_env().temp_dir, flush=True)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = dict(line.rsplit(" ", 1) for line in done.stdout.strip().splitlines()[-3:])
+    first, second = Path(lines["came back"]), Path(lines["second"])
+    assert lines["after the next start"] == "False"
+    assert not first.exists() and not second.exists()
 
 
 _SCRIPT_END = "-- the script's last line ran --"

@@ -12,8 +12,9 @@ started without one (and when ``workbench lab`` starts): it starts a local sessi
 ``-XX:ArchiveClassesAtExit``, runs a small stateful stream through the workbench, and ends
 its JVM, which then writes the classes it loaded (:mod:`workbench.spark.class_recording`).
 The archive is checked (a JVM must start with it) before it is moved into place, in one
-rename; a JVM never maps a half-written file. A JVM that ignores it anyway (its memory map
-says so) has it put aside. Later local sessions start their JVM
+rename; a JVM never maps a half-written file. A JVM that ignores a file that is not an
+archive (its memory map says so) has it put aside; a recording that failed is tried again a
+day later. Later local sessions start their JVM
 with ``-XX:SharedArchiveFile``; where it cannot be used (another class path) the JVM runs
 without it.
 
@@ -58,6 +59,10 @@ QUIET = "-Xlog:cds*=off"
 RECORDER = "workbench.spark.class_recording"
 #: A recording older than this is taken for a dead one (its process was killed).
 STALE_AFTER_S = 900.0
+#: A failed recording is tried again after this long (what failed may have been passing: load, a timeout).
+RETRY_AFTER_S = 86400.0
+#: The first bytes of a dynamic class data archive (HotSpot's magic number, little-endian).
+DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
 
 
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
@@ -142,6 +147,20 @@ def without_archive(archive: Path, reason: str) -> None:
         log.debug("could not put aside %s", archive, exc_info=True)
 
 
+def is_archive(path: Path) -> bool:
+    """Whether ``path`` starts like a dynamic class data archive (a JVM that ignores such a
+    file had another class path; anything else is not an archive at all).
+
+    >>> is_archive(Path("/no/such.jsa"))
+    False
+    """
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
+    except OSError:
+        return False
+
+
 def mapped_by(pid: int, archive: Path) -> bool | None:
     """Whether process ``pid`` maps ``archive`` (from ``/proc``); None where that cannot be read.
 
@@ -210,9 +229,21 @@ def record_now(archive: Path) -> bool:
 
 def _may_record(archive: Path) -> bool:
     """Whether to make ``archive``: enabled, not made or put aside, and claimed by this process."""
-    if not enabled() or archive.exists() or archive.with_suffix(".failed").exists():
+    if not enabled() or archive.exists() or _failed_recently(archive):
         return False
     return _claim(archive)
+
+
+def _failed_recently(archive: Path) -> bool:
+    """Whether ``archive`` was put aside or failed to be made within :data:`RETRY_AFTER_S`."""
+    failed = archive.with_suffix(".failed")
+    try:
+        if time.time() - failed.stat().st_mtime < RETRY_AFTER_S:
+            return True
+    except OSError:
+        return False
+    failed.unlink(missing_ok=True)
+    return False
 
 
 def _recorder_command(archive: Path) -> list[str]:
@@ -279,7 +310,7 @@ def status(archive: Path) -> str:
         return f"{archive} ({archive.stat().st_size / 1e6:.0f} MB)"
     failed = archive.with_suffix(".failed")
     if failed.exists():
-        return f"not made: {failed.read_text().strip()} (remove {failed} to try again)"
+        return f"not made: {failed.read_text().strip()} (tried again a day later; remove {failed} to try sooner)"
     if archive.with_suffix(".lock").exists():
         return "being made in the background"
     return "none yet (made in the background after the first local session)"
@@ -309,7 +340,8 @@ def claimed(archive: Path) -> Iterator[Path]:
     """Hold the claim a recording took (its ``.lock``) while making ``archive``; yields the temporary path.
 
     The temporary file and the claim go at the end, whatever happens; what went wrong is
-    written to ``.failed`` (so that no session tries again, and ``workbench doctor`` says why).
+    written to ``.failed`` (so that no session tries again for a day, and ``workbench doctor``
+    says why).
     """
     tmp = archive.with_name(f"{archive.stem}.{os.getpid()}.tmp")
     try:

@@ -21,7 +21,6 @@ import atexit
 import itertools
 import logging
 import os
-import shutil
 import sys
 import threading
 import uuid
@@ -31,7 +30,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .private_folders import private_folder, sweep_orphans
+from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
 from .session import build_session, is_connect_session, session_target
 from .session_end import discard_dead_session, spark_is_gone
@@ -102,6 +101,7 @@ class Workbench:
         See :func:`workbench.session`. ``checkpoint_root`` (also on a running session) is
         where streams started without a checkpoint keep theirs from now on.
         """
+        check_settings(conf)
         if checkpoint_root is not None:
             self.checkpoint_root = checkpoint_root
         with self._lock:
@@ -220,6 +220,7 @@ class Workbench:
 
     def new_temp_folder(self, name: str) -> str:
         """A fresh folder under this process's private temporary folder."""
+        sweep_removed()  # closed workbenches' checkpoints that a state store's maintenance wrote into
         folder = self.temp_dir / "checkpoints" / f"{name}-{next(self._counter)}"
         # Private like the temp folder: checkpoints hold the stream's state, i.e. its data.
         folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -373,7 +374,7 @@ class Workbench:
             end_session(spark, grace=1.0, folders=folders)  # the grace is for a cluster only
         else:
             for folder in folders:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_folder(folder)
         spark_done = time.monotonic()
         done = time.monotonic()
         log.info("shutdown took %.2f s (streams %.2f s, Spark %.2f s, folders %.2f s)",
@@ -387,8 +388,27 @@ class Workbench:
         self.stop_all(grace)
         with self._lock:
             if self._temp_dir is not None:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                # Removed again later if the JVM's state store maintenance writes into it.
+                remove_folder(self._temp_dir)
                 self._temp_dir = None
+
+
+def check_settings(conf: dict[str, Any]) -> None:
+    """Refuse, in one line, a setting Spark would not read (before any JVM starts).
+
+    >>> check_settings({"spark.sql.shuffle.partitions": 4})
+    >>> check_settings({"conf": {"spark.sql.shuffle.partitions": 4}})
+    Traceback (most recent call last):
+    ...
+    ValueError: workbench.session: 'conf' is not a Spark setting (their names start with 'spark.'); pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})
+    """
+    for key, value in conf.items():
+        if not key.startswith("spark."):
+            raise ValueError(f"workbench.session: {key!r} is not a Spark setting (their names start with 'spark.'); "
+                             "pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})")
+        if not isinstance(value, (str, int, float, bool)):
+            raise TypeError(f"workbench.session: the value of {key!r} must be a string, number or bool, "
+                            f"got {type(value).__name__} {value!r:.60}")
 
 
 def _is_stopped(spark: Any) -> bool:

@@ -8,10 +8,17 @@ hundreds of MB. So each folder names its owner in a small ``.owner`` file (the p
 its start time, and the machine's name), and the first session of every process removes, in the background, the
 folders whose owner is gone. Folders without an ``.owner`` file (made by someone else, or by
 an older release) are never touched.
+
+A folder removed while its JVM lives can come back: the state store's maintenance thread
+(every ``spark.sql.streaming.stateStore.maintenanceInterval``, 60 s by default) writes a
+stopped query's last RocksDB snapshot into its checkpoint until it unloads that store. So
+:func:`remove_folder` remembers what it removed, and :func:`sweep_removed` removes it again:
+at every later removal, once the JVM has ended, and when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -20,7 +27,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["PREFIX", "private_folder", "sweep_orphans"]
+__all__ = ["PREFIX", "private_folder", "remove_folder", "came_back", "sweep_removed", "sweep_orphans"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +35,8 @@ log = logging.getLogger(__name__)
 PREFIX = "workbench-"
 OWNER = ".owner"
 _swept = threading.Event()
+_removed: set[str] = set()
+_removed_lock = threading.Lock()
 
 
 def private_folder(kind: str = "") -> Path:
@@ -43,6 +52,50 @@ def private_folder(kind: str = "") -> Path:
     folder = Path(tempfile.mkdtemp(prefix=PREFIX + kind))
     (folder / OWNER).write_text(f"{socket.gethostname()} {_identity(os.getpid()) or os.getpid()}\n")
     return folder
+
+
+def remove_folder(folder: str | os.PathLike[str]) -> None:
+    """Remove a private folder now, and again whenever :func:`sweep_removed` runs.
+
+    For folders a live JVM may still write into (checkpoints holding state stores); folders
+    removed earlier that came back are removed here too.
+
+    Examples
+    --------
+    >>> folder = private_folder("doc-")
+    >>> remove_folder(folder)
+    >>> (folder / "state").mkdir(parents=True)   # as a state store's maintenance would
+    >>> sweep_removed() >= 1, folder.exists()
+    (True, False)
+    """
+    path = os.fspath(folder)
+    shutil.rmtree(path, ignore_errors=True)
+    with _removed_lock:
+        _removed.add(path)
+    sweep_removed()
+
+
+def came_back() -> list[str]:
+    """The folders :func:`remove_folder` removed that exist again."""
+    with _removed_lock:
+        return [folder for folder in _removed if os.path.lexists(folder)]
+
+
+def sweep_removed() -> int:
+    """Remove again the folders :func:`remove_folder` removed that came back; how many did.
+
+    >>> sweep_removed() >= 0
+    True
+    """
+    back = came_back()
+    for folder in back:
+        shutil.rmtree(folder, ignore_errors=True)
+    if back:
+        log.debug("removed %d folders again that a state store's maintenance wrote into", len(back))
+    return len(back)
+
+
+atexit.register(sweep_removed)
 
 
 def sweep_orphans(root: str | os.PathLike[str] | None = None, *, background: bool = True) -> list[Path]:

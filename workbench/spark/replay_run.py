@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +46,7 @@ from ..replay.spec import Replay, Script, WindowCount
 from .environment import Workbench, current_env
 from .frames import flat_select
 from .plan import output_mode_problem, plan_facts
+from .private_folders import remove_folder
 from .replay_late import classify_late_rows, next_watermark
 from .replay_results import BatchResults, results_writer
 from .replay_state import ReplayState
@@ -359,7 +359,7 @@ class ReplayRun(ReplayState):
             self._fresh_state()
             self.handle = None
             for folder in old:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_folder(folder)  # and again if the JVM's state store maintenance writes into it
         for callback in list(self.on_reset):
             try:
                 callback()

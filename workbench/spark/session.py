@@ -224,8 +224,11 @@ def _launch(settings: dict[str, str], folder: Path, archive: Path | None) -> Pat
         return path
     proc = getattr(SparkContext._gateway, "proc", None)
     if proc is not None and class_archive.mapped_by(proc.pid, archive) is False:
-        log.warning("the Spark JVM ignored the class archive %s: it is put aside", archive)
-        class_archive.without_archive(archive, "the Spark JVM ignored it (another class path?)")
+        if class_archive.is_archive(archive):  # fine for other JVMs: this one has another class path
+            log.info("the Spark JVM did not map the class archive %s (another class path?)", archive)
+        else:
+            log.warning("the Spark JVM ignored the class archive %s, which is not one: it is put aside", archive)
+            class_archive.without_archive(archive, "the Spark JVM ignored it (not a class data archive)")
     return path
 
 

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from .private_folders import came_back
 from .session import classic_session, is_connect_session, is_local_master
 
 __all__ = ["stop_session", "end_session", "spark_is_gone", "discard_dead_session", "run_aside"]
@@ -101,7 +102,8 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
         except Exception:
             log.warning("the Spark JVM (pid %s) did not end within 2 s of being killed", proc.pid)
         log.debug("the Spark JVM (pid %s) has ended", proc.pid)
-    _remove_folders([*folders, *([scratch] if scratch is not None else [])])
+    # With the JVM gone, nothing writes into removed checkpoints any more: remove those it wrote into.
+    _remove_folders([*folders, *([scratch] if scratch is not None else []), *map(Path, came_back())])
     _remove_perf_data(proc)
     if gateway is not None:
         _forget_jvm(spark)

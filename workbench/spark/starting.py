@@ -19,6 +19,7 @@ from ..errors import StreamStartError, refusal_line
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from ..progress import ProgressHistory
 from .plan import output_mode_problem, plan_facts, plan_text
+from .private_folders import remove_folder
 from .registry import SessionOwner, StreamRegistry
 from .session import is_connect_session, session_target
 from .session_end import spark_is_gone
@@ -168,7 +169,7 @@ def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
     if stopper is not None:
         stopper.wait()
     if remove_checkpoint:
-        shutil.rmtree(handle.checkpoint, ignore_errors=True)
+        remove_folder(handle.checkpoint)
 
 
 def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str) -> None:

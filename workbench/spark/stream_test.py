@@ -15,7 +15,6 @@ import json
 import os
 import pickle
 import re
-import shutil
 import weakref
 from itertools import count
 from typing import Any, Sequence
@@ -28,7 +27,7 @@ from ..progress import BatchProgress
 from .memory_source import batch_saver
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
-from .private_folders import private_folder
+from .private_folders import private_folder, remove_folder
 from .progress_source import progress_json
 from .starting import check_streaming_frame
 from .stream_record import memory_late_rows
@@ -92,7 +91,7 @@ class StreamTest:
         self.plan = plan_facts(df)
         self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
         self._folder = str(private_folder("stream-test-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
+        self._cleanup = weakref.finalize(self, remove_folder, self._folder)
         self.checkpoint = os.path.join(self._folder, "checkpoint")
         self._results = os.path.join(self._folder, "batches")
         os.makedirs(self._results)
