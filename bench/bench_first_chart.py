@@ -161,7 +161,7 @@ JS_WATCH_NOTEBOOK = """() => {
     const running = all.some(c => c.model.executionState === 'running');
     if (running) window.__busy = true;
     if (window.__busy && !running && window.__done === null) window.__done = now;
-    requestAnimationFrame(tick);
+    if (window.__done === null) setTimeout(tick, 50);  // 50 ms resolution; nothing to watch after the run
   };
   tick();
 }"""

@@ -1,4 +1,4 @@
-"""Pure validation of the options a user gives when starting a stream.
+"""Pure validation of the options a user gives when starting a stream (or a session).
 
 Every user-facing entry point (``workbench.start``, ``%%stream``, the replay panel) checks
 its options here, before Spark starts anything, so that a mistake gives one clear line
@@ -8,11 +8,13 @@ naming the bad value and what is allowed.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "SINKS", "OUTPUT_MODES", "Trigger", "parse_trigger", "check_name", "check_sink",
-    "check_output_mode", "check_rows",
+    "check_output_mode", "check_rows", "check_settings",
 ]
 
 SINKS: tuple[str, ...] = ("memory", "console")
@@ -196,3 +198,20 @@ def check_rows(rows: object) -> int:
         raise ValueError(f"rows must be a positive whole number, got {rows!r}")
     return rows
 
+
+def check_settings(conf: Mapping[str, Any]) -> None:
+    """Refuse, in one line, a setting Spark would not read (before any JVM starts).
+
+    >>> check_settings({"spark.sql.shuffle.partitions": 4})
+    >>> check_settings({"conf": {"spark.sql.shuffle.partitions": 4}})
+    Traceback (most recent call last):
+    ...
+    ValueError: workbench.session: 'conf' is not a Spark setting (their names start with 'spark.'); pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})
+    """
+    for key, value in conf.items():
+        if not key.startswith("spark."):
+            raise ValueError(f"workbench.session: {key!r} is not a Spark setting (their names start with 'spark.'); "
+                             "pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})")
+        if not isinstance(value, (str, int, float, bool)):
+            raise TypeError(f"workbench.session: the value of {key!r} must be a string, number or bool, "
+                            f"got {type(value).__name__} {value!r:.60}")

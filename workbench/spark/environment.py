@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
 from .session import build_session, is_connect_session, session_target
@@ -391,24 +392,6 @@ class Workbench:
                 # Removed again later if the JVM's state store maintenance writes into it.
                 remove_folder(self._temp_dir)
                 self._temp_dir = None
-
-
-def check_settings(conf: dict[str, Any]) -> None:
-    """Refuse, in one line, a setting Spark would not read (before any JVM starts).
-
-    >>> check_settings({"spark.sql.shuffle.partitions": 4})
-    >>> check_settings({"conf": {"spark.sql.shuffle.partitions": 4}})
-    Traceback (most recent call last):
-    ...
-    ValueError: workbench.session: 'conf' is not a Spark setting (their names start with 'spark.'); pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})
-    """
-    for key, value in conf.items():
-        if not key.startswith("spark."):
-            raise ValueError(f"workbench.session: {key!r} is not a Spark setting (their names start with 'spark.'); "
-                             "pass settings as keywords, e.g. workbench.session(**{'spark.sql.shuffle.partitions': '4'})")
-        if not isinstance(value, (str, int, float, bool)):
-            raise TypeError(f"workbench.session: the value of {key!r} must be a string, number or bool, "
-                            f"got {type(value).__name__} {value!r:.60}")
 
 
 def _is_stopped(spark: Any) -> bool:

@@ -56,17 +56,24 @@ def flat_select(df: Any) -> Any:
 
 
 def utc_times(frame: pd.DataFrame) -> pd.DataFrame:
-    """Make naive datetime columns timezone-aware UTC (the workbench's sessions run in UTC).
+    """Datetime columns in UTC: naive ones are taken as UTC (the workbench's sessions run in
+    UTC), aware ones (Arrow keeps the session's time zone) are converted.
 
     Examples
     --------
     >>> utc_times(pd.DataFrame({"t": pd.to_datetime(["2024-01-01 12:00"])}))["t"].dt.tz
     datetime.timezone.utc
+    >>> utc_times(pd.DataFrame({"t": pd.to_datetime(["2024-01-01 13:00+01:00"])}))["t"].iloc[0]
+    Timestamp('2024-01-01 12:00:00+0000', tz='UTC')
     """
     for name in frame.columns:
         column = frame[name]
-        if pd.api.types.is_datetime64_any_dtype(column) and column.dt.tz is None:
+        if not pd.api.types.is_datetime64_any_dtype(column):
+            continue
+        if column.dt.tz is None:
             frame[name] = column.dt.tz_localize("UTC")
+        elif str(column.dt.tz) != "UTC":
+            frame[name] = column.dt.tz_convert("UTC")
     return frame
 
 

@@ -75,10 +75,17 @@ def remove_folder(folder: str | os.PathLike[str]) -> None:
     sweep_removed()
 
 
-def came_back() -> list[str]:
-    """The folders :func:`remove_folder` removed that exist again."""
+def came_back(*, jvm_ended: bool = False) -> list[str]:
+    """The folders :func:`remove_folder` removed that exist again.
+
+    With ``jvm_ended`` nothing can write into them any more: they are forgotten (the caller
+    removes what it is given).
+    """
     with _removed_lock:
-        return [folder for folder in _removed if os.path.lexists(folder)]
+        back = [folder for folder in _removed if os.path.lexists(folder)]
+        if jvm_ended:
+            _removed.clear()
+    return back
 
 
 def sweep_removed() -> int:

@@ -59,12 +59,7 @@ def results_writer(folder: str, console: Callable[[str], None] | None) -> Callab
 def _read_batch(folder: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
-    frame = pq.read_table(str(folder)).to_pandas(coerce_temporal_nanoseconds=True)
-    for name in frame.columns:  # Arrow keeps the session's time zone: show UTC, as everywhere
-        column = frame[name]
-        if isinstance(column.dtype, pd.DatetimeTZDtype) and str(column.dt.tz) != "UTC":
-            frame[name] = column.dt.tz_convert("UTC")
-    return utc_times(frame)
+    return utc_times(pq.read_table(str(folder)).to_pandas(coerce_temporal_nanoseconds=True))
 
 
 class BatchResults:

@@ -103,7 +103,7 @@ def end_session(spark: Any, grace: float = 0.0, folders: tuple[Path, ...] = ()) 
             log.warning("the Spark JVM (pid %s) did not end within 2 s of being killed", proc.pid)
         log.debug("the Spark JVM (pid %s) has ended", proc.pid)
     # With the JVM gone, nothing writes into removed checkpoints any more: remove those it wrote into.
-    _remove_folders([*folders, *([scratch] if scratch is not None else []), *map(Path, came_back())])
+    _remove_folders([*folders, *([scratch] if scratch is not None else []), *map(Path, came_back(jvm_ended=True))])
     _remove_perf_data(proc)
     if gateway is not None:
         _forget_jvm(spark)
