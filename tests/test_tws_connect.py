@@ -96,9 +96,13 @@ def test_a_processor_on_spark_connect_state_and_timers_read_back(spark_processes
     # Key k has input in batches 2k and 2k+1 (4 rows each); its timer is due 2 minutes after its
     # last event. A key whose timer fired holds nothing; every other key holds a count and a timer.
     last, start = seen["last"], pd.Timestamp("2024-01-01 12:00", tz="UTC")
-    fired = set(seen["fired"])
+    counted = dict(map(tuple, seen["count"]))
+    # State is read at the last committed batch. A stop can cut the next batch after its fired
+    # row reached the table but before Spark committed it: that key still holds its count.
+    fired = set(seen["fired"]) - set(counted)
+    assert len(set(seen["fired"]) - fired) <= 1, seen
     held = {k: 4 * (min(last, 2 * k + 1) - 2 * k + 1) for k in range(last // 2 + 1) if k not in fired}
-    assert fired and held and dict(map(tuple, seen["count"])) == held
+    assert seen["fired"] and held and counted == held
     due = {k: start + pd.Timedelta(minutes=min(last, 2 * k + 1) + 2) for k in held}
     assert [(int(k), pd.Timestamp(t)) for k, t, _, _ in seen["timers"]] == sorted(due.items())
     assert {mode for _, _, mode, _ in seen["timers"]} == {"event time"}
