@@ -40,7 +40,7 @@ def run(env, df, name: str, batches: int, mode: str | None = None):
     wait_for(lambda: handle.progress.total >= batches or handle.status != "active", 120,
              text=lambda: f"{name}: {handle.progress.total} of {batches} batches, status {handle.status} {handle.error}")
     handle.stop(grace=120)
-    assert handle.error is None and handle.cut_batch is None
+    assert handle.error is None and handle.cut_batch is None, (handle.error_details, handle.cut_batch)
     return handle
 
 

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 import workbench
 from workbench.errors import StreamStartError
 from workbench.spark import STREAM_COLUMNS
+from workbench.spark.stopping import describe_cause
 from tests.helpers import live_threads, wait_for
 
 pytestmark = pytest.mark.spark
@@ -291,6 +292,16 @@ def test_spark_refusal_is_one_readable_line(env, spark, rate_stream):
     assert not spark.streams.active
 
 
+def test_a_cause_without_a_message_is_named_by_its_class_and_where_it_was_thrown():
+    # Spark says "terminated with exception: null" for such a cause; the line says what it was.
+    line, trace = describe_cause("java.lang.NullPointerException", None,
+                                 ["org.apache.spark.sql.execution.streaming.Joiner.next(Joiner.scala:12)"])
+    assert line == ("NullPointerException without a message, thrown at "
+                    "org.apache.spark.sql.execution.streaming.Joiner.next(Joiner.scala:12)")
+    assert trace == "java.lang.NullPointerException\n\tat org.apache.spark.sql.execution.streaming.Joiner.next(Joiner.scala:12)"
+    assert describe_cause("java.io.IOException", "[DISK] disk full SQLSTATE: 58030", [])[0] == "IOException: disk full"
+
+
 def test_failed_query_reports_the_users_error(env, spark, rate_stream):
     @F.udf("long")
     def check(value):
@@ -303,6 +314,9 @@ def test_failed_query_reports_the_users_error(env, spark, rate_stream):
     assert handle.status == "failed"
     assert handle.error.startswith("ValueError: value 1") and handle.error.endswith("is too big")
     assert "\n" not in handle.error and len(handle.error_details) > len(handle.error)
+    # The JVM's trace of the cause is one attribute away (Spark's own message carries only its text).
+    assert "\n\nCaused by: org.apache.spark.api.python.PythonException" in handle.error_details
+    assert "\tat org.apache.spark." in handle.error_details
     wait_for(lambda: not handle.poller.running, timeout=5, message="the poller to end")
     row = env.streams().set_index("name").loc["fails"]
     assert row["status"] == "failed" and row["error"] == handle.error

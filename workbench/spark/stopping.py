@@ -17,10 +17,10 @@ import time
 from typing import Any, Callable
 
 from ..errors import summarize_error
-from .progress_source import SPARK_STOPPED
+from .progress_source import SPARK_STOPPED, jvm_query
 from .session_end import spark_is_gone
 
-__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches"]
+__all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_batches", "jvm_cause", "describe_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,11 @@ class QueryEnd:
                     self.status = "failed"
                     return self.status
             if exc is not None:
-                self.error_details = str(exc)
+                cause = jvm_cause(self._query)
+                self.error_details = str(exc) + (f"\n\nCaused by: {cause[1]}" if cause else "")
                 self.error = summarize_error(self.error_details)
+                if cause and self.error in ("null", "unknown error"):
+                    self.error = cause[0]
                 self.status = "failed"
             else:
                 self.status = "stopped"
@@ -263,6 +266,52 @@ class Stopper:
         finally:
             with self._lock:
                 self._running = None
+
+
+def jvm_cause(query: Any) -> tuple[str, str] | None:
+    """What a failed classic query's exception was caused by: a one-line name and the JVM's trace.
+
+    Spark's ``StreamingQueryException`` carries its cause's message only ("terminated with
+    exception: null" for a cause without one, which says nothing). The one line names the
+    cause's class and where it was thrown when it has no message; the trace goes into the
+    stream's ``error_details``. None on Spark Connect or when the JVM cannot tell.
+    """
+    jvm = jvm_query(query)
+    if jvm is None:
+        return None
+    try:
+        failure = jvm.exception()
+        cause = failure.get().getCause() if failure.isDefined() else None
+        if cause is None:
+            return None
+        frames = [str(frame.toString()) for frame in cause.getStackTrace()]
+        return describe_cause(str(cause.getClass().getName()), cause.getMessage(), frames)
+    except Exception:
+        log.debug("reading the cause of a query's failure failed", exc_info=True)
+        return None
+
+
+def describe_cause(name: str, message: str | None, frames: list[str]) -> tuple[str, str]:
+    """The one line and the trace text for a JVM exception (see :func:`jvm_cause`).
+
+    Examples
+    --------
+    >>> line, trace = describe_cause("java.lang.NullPointerException", None,
+    ...                              ["org.example.Joiner.next(Joiner.scala:12)", "java.lang.Thread.run(Thread.java:840)"])
+    >>> line
+    'NullPointerException without a message, thrown at org.example.Joiner.next(Joiner.scala:12)'
+    >>> trace.splitlines()[:2]
+    ['java.lang.NullPointerException', '\tat org.example.Joiner.next(Joiner.scala:12)']
+    >>> describe_cause("java.io.IOException", "disk full", [])[0]
+    'IOException: disk full'
+    """
+    short = name.rsplit(".", 1)[-1]
+    if message:
+        line = f"{short}: {summarize_error(message)}"
+    else:
+        line = f"{short} without a message" + (f", thrown at {frames[0]}" if frames else "")
+    trace = "\n".join([name + (f": {message}" if message else "")] + [f"\tat {frame}" for frame in frames])
+    return line, trace
 
 
 def wait_between_batches(query: Any, grace: float, name: str, *, or_next_report: bool = False) -> None:
