@@ -102,7 +102,11 @@ JS_DRAW_COUNTS = """() => {
     byChart[gd.dataset.chart] = [full + Number(gd.dataset.fullDraws || 0),
                                  points + Number(gd.dataset.pointDraws || 0) - Number(gd.dataset.patchedDraws || 0)];
   }
-  return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), byChart};
+  const declined = {};
+  for (const gd of document.querySelectorAll('.workbench-chart-grid .js-plotly-plot[data-patch-declined]')) {
+    declined[gd.dataset.chart] = gd.dataset.patchDeclined;
+  }
+  return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), byChart, declined};
 }"""
 #: The page's running animations: their names and the classes of what they animate.
 JS_ANIMATIONS = """() => document.getAnimations().filter(a => a.playState === 'running').slice(0, 5)
@@ -164,6 +168,8 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     result["full, plotly point draws by chart"] = {
         key: [now - then for now, then in zip(d1["byChart"][key], d0["byChart"].get(key, [0, 0]))]
         for key in d1["byChart"]}
+    # Why a chart's last point draw went to plotly rather than being patched (patch.ts).
+    result["declined"] = d1["declined"]
     # CSS animations or transitions running at the phase's end (a spinner keeps the page drawing frames).
     result["animations"] = page.evaluate(JS_ANIMATIONS)
     print(f"  phase: {json.dumps(result)}", flush=True)  # kept if a later phase fails

@@ -94,6 +94,19 @@ def test_static_figures_with_subplots_and_dates_are_drawn():
         figures_picture([spec], columns=0)
 
 
+def test_a_line_that_connects_its_gaps_is_drawn_across_them():
+    # The event-time band's edges connect over no-data batches in the live chart: so in the picture.
+    def middle_is_red(connect: bool) -> bool:
+        trace = {"type": "scatter", "x": [0, 1, 2, 3, 4], "y": [1, 1, None, 1, 1], "mode": "lines",
+                 "line": {"color": "#d62728", "width": 6}, "connectgaps": connect}
+        image = pixels(figures_picture([{"layout": {}, "traces": [trace]}]))
+        # Batch 2 is in the middle of the plot area: look at the columns around it.
+        middle = image.shape[1] // 2
+        return share_of(image[:, middle - 3:middle + 3], WATERMARK_RED) > 0.001
+
+    assert middle_is_red(True) and not middle_is_red(False)
+
+
 # -- the monitor's display output on a real shell -------------------------------------------------
 
 

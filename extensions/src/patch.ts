@@ -4,8 +4,8 @@
 // figure's defaults and calc data: some 5 ms of main-thread time per chart, 20-30 ms per
 // monitor per batch. When only points changed and they fit the axes (draw.ts decides), the
 // shapes a live chart uses are plain enough to redraw from the axes plotly already set:
-// line paths (linear or step `hv`), markers, the `tonexty` band between two lines, stacked
-// bars. This module writes those (one `d` or `transform` attribute per shape, no layout
+// line paths (linear or step `hv`, with or without `connectgaps`), markers, the `tonexty`
+// band between two lines, stacked bars. This module writes those (one `d` or `transform` attribute per shape, no layout
 // read) and puts the points into the chart's `data`, so that plotly's next draw (a zoom,
 // a full draw, the hover sync in draw.ts) starts from them.
 //
@@ -45,6 +45,9 @@ export type PatchResult = 'patched' | 'missing' | 'plotly';
 /** Thrown when a shape the points need is not there yet. */
 class MissingShape extends Error {}
 
+/** Thrown when a trace is plotly's to draw; its message says why (the chart's `data-patch-declined`). */
+class Declined extends Error {}
+
 /**
  * Draw the live traces' new points into `gd` (a chart plotly drew); nothing is written
  * unless it answers 'patched'. `traces` are the chart's traces with their points, `live`
@@ -53,9 +56,6 @@ class MissingShape extends Error {}
 export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
   try {
     const writes = plan(gd, traces, live);
-    if (!writes) {
-      return 'plotly';
-    }
     writes.forEach(write => write());
     for (const index of live) {
       // plotly's next draw (and anyone reading the chart's data) starts from these points.
@@ -64,15 +64,21 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchRes
     }
     return 'patched';
   } catch (error) {
-    return error instanceof MissingShape ? 'missing' : 'plotly'; // else a plotly it does not know
+    if (error instanceof MissingShape) {
+      return 'missing';
+    }
+    // Why the last update went to plotly (a trace it declines, or a plotly it does not know),
+    // for tests and benches.
+    gd.dataset.patchDeclined = error instanceof Declined ? error.message : `error: ${String(error)}`;
+    return 'plotly';
   }
 }
 
-function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
+function plan(gd: any, traces: ITrace[], live: number[]): Write[] {
   const layout = gd._fullLayout;
   const full: any[] = gd._fullData;
   if (!layout || !full || full.length !== traces.length) {
-    return null;
+    throw new Declined('plotly has not drawn these traces');
   }
   const groups = traceGroups(gd);
   const writes: Write[] = [];
@@ -82,7 +88,7 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     const trace = full[index];
     if (trace.visible === 'legendonly') {
       if (traces[index + 1]?.fill === 'tonexty' || trace.fill === 'tonexty') {
-        return null; // a band with a hidden edge: plotly knows what to draw
+        throw new Declined('a band with a hidden edge');
       }
       continue;
     }
@@ -90,7 +96,7 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     const xa: IAxis | undefined = layout[axisName(trace.xaxis)];
     const ya: IAxis | undefined = layout[axisName(trace.yaxis)];
     if (trace.visible !== true || !xa || !ya) {
-      return null;
+      throw new Declined(`trace ${index} hidden or without axes`);
     }
     if (!group) {
       throw new MissingShape();
@@ -100,27 +106,24 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] | null {
     if (trace.type === 'scatter') {
       const points = xs.map((x, i) => pixel(xa, ya, x, ys[i]));
       pixels.set(index, points);
-      if (!scatter(trace, group, xs, points, writes)) {
-        return null;
-      }
+      scatter(trace, group, xs, points, writes);
       if (trace.fill === 'tonexty') {
         const below = index > 0 ? pixels.get(index - 1) : undefined;
         const band = below && full[index - 1].type === 'scatter' ? groups.get(index - 1) : undefined;
         if (below && !band) {
           throw new MissingShape();
         }
-        if (!below || !band || !fillBetween(trace, full[index - 1], band, points, below, writes)) {
-          return null;
+        if (!below || !band) {
+          throw new Declined(`trace ${index}: a band over a trace that is not a live line`);
         }
+        fillBetween(trace, full[index - 1], band, points, below, writes);
       } else if (trace.fill !== 'none') {
-        return null;
+        throw new Declined(`trace ${index}: fill ${trace.fill}`);
       }
     } else if (trace.type === 'bar') {
-      if (!bars(layout, trace, group, xa, ya, xs, ys, stacks, traces, live, writes)) {
-        return null;
-      }
+      bars(layout, trace, group, xa, ya, xs, ys, stacks, traces, live, writes);
     } else {
-      return null;
+      throw new Declined(`trace ${index}: type ${trace.type}`);
     }
   }
   return writes;
@@ -208,12 +211,21 @@ function lineParts(xs: Value[], points: Point[], shape: string, dashed: boolean)
   return parts.length > 0 ? parts : [['0', 'M0,0Z']];
 }
 
-/** A scatter trace's line and markers; false when plotly must make a shape first. */
-function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], writes: Write[]): boolean {
+/** The points a line goes through: all, or (`connectgaps`) those present, with their x. */
+function joined(trace: any, xs: Value[], points: Point[]): [Value[], Point[]] {
+  if (!trace.connectgaps) {
+    return [xs, points];
+  }
+  const kept = points.map((_, i) => i).filter(i => points[i] !== null);
+  return [kept.map(i => xs[i]), kept.map(i => points[i])];
+}
+
+/** A scatter trace's line and markers. */
+function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], writes: Write[]): void {
   const mode = String(trace.mode ?? '');
   const shape = String(trace.line?.shape ?? 'linear');
   if (shape !== 'linear' && shape !== 'hv') {
-    return false;
+    throw new Declined(`line shape ${shape}`);
   }
   const shown = points.map((point, i) => [point, String(xs[i])] as const).filter(([point]) => point !== null);
   const drawn = shown.map(([point]) => point) as [number, number][];
@@ -226,7 +238,7 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
       }
     } else {
       const dash = String(trace.line?.dash ?? 'solid');
-      const parts = lineParts(xs, points, shape, dash !== 'solid' && dash !== '');
+      const parts = lineParts(...joined(trace, xs, points), shape, dash !== 'solid' && dash !== '');
       writes.push(() => {
         const all = place(holder, paths, parts.map(([key]) => key));
         all.forEach((path, i) => write(path, 'd', parts[i][1]));
@@ -244,7 +256,6 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
       all.forEach((marker, i) => write(marker, 'transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
     });
   }
-  return true;
 }
 
 /** The `tonexty` band between `points` (this trace) and `below` (the trace before it). */
@@ -255,7 +266,7 @@ function fillBetween(
   points: Point[],
   below: Point[],
   writes: Write[]
-): boolean {
+): void {
   // plotly draws a trace's tonexty band in the group of the trace before it.
   const fills = belowGroup.querySelectorAll<SVGPathElement>('.fills path.js-fill');
   const linear = (t: any) => String(t.line?.shape ?? 'linear') === 'linear';
@@ -263,17 +274,19 @@ function fillBetween(
     throw new MissingShape();
   }
   if (fills.length !== 1 || belowTrace.fill !== 'none' || !linear(trace) || !linear(belowTrace)) {
-    return false;
+    throw new Declined(`band: ${fills.length} fill paths, fill below ${belowTrace.fill}, shapes ${trace.line?.shape}/${belowTrace.line?.shape}`);
   }
+  // A line that connects its gaps (plotly's `connectgaps`) bounds the band without them.
+  points = trace.connectgaps ? points.filter(point => point !== null) : points;
+  below = belowTrace.connectgaps ? below.filter(point => point !== null) : below;
   if (!oneRun(points) || !oneRun(below)) {
-    return false; // gaps split a band: plotly's job (missing points at either end do not)
+    throw new Declined('band with gaps'); // gaps split a band: plotly's job (missing points at either end do not)
   }
   const top = linePath(points, 'linear');
   const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
   const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
   const fill = fills[0];
   writes.push(() => write(fill, 'd', d));
-  return true;
 }
 
 /** Whether the points present are all in one run (what is missing is at the ends). */
@@ -299,15 +312,15 @@ function bars(
   traces: ITrace[],
   live: number[],
   writes: Write[]
-): boolean {
+): void {
   if (layout.barmode !== 'stack' || trace.orientation !== 'v' || xa.type !== 'linear' || ya.type !== 'linear') {
-    return false;
+    throw new Declined(`bars: barmode ${layout.barmode}, orientation ${trace.orientation}, axes ${xa.type}/${ya.type}`);
   }
   const width = barWidth(traces, live) * (1 - Number(layout.bargap ?? 0.2));
   const holder = group.querySelector<SVGGElement>('g.points');
   const points = holder ? Array.from(holder.querySelectorAll<SVGGElement>(':scope > g.point')) : [];
   if (!Number.isFinite(width)) {
-    return false;
+    throw new Declined('bars without a width');
   }
   if (!holder || (points.length === 0 && xs.length > 0)) {
     throw new MissingShape();
@@ -325,7 +338,7 @@ function bars(
       continue;
     }
     if (Number(value) < 0) {
-      return false; // negative bars stack downwards: plotly's job
+      throw new Declined('a negative bar'); // negative bars stack downwards: plotly's job
     }
     const top = base + Number(value);
     tops.set(x, top);
@@ -337,7 +350,6 @@ function bars(
     const all = place(holder, points, xs.map(String));
     all.forEach((point, i) => point.firstElementChild && write(point.firstElementChild, 'd', paths[i]));
   });
-  return true;
 }
 
 /**

@@ -6,8 +6,8 @@ traces, colours, empty messages) as one PNG with matplotlib's Agg backend: no br
 network, so it works under ``jupyter nbconvert --execute`` too. It reads what the grid holds,
 plotly chart specs with their points (:meth:`ChartGrid.figure`), and understands the part of
 plotly's figure format the workbench's charts use: ``scatter`` traces (lines, markers, step
-lines, ``fill="tonexty"`` bands, dashes), stacked ``bar`` traces, several y axes stacked by
-``domain`` over one batch axis, date axes, and annotations placed on the paper.
+lines, ``connectgaps``, ``fill="tonexty"`` bands, dashes), stacked ``bar`` traces, several y
+axes stacked by ``domain`` over one batch axis, date axes, and annotations on the paper.
 
 matplotlib is imported when the first picture is drawn, never at import time.
 """
@@ -219,6 +219,9 @@ def _draw_traces(axes: Mapping[str, Any], layout: Mapping[str, Any], traces: Seq
             dated.add(name)
         x = _values(trace.get("x", []), layout.get("xaxis", {}).get("type") == "date")
         y = _values(trace.get("y", []), dates)
+        if trace.get("connectgaps"):  # plotly joins the points on either side of a gap
+            kept = [i for i, value in enumerate(y) if value == value]
+            x, y = [x[i] for i in kept], [y[i] for i in kept]
         colour = _colour(trace, index, colourway)
         label = trace.get("name") if trace.get("showlegend", True) else None
         if trace.get("type") == "bar":
