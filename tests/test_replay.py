@@ -14,6 +14,7 @@ from workbench.errors import StreamStartError
 from workbench.replay import Disorder, KeyColumn, Replay, Script, WindowCount, scenarios
 from workbench.replay.saved import NON_TIMING_COLUMNS, output_delays, save_run
 from workbench.spark.replay_run import ReplayError, ReplayRun
+from workbench.spark.replay_source import _script_table as script_table
 from workbench.views.monitor import StreamMonitor
 from tests.helpers import wait_for
 
@@ -306,3 +307,16 @@ def test_replay_stream_builds_the_specs_streaming_frame_on_the_workbench_session
     assert events.sparkSession is spark
     generated = workbench.replay_stream(Replay(keys=KeyColumn("user", 3)), spark)
     assert generated.isStreaming and generated.columns == ["value", "timestamp", "event_time", "user"]
+
+
+def test_a_scripts_rows_are_a_table_the_jvm_holds_not_python_rows(env, spark, capsys):
+    # Python rows would reach the JVM through a Python worker, whose start-up a fresh session
+    # pays in a scripted replay's first step: the script's table is a local table in the plan.
+    script = Script([[("12:07", "dog"), ("12:08", None)], [("12:14", "owl")]], ["event_time", "word"])
+    workbench.replay_stream(script).explain()
+    plan = capsys.readouterr().out
+    assert "LocalTableScan [value" in plan and "ExistingRDD" not in plan, plan
+    # Its rows are the script's, at the times it wrote (UTC).
+    rows = script_table(spark, script).selectExpr("value", "date_format(event_time, 'HH:mm')", "word").collect()
+    width = script.rows_per_batch
+    assert [tuple(row) for row in rows] == [(0, "12:07", "dog"), (1, "12:08", None), (width, "12:14", "owl")]

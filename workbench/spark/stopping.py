@@ -301,7 +301,7 @@ def describe_cause(name: str, message: str | None, frames: list[str]) -> tuple[s
     >>> line
     'NullPointerException without a message, thrown at org.example.Joiner.next(Joiner.scala:12)'
     >>> trace.splitlines()[:2]
-    ['java.lang.NullPointerException', '\tat org.example.Joiner.next(Joiner.scala:12)']
+    ['java.lang.NullPointerException', '\\tat org.example.Joiner.next(Joiner.scala:12)']
     >>> describe_cause("java.io.IOException", "disk full", [])[0]
     'IOException: disk full'
     """
