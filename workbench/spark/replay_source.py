@@ -23,7 +23,6 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..replay.spec import Replay, Script, WindowCount
 
@@ -99,6 +98,11 @@ def generated_columns(base: DataFrame, spec: Replay) -> DataFrame:
     return base.select(*columns)
 
 
+#: Arrow's type for each Spark type a script's table has (script times are UTC-aware).
+_ARROW_TYPES = {T.LongType(): pa.int64(), T.StringType(): pa.string(), T.DoubleType(): pa.float64(),
+                T.BooleanType(): pa.bool_(), T.TimestampType(): pa.timestamp("us", tz="UTC")}
+
+
 def _script_schema(script: Script, with_batch: bool) -> T.StructType:
     names = {"string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType(), "boolean": T.BooleanType()}
     fields = [T.StructField("value", T.LongType(), False)]
@@ -115,9 +119,8 @@ def _script_table(spark: Any, script: Script) -> DataFrame:
     # first step of every scripted replay.
     schema = _script_schema(script, with_batch=False)
     rows = [dict(zip(schema.names, (row[0], *row[2:]))) for row in script.table()]
-    # Script times are UTC-aware; the Arrow column says so.
-    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
-    return spark.createDataFrame(table, schema)
+    arrow = pa.schema([pa.field(f.name, _ARROW_TYPES[f.dataType], nullable=f.nullable) for f in schema.fields])
+    return spark.createDataFrame(pa.Table.from_pylist(rows, schema=arrow), schema)
 
 
 def build_stream(spark: Any, source: Replay | Script) -> DataFrame:
