@@ -123,7 +123,7 @@ def test_join_input_watermarks_match_spark(env, spark):
     monitor = handle.monitor(window=60)
     wait_for(lambda: handle.progress.total >= 7 or handle.status != "active", 120, message="7 batches")
     handle.stop()
-    assert handle.error is None
+    assert handle.error is None, handle.error_details
     wait_for(lambda: not monitor.running, 30, message="the monitor to finish")
     assert list(handle.result().columns) == ["click_id", "click_time", "view_id", "view_time"]
     frame = handle.input_watermarks()

@@ -24,6 +24,10 @@ __all__ = ["StreamInterrupted", "Worker", "QueryEnd", "Stopper", "wait_between_b
 
 log = logging.getLogger(__name__)
 
+#: What Spark's one line says of a cause without a message: "null" before Spark 4.3,
+#: "(no cause message)" since (and "unknown error" is what summarize_error makes of nothing).
+_NO_MESSAGE = frozenset({"null", "(no cause message)", "unknown error"})
+
 
 class StreamInterrupted(KeyboardInterrupt):
     """A KeyboardInterrupt (Kernel > Interrupt) that reached a start, stop or step, after clean-up.
@@ -143,7 +147,7 @@ class QueryEnd:
                 cause = jvm_cause(self._query)
                 self.error_details = str(exc) + (f"\n\nCaused by: {cause[1]}" if cause else "")
                 self.error = summarize_error(self.error_details)
-                if cause and self.error in ("null", "unknown error"):
+                if cause and self.error in _NO_MESSAGE:
                     self.error = cause[0]
                 self.status = "failed"
             else:
