@@ -11,6 +11,7 @@ clean-up.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import threading
 import time
@@ -144,7 +145,7 @@ class QueryEnd:
                     self.status = "failed"
                     return self.status
             if exc is not None:
-                cause = jvm_cause(self._query)
+                cause = jvm_cause(self._query, self._spark)
                 self.error_details = str(exc) + (f"\n\nCaused by: {cause[1]}" if cause else "")
                 self.error = summarize_error(self.error_details)
                 if cause and self.error in _NO_MESSAGE:
@@ -272,7 +273,7 @@ class Stopper:
                 self._running = None
 
 
-def jvm_cause(query: Any) -> tuple[str, str] | None:
+def jvm_cause(query: Any, spark: Any) -> tuple[str, str] | None:
     """What a failed classic query's exception was caused by: a one-line name and the JVM's trace.
 
     Spark's ``StreamingQueryException`` carries its cause's message only ("terminated with
@@ -288,7 +289,12 @@ def jvm_cause(query: Any) -> tuple[str, str] | None:
         cause = failure.get().getCause() if failure.isDefined() else None
         if cause is None:
             return None
-        frames = [str(frame.toString()) for frame in cause.getStackTrace()]
+        # Spark's own trace text, in one call (not one per frame): the cause's message (which
+        # may span lines), its frames, then its own causes.
+        lines = str(spark._jvm.org.apache.spark.util.Utils.exceptionString(cause)).splitlines()
+        first = next((i for i, line in enumerate(lines) if line.startswith("\tat ")), len(lines))
+        frames = list(itertools.takewhile(lambda line: line.startswith("\tat "), lines[first:]))
+        frames = [line[len("\tat "):] for line in frames]
         return describe_cause(str(cause.getClass().getName()), cause.getMessage(), frames)
     except Exception:
         log.debug("reading the cause of a query's failure failed", exc_info=True)
