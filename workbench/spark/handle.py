@@ -178,7 +178,11 @@ class StreamHandle:
 
     @property
     def error_details(self) -> str | None:
-        """Spark's full error text for a failed query, else None."""
+        """Spark's full error text for a failed query, else None.
+
+        For a query the workbench stopped while it was healthy, whatever Spark raised while
+        stopping (the status stays ``"stopped"``).
+        """
         self.status
         return self._end.error_details
 

@@ -67,6 +67,36 @@ QueryFunction = Callable[[Any], Any]
 PAUSE_GRACE = 30.0
 
 
+def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = "") -> list[int]:
+    """Take back the commits of batches Spark committed but never reported; their ids.
+
+    A stop that interrupts a batch just after Spark wrote its commit but before it reported
+    its progress leaves a batch with no record in the history, and a restart would go on
+    after it. Without its commit the batch runs again on restart, from the same offsets,
+    exactly as one interrupted a moment earlier: its state version and its results are
+    written again. Only local checkpoints are read (nothing is done for other file systems).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> checkpoint = tempfile.mkdtemp(); os.makedirs(os.path.join(checkpoint, "commits"))
+    >>> for n in ("0", "1", ".1.crc"): open(os.path.join(checkpoint, "commits", n), "w").close()
+    >>> uncommit_unreported(checkpoint, 0), sorted(os.listdir(os.path.join(checkpoint, "commits")))
+    ([1], ['0'])
+    """
+    if "://" in str(checkpoint):
+        return []
+    commits = Path(checkpoint) / "commits"
+    ids = sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else []
+    taken = [i for i in ids if last_reported is None or i > last_reported]
+    for batch_id in taken:
+        for leaf in (str(batch_id), f".{batch_id}.crc"):
+            (commits / leaf).unlink(missing_ok=True)
+    if taken:
+        log.info("replay %s: batches %s were committed but not reported when it paused; they run again", name, taken)
+    return taken
+
+
 class ReplayError(RuntimeError):
     """A replay control cannot do what was asked (run failed, closed, timed out)."""
 
@@ -342,6 +372,8 @@ class ReplayRun(ReplayState):
         if playing.status == "failed":
             with self._lock:
                 self._error = playing.error
+        else:
+            uncommit_unreported(self.checkpoint, self.raw_progress.last_batch_id, self.name)
         return self._report(getattr(self, "_play_before", None))
 
     def reset(self) -> None:

@@ -124,6 +124,9 @@ class QueryEnd:
         self.status: str | None = None
         self.error: str | None = None
         self.error_details: str | None = None
+        #: Set by the workbench's own stop once it found the query active and without error
+        #: just before stopping it (see :meth:`settle`).
+        self.stopped_while_healthy = False
         self._callbacks: list[Callable[[Any], None]] = []
         self._finished = threading.Event()
 
@@ -146,8 +149,18 @@ class QueryEnd:
                     return self.status
             if exc is not None:
                 cause = jvm_cause(self._query, self._spark)
-                self.error_details = str(exc) + (f"\n\nCaused by: {cause[1]}" if cause else "")
-                self.error = summarize_error(self.error_details)
+                details = str(exc) + (f"\n\nCaused by: {cause[1]}" if cause else "")
+                if self.stopped_while_healthy:
+                    # Spark counts an interruption it caused by stopping as a clean stop, but
+                    # not every exception the interrupt sets off in its own code (a stream-stream
+                    # join can end with a NullPointerException): the user asked for the stop.
+                    self.error_details = f"Spark reported an error while the query was being stopped:\n{details}"
+                    log.warning("query %s raised while being stopped; counted as stopped: %s",
+                                getattr(self._subject, "name", "?"), summarize_error(details))
+                    self.status = "stopped"
+                    return self.status
+                self.error_details = details
+                self.error = summarize_error(details)
                 if cause and self.error in _NO_MESSAGE:
                     self.error = cause[0]
                 self.status = "failed"
@@ -251,6 +264,11 @@ class Stopper:
             gone = spark_is_gone(self._spark)
             if not gone:
                 wait_between_batches(self._query, grace, self._name)
+                try:
+                    if self._query.isActive and self._query.exception() is None:
+                        self._end.stopped_while_healthy = True
+                except Exception:
+                    log.debug("reading the state of %s before stopping it failed", self._name, exc_info=True)
                 try:
                     self._query.stop()
                 except Exception:
