@@ -173,6 +173,11 @@ PARSED = ("'Aggregate ['window('timestamp, 10 minutes, 5 minutes, 1 minute)], "
          "[folder=/data/b], [word#1], name=<Unassigned>\n"
          "Union\n:- StreamingRelationV2 workbench_memory, PythonTable@7, [folder=/tmp/workbench-memory-stream-a4j16ma0]",
          PlanFacts(memory_folders=("/tmp/workbench-memory-stream-a4j16ma0", "/data/b"))),
+        # A folder Spark redacts in printed plans (its name has "url" in it) is read from its hex copy.
+        ("workbench_memory, org.apache.spark.sql.execution.datasources.v2.python.PythonTable@7, "
+         f"[folder=*********(redacted), folder_hex={'/tmp/workbench-memory-stream-curl0a1b'.encode().hex()}], "
+         "[word#0], name=<Unassigned>",
+         PlanFacts(memory_folders=("/tmp/workbench-memory-stream-curl0a1b",))),
     ],
 )
 def test_plan_facts_from_text(text, expected):

@@ -53,8 +53,10 @@ _WINDOW_CALL = re.compile(r"'window\('?`?([\w.]+)`?((?:,\s*[^,()]+){1,3})\)", re
 _SESSION_CALL = re.compile(r"'session_window\('?`?([\w.]+)`?,\s*", re.IGNORECASE)
 _SESSION_GAP = re.compile(r"([^(),]+)\)")
 # `EventTimeWatermark <uuid>, timestamp#0: timestamp, 10 seconds`
-#: A ``workbench.testing.MemoryStream`` in a plan: the ``workbench_memory`` relation and its ``folder`` option.
-_MEMORY_INPUT = re.compile(r"\bworkbench_memory,[^\n]*?[\[ ]folder=([^,\]\n]+)[,\]]")
+#: A ``workbench.testing.MemoryStream`` in a plan: the ``workbench_memory`` relation and its options.
+_MEMORY_INPUT = re.compile(r"\bworkbench_memory,[^\n]*?\[([^\]\n]*folder[^\]\n]*)\]")
+_FOLDER_HEX = re.compile(r"(?:^|, )folder_hex=([0-9a-f]+)(?:,|$)")
+_FOLDER = re.compile(r"(?:^|, )folder=([^,]+)(?:,|$)")
 _WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([\w.`]+)#\d+(?::\s*\w+)?,\s*([^\n]+)")
 
 
@@ -83,6 +85,28 @@ def parse_interval(text: str) -> timedelta | None:
             return None
         total += float(number) * _UNITS[unit]
     return total
+
+
+def _memory_folder(options: str) -> str:
+    """A memory stream's folder from its options as a plan prints them (``folder=..., folder_hex=...``).
+
+    The hex copy survives Spark's redaction of option values in printed plans.
+
+    Examples
+    --------
+    >>> _memory_folder("folder=*********(redacted), folder_hex=2f746d702f75726c")
+    '/tmp/url'
+    >>> _memory_folder("folder=/data/b")
+    '/data/b'
+    """
+    match = _FOLDER_HEX.search(options)
+    if match:
+        try:
+            return bytes.fromhex(match.group(1)).decode()
+        except ValueError:
+            pass
+    match = _FOLDER.search(options)
+    return match.group(1) if match else options
 
 
 @dataclass(frozen=True)
@@ -119,7 +143,7 @@ class PlanFacts:
     def from_plan_text(cls, text: str) -> PlanFacts:
         """Read the facts from a plan's text (parsed and/or analysed logical plan)."""
         facts = cls(has_aggregation=bool(re.search(r"(^|[\s'~+-])Aggregate\b", text, re.MULTILINE)),
-                    memory_folders=tuple(dict.fromkeys(_MEMORY_INPUT.findall(text))))
+                    memory_folders=tuple(dict.fromkeys(_memory_folder(options) for options in _MEMORY_INPUT.findall(text))))
         match = _WATERMARK.search(text)
         if match:
             delay = parse_interval(match.group(2).split(",")[0])
