@@ -9,12 +9,12 @@ reached the table before a stop cut it, so that no progress record accounts for 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..progress import ProgressHistory
+from .checkpoint_log import batch_ids
 from .progress_source import jvm_query
 from .session_end import spark_is_gone
 
@@ -191,13 +191,4 @@ def newest_planned_batch(checkpoint: str | None) -> int | None:
     >>> newest_planned_batch("s3a://bucket/checkpoint") is None   # out of this process's reach
     True
     """
-    if not checkpoint:
-        return None
-    path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
-    if "://" in path:
-        return None  # on a cluster file system: out of this process's reach
-    try:
-        ids = [int(entry.name) for entry in os.scandir(os.path.join(path, "offsets")) if entry.name.isdigit()]
-    except OSError:
-        return None
-    return max(ids, default=None)
+    return max(batch_ids(checkpoint, "offsets"), default=None)

@@ -43,6 +43,7 @@ from ..options import check_name, check_output_mode, check_sink
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import late_totals
 from ..replay.spec import Replay, Script, WindowCount
+from .checkpoint_log import batch_ids, local_checkpoint
 from .environment import Workbench, current_env
 from .frames import flat_select
 from .plan import output_mode_problem, plan_facts
@@ -84,14 +85,10 @@ def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = 
     >>> uncommit_unreported(checkpoint, 0), sorted(os.listdir(os.path.join(checkpoint, "commits")))
     ([1], ['0'])
     """
-    if "://" in str(checkpoint):
-        return []
-    commits = Path(checkpoint) / "commits"
-    ids = sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else []
-    taken = [i for i in ids if last_reported is None or i > last_reported]
+    taken = [i for i in batch_ids(checkpoint, "commits") if last_reported is None or i > last_reported]
     for batch_id in taken:
         for leaf in (str(batch_id), f".{batch_id}.crc"):
-            (commits / leaf).unlink(missing_ok=True)
+            (local_checkpoint(checkpoint) / "commits" / leaf).unlink(missing_ok=True)
     if taken:
         log.info("replay %s: batches %s were committed but not reported when it paused; they run again", name, taken)
     return taken

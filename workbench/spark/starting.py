@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import StreamStartError, refusal_line
 from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
 from ..progress import ProgressHistory
+from .checkpoint_log import batch_ids
 from .plan import output_mode_problem, plan_facts, plan_text
 from .private_folders import remove_folder
 from .registry import SessionOwner, StreamRegistry
@@ -193,11 +193,8 @@ def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:
     Read from the checkpoint's ``commits`` folder (one file per committed batch) before
     Spark adds to it; only local folders are read (None for other file systems).
     """
-    if checkpoint is None or "://" in str(checkpoint):
-        return None
-    commits = Path(checkpoint) / "commits"
-    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
-    return max(ids) + 1 if ids else None
+    ids = batch_ids(checkpoint, "commits")
+    return ids[-1] + 1 if ids else None
 
 
 def _table_warn_rows() -> int:

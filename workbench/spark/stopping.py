@@ -308,7 +308,7 @@ def jvm_cause(query: Any, spark: Any) -> tuple[str, str] | None:
         if cause is None:
             return None
         # Spark's own trace text, in one call (not one per frame): the cause's message (which
-        # may span lines), its frames, then its own causes.
+        # may span lines), its frames, then its own causes; the frames are kept.
         lines = str(spark._jvm.org.apache.spark.util.Utils.exceptionString(cause)).splitlines()
         first = next((i for i, line in enumerate(lines) if line.startswith("\tat ")), len(lines))
         frames = list(itertools.takewhile(lambda line: line.startswith("\tat "), lines[first:]))
