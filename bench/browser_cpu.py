@@ -12,6 +12,11 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **visible, whole lines**: the same, with each patched line written as one path
   (``data-workbench-draw="whole"``; otherwise a line is a path per eight batches, and only
   the newest and oldest change per batch);
+- **visible, axes in full**: the same, with plotly drawing a whole chart whenever its axes
+  move (``data-workbench-draw="full-axes"``; otherwise plotly moves the axes alone and the
+  new points are patched over them, ``extensions/src/draw.ts``);
+- **visible, full**: the monitor visible again as in the first phase, its window full by now
+  (the batch axis moves on every quarter window): what "axes in full", just before it, compares with;
 - **out of view**: the same, scrolled out of view (below a tall output);
 - **hidden**: the same, the notebook's tab behind a Launcher tab;
 - **heap**: the monitor visible again for ``--heap-minutes`` (5 by default, a shortened
@@ -106,7 +111,8 @@ JS_DRAW_COUNTS = """() => {
   for (const gd of document.querySelectorAll('.workbench-chart-grid .js-plotly-plot[data-patch-declined]')) {
     declined[gd.dataset.chart] = gd.dataset.patchDeclined;
   }
-  return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), byChart, declined};
+  return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), axis: sum('axisDraws'),
+          byChart, declined};
 }"""
 #: The page's running animations: their names and the classes of what they animate.
 JS_ANIMATIONS = """() => document.getAnimations().filter(a => a.playState === 'running').slice(0, 5)
@@ -162,7 +168,8 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]
     for name in METRICS:
         result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
     result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
-    for kind in ("full", "points", "patched"):  # chart draws per batch: plotly's full ones, points only, patched
+    # Chart draws per batch: plotly's full ones, points only, of those patched, axis moves.
+    for kind in ("full", "points", "patched", "axis"):
         result[f"{kind} draws/batch"] = (d1[kind] - d0[kind]) / count
     # Per chart: full draws, and point draws plotly made (not patched).
     result["full, plotly point draws by chart"] = {
@@ -311,7 +318,10 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         results["whole lines"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'plotly'; }")
         results["plotly only"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'full-axes'; }")
+        results["axes in full"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { delete document.documentElement.dataset.workbenchDraw; }")
+        results["visible, full"] = _phase(page, cdp, "rates", seconds)
         page.evaluate(JS_SCROLL_TO_END)
         results["out of view"] = _phase(page, cdp, "rates", seconds)
         if trace_seconds > 0:
@@ -365,7 +375,8 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
             ("CDP layouts per batch", "layouts/batch", "{:.1f}"),
             ("chart full draws per batch", "full draws/batch", "{:.2f}"),
             ("chart point draws per batch", "points draws/batch", "{:.2f}"),
-            ("  of which patched", "patched draws/batch", "{:.2f}")]
+            ("  of which patched", "patched draws/batch", "{:.2f}"),
+            ("chart axis moves per batch", "axis draws/batch", "{:.2f}")]
     for label, key, form in rows:
         print(f"{label:26}" + "".join(f"{form.format(r.get(key, float('nan'))):>14}" for r in phases.values())
               + f"{targets.get(key, ''):>26}")

@@ -5,8 +5,9 @@ cell, and points sent from the kernel with ``grid.extend``. The grid's ``data-dr
 attribute counts its drawn updates; the chart's plotly data (``div.data``) is what it drew.
 
 * while visible, each sent point is drawn, and a trace never holds more than the window;
-  each drawn update is one plotly call, and points that fit the axes are drawn without a
-  full redraw (the chart's ``data-full-draws`` and ``data-point-draws`` counts);
+  each drawn update is one draw, points that fit the axes are drawn without a full redraw,
+  and points past them move the axes without one either (the chart's ``data-full-draws``,
+  ``data-point-draws`` and ``data-axis-draws`` counts);
 * hidden (the notebook's tab behind a Launcher, the grid scrolled out of view, the cell's
   output collapsed), the grid keeps taking points but draws nothing; shown again, it draws
   the latest window at once, in one update (not a replay of each missed point).
@@ -48,6 +49,7 @@ JS_DRAWN = """() => {
   return {draws: grid ? Number(grid.dataset.draws) : -1,
           full: plot ? Number(plot.dataset.fullDraws || 0) : 0,
           points: plot ? Number(plot.dataset.pointDraws || 0) : 0,
+          axis: plot ? Number(plot.dataset.axisDraws || 0) : 0,
           x: plot && plot.data ? plot.data.map(trace => Array.from(trace.x || [])) : null};
 }"""
 
@@ -155,10 +157,14 @@ def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabSer
             _send(page, last, last)
             drawn = _wait_drawn(page, last, "visible")
             assert all(len(x) <= WINDOW for x in drawn["x"]), f"a trace holds more than {WINDOW} points: {drawn}"
-        calls = drawn["full"] + drawn["points"] - start["full"] - start["points"]
-        assert calls == drawn["draws"] - start["draws"], f"not one plotly call per drawn update: {start} -> {drawn}"
+        calls = sum(drawn[kind] - start[kind] for kind in ("full", "points", "axis"))
+        assert calls == drawn["draws"] - start["draws"], f"not one draw per drawn update: {start} -> {drawn}"
         assert drawn["points"] - start["points"] > drawn["full"] - start["full"], (
             f"points that fit the axes were redrawn in full: {start} -> {drawn}")
+        # The window moves on every few points: the axes move without a full draw.
+        assert drawn["axis"] > start["axis"], f"points past the axes were redrawn in full: {start} -> {drawn}"
+        assert drawn["full"] - start["full"] < drawn["axis"] - start["axis"], (
+            f"more full draws than axis moves: {start} -> {drawn}")
 
         # The notebook's tab behind a Launcher, then brought back.
         last = _hidden_then_shown(

@@ -9,7 +9,9 @@ its own), and the picture must be the one the patches drew, pixel for pixel but 
 anti-aliasing, with the same points in the chart's data. Once the window is full and moves
 on, a patched batch changes only a few shapes per trace (the browser repaints only those):
 the newest and oldest part of each line, the shape of the batch that left reused for the
-new one, not every point's.
+new one, not every point's. When the points pass the axes' room, plotly moves the axes alone
+and the points are patched over them (``data-axis-draws``): no chart draws in full once its
+window is full, and the pictures compared are of charts whose axes moved so.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def send(batch):
 JS_CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.workbench-chart')].map(div => [
   div.dataset.chart,
   {full: Number(div.dataset.fullDraws || 0), points: Number(div.dataset.pointDraws || 0),
-   patched: Number(div.dataset.patchedDraws || 0),
+   patched: Number(div.dataset.patchedDraws || 0), axis: Number(div.dataset.axisDraws || 0),
    x: div.data ? div.data.map(trace => Array.from(trace.x || [])) : []}]))"""
 
 JS_KERNEL_RUN = """async (code) => {
@@ -139,7 +141,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> 
             expected = list(range(max(0, last - 59), last + 1))
             wait_for(lambda: all(x and x[0] == expected for x in (c["x"] for c in _charts(page).values())),
                      30, 0.05, text=lambda: f"batch {last} not drawn: {_charts(page)}")
-        drawn = _charts(page)
+        drawn = full = _charts(page)
         assert set(drawn) == {"watermark", "state", "latency", "rates"}, drawn
         for key, chart in drawn.items():
             assert chart["patched"] >= 40, f"{key}: points that fit the axes went through plotly: {chart}"
@@ -166,7 +168,17 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> 
             assert 0 < count <= SHAPES_PER_TRACE * LIVE_TRACES[key], (
                 f"{key}: one patched batch changed {count} shapes, more than {SHAPES_PER_TRACE} per trace "
                 f"({LIVE_TRACES[key]} traces): the whole chart repaints")
+        # The window moves on past the batch axis's room: the axes move with the points
+        # patched over them, no chart drawn in full since the window filled.
+        while not all(chart["axis"] > full[key]["axis"] for key, chart in _charts(page).items()) and last < 120:
+            last += 1
+            page.evaluate(JS_KERNEL_RUN, f"send({last})")
+            wait_for(lambda: all(c["x"] and c["x"][0][-1] == last for c in _charts(page).values()), 30, 0.05,
+                     text=lambda: f"batch {last} not drawn: {_charts(page)}")
         drawn = _charts(page)
+        for key, chart in drawn.items():
+            assert chart["axis"] > full[key]["axis"], f"{key}: its axes never moved without a full draw: {chart}"
+            assert chart["full"] == full[key]["full"], f"{key}: drawn in full once its window was full: {chart}"
 
         for key, chart in drawn.items():
             div = page.locator(f'.workbench-chart[data-chart="{key}"]')

@@ -76,19 +76,26 @@ const CONFIG = {
 const drawn = new WeakMap<HTMLElement, IDrawn>();
 
 /**
- * Whether the page asked for every update to go through plotly (`data-workbench-draw="plotly"`
- * on the document element): what bench/browser_cpu.py compares the patches with.
+ * How the page asked for updates to be drawn (`data-workbench-draw` on the document element),
+ * what bench/browser_cpu.py compares with: `plotly` has plotly draw every update, `full-axes`
+ * has plotly draw the whole chart whenever its axes move; otherwise new points are patched
+ * and moved axes drawn alone.
  */
+function draws(): 'plotly' | 'full-axes' | 'patch' {
+  const asked = document.documentElement.dataset.workbenchDraw;
+  return asked === 'plotly' || asked === 'full-axes' ? asked : 'patch';
+}
+
 function plotlyOnly(): boolean {
-  return document.documentElement.dataset.workbenchDraw === 'plotly';
+  return draws() === 'plotly';
 }
 
 /**
  * Counts the draws per kind on the chart, for tests and benches: `data-full-draws` (plotly
  * drew it all), `data-point-draws` (new points alone), and of those `data-patched-draws`
- * (written into the SVG without plotly).
+ * (written into the SVG without plotly), `data-axis-draws` (moved axes, see moveAxes).
  */
-function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws'): void {
+function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws' | 'axisDraws'): void {
   div.dataset[kind] = String(Number(div.dataset[kind] ?? 0) + 1);
 }
 
@@ -128,9 +135,10 @@ export function drawChart(
   const points = traces.length > 0 && (live.length === 0 || hasPoint);
   const before = drawn.get(div);
   const gd = div as any;
-  if (
-    before &&
-    gd._fullLayout &&
+  // Only points changed (not the spec, the traces, their modes or the empty state).
+  const pointsOnly =
+    before !== undefined &&
+    !!gd._fullLayout &&
     before.spec === spec &&
     before.fallback === fallback &&
     before.traces === traces.length &&
@@ -138,12 +146,11 @@ export function drawChart(
     before.points &&
     points &&
     live.length > 0 &&
-    !before.stale &&
-    within(before, spec.layout, traces, window)
-  ) {
-    // Only points changed and they fit the axes: write them into the SVG, or redraw the
-    // traces alone with plotly; when plotly has yet to make a shape they need (a line that
-    // had no points at its last full draw), draw in full below, which makes it.
+    !before.stale;
+  if (before && pointsOnly && within(before, spec.layout, traces, window)) {
+    // They fit the axes: write them into the SVG, or redraw the traces alone with plotly;
+    // when plotly has yet to make a shape they need (a line that had no points at its last
+    // full draw), draw in full below, which makes it.
     const patched = !before.inside && !plotlyOnly() ? patchPoints(gd, traces, live) : 'plotly';
     if (patched !== 'missing') {
       count(div, 'pointDraws');
@@ -159,6 +166,12 @@ export function drawChart(
       );
       // A newer update interrupting this one rejects it: nothing is lost, the newer one draws.
       Promise.resolve(update).catch(() => undefined);
+      return;
+    }
+  } else if (before && pointsOnly && before.patched && !before.inside && draws() === 'patch') {
+    // They left the axes, and the points before were patched: move the axes alone.
+    if (moveAxes(plotly, gd, before, spec.layout, traces, live, window)) {
+      count(div, 'axisDraws');
       return;
     }
   }
@@ -201,17 +214,9 @@ export function drawChart(
       }
     ];
   } else if (live.length > 0) {
-    const steps = growth(spec.layout, traces);
-    for (const [name, extent] of Object.entries(extents(spec.layout, traces))) {
-      // An axis the user zoomed keeps the range of the draw before (uirevision then keeps
-      // the user's); the others get room to grow.
-      const range = state.user.has(name)
-        ? before?.ranges[name]
-        : roomy(name, extent, spec.layout[name] ?? {}, window, steps[name]);
-      if (range) {
-        state.ranges[name] = range;
-        layout[name] = { ...layout[name], range: [...range], autorange: false };
-      }
+    for (const [name, range] of Object.entries(liveRanges(state, before, spec.layout, traces, window))) {
+      state.ranges[name] = range;
+      layout[name] = { ...layout[name], range: [...range], autorange: false };
     }
   }
   plotly.react(div, traces, layout, CONFIG);
@@ -222,6 +227,67 @@ export function drawChart(
     div.addEventListener('pointerleave', () => onPointer(plotly, div, false));
   }
   drawn.set(div, state);
+}
+
+/**
+ * The ranges of a live chart's managed axes: room to grow around its points (roomy), but for
+ * an axis the user zoomed or panned, which keeps the range of the draw `before`.
+ */
+function liveRanges(
+  state: IDrawn,
+  before: IDrawn | undefined,
+  layout: Record<string, any>,
+  traces: ITrace[],
+  window: number
+): Record<string, [number, number]> {
+  const steps = growth(layout, traces);
+  const ranges: Record<string, [number, number]> = {};
+  for (const [name, extent] of Object.entries(extents(layout, traces))) {
+    const range = state.user.has(name)
+      ? before?.ranges[name]
+      : roomy(name, extent, layout[name] ?? {}, window, steps[name]);
+    if (range) {
+      ranges[name] = range;
+    }
+  }
+  return ranges;
+}
+
+/**
+ * New points that left the axes of a chart drawn by patches: plotly moves the axes
+ * (`relayout` of their ranges: ticks, grid and its own, older points, about half the script
+ * of a full draw, which also recomputes every default and trace), then the new points are
+ * patched in over them. False when the ranges did not change or the points cannot be
+ * patched: the caller then draws in full.
+ */
+function moveAxes(
+  plotly: Plotly,
+  gd: any,
+  state: IDrawn,
+  layout: Record<string, any>,
+  traces: ITrace[],
+  live: number[],
+  window: number
+): boolean {
+  const ranges = liveRanges(state, state, layout, traces, window);
+  const update: Record<string, [number, number]> = {};
+  for (const [name, range] of Object.entries(ranges)) {
+    const old = state.ranges[name];
+    if (!old || old[0] !== range[0] || old[1] !== range[1]) {
+      update[`${name}.range`] = [...range];
+    }
+  }
+  if (Object.keys(update).length === 0) {
+    return false;
+  }
+  // Known before plotly tells of the relayout (onRelayout): these ranges are the chart's own.
+  state.ranges = { ...state.ranges, ...ranges };
+  // Plotly draws synchronously here (no transition, no asynchronous layout step): its promise
+  // only says so; a rejection is left to the full draw the next update makes.
+  Promise.resolve(plotly.relayout(gd, update)).catch(() => {
+    state.stale = true;
+  });
+  return patchPoints(gd, traces, live) === 'patched';
 }
 
 /**
@@ -257,10 +323,16 @@ function onRelayout(div: HTMLElement, event: Record<string, unknown>): void {
       state.user.delete(match[1]);
       state.epoch += state.stale ? 0 : 1;
       state.stale = true;
-    } else if (match[2] === 'range') {
+    } else if (match[2] === 'range' && !ownRange(state, match[1], key, event[key])) {
       state.user.add(match[1]);
     }
   }
+}
+
+/** Whether a relayout event's range is the one moveAxes set (not the user's zoom or pan). */
+function ownRange(state: IDrawn, axis: string, key: string, value: unknown): boolean {
+  const range = state.ranges[axis];
+  return key === `${axis}.range` && Array.isArray(value) && !!range && value[0] === range[0] && value[1] === range[1];
 }
 
 function axisNames(layout: Record<string, any>): string[] {
