@@ -42,7 +42,8 @@ import pytest
 from .helpers import wait_for
 from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
-    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, served,
+    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, scroll_into_view,
+    served,
 )
 
 pytestmark = pytest.mark.browser
@@ -229,7 +230,7 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     # The monitor's four charts render under the cell that started the stream.
     monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
     # Watched as a user would, on screen: a monitor out of view keeps its points undrawn.
-    monitor.scroll_into_view_if_needed()
+    scroll_into_view(monitor)
 
     def titles() -> list[str]:
         return monitor.locator(".js-plotly-plot .gtitle").all_text_contents()

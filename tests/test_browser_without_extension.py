@@ -36,6 +36,7 @@ from workbench.cli import lab_command
 from . import browser_support, test_browser
 from .browser_support import (
     JS_ACTIVATE_CELL, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
+    scroll_into_view,
 )
 from .helpers import wait_for
 from .test_browser import (
@@ -209,7 +210,7 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         # A further monitor: its charts drawn from the code the page already has.
         before = frames.total
         index = _append_and_run(page, EXTRA_STREAM)
-        page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".workbench-monitor").scroll_into_view_if_needed()
+        scroll_into_view(page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".workbench-monitor"))
         wait_for(lambda: len(_monitor_charts(page, index)) == len(CHART_TITLES), 60, 0.25,
                  text=lambda: f"the second monitor drew {_monitor_charts(page, index)}")
         wait_for(lambda: _kernel_int(page, "workbench.stream('extra').progress.total") >= 2, 60, 0.5,
@@ -239,7 +240,7 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         # cannot yet (append mode, its first window far from closed) says why.
         hourly = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, HOURLY_STREAM)).locator(
             ".workbench-monitor")
-        hourly.scroll_into_view_if_needed()  # out of view, the kernel does not update it
+        scroll_into_view(hourly)  # out of view, the kernel does not update it
         wait_for(lambda: "earliest open window" in (hourly.text_content() or ""), 60, 0.25,
                  text=lambda: f"the hourly stream's monitor shows {hourly.text_content()!r}")
         assert "Why no output?" in (hourly.text_content() or "")
@@ -249,12 +250,12 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         # code the page already has.
         panel = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, REPLAY_PANEL)).locator(
             ".workbench-replay-panel .workbench-monitor")
-        panel.scroll_into_view_if_needed()
+        scroll_into_view(panel)
         wait_for(lambda: len(_charts_with_points(panel)) == len(CHART_TITLES), 60, 0.25,
                  text=lambda: f"the replay panel's monitor drew charts with points {_charts_with_points(panel)}")
         comparison = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, COMPARISON)).locator(
             ".workbench-charts")
-        comparison.scroll_into_view_if_needed()
+        scroll_into_view(comparison)
         wait_for(lambda: len(_charts_with_points(comparison)) == 1, 60, 0.25,
                  text=lambda: f"the comparison drew charts with points {_charts_with_points(comparison)}")
         assert "watermark" in (comparison.text_content() or "")  # its legend names the runs' lines
@@ -279,7 +280,7 @@ def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
         _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=120)
         assert page.evaluate(JS_ERRORS) == []
         monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
-        monitor.scroll_into_view_if_needed()  # out of view, charts keep their points undrawn
+        scroll_into_view(monitor)  # out of view, charts keep their points undrawn
         wait_for(lambda: len(monitor.locator(".js-plotly-plot .gtitle").all_text_contents()) == len(CHART_TITLES),
                  60, 0.25, text=lambda: f"Notebook 7 drew {monitor.locator('.js-plotly-plot .gtitle').all_text_contents()}")
         text = page.locator(".jp-Notebook").text_content() or ""
