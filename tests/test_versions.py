@@ -80,3 +80,28 @@ def test_spark_connects_grouped_data_has_transform_with_state_in_pandas_or_the_l
             f"transformWithStateInPandas over Spark Connect needs pyspark 4.1 or later; this is pyspark {version}")
     else:
         assert tuple(int(part) for part in version.split(".")[:2]) >= (4, 1), version
+
+
+def test_embedded_checkpoints_are_written_through_hadoops_file_system_api(env, spark):
+    # Spark's default manager (Hadoop's FileContext) starts readlink processes for every
+    # rename on a local disk; the embedded session names the FileSystem-based manager of the
+    # pyspark in use (Spark 4.1 moved it to another package).
+    from workbench.spark.session import CHECKPOINT_MANAGER, local_checkpoint_manager
+
+    name = spark.conf.get(CHECKPOINT_MANAGER)
+    assert name == local_checkpoint_manager() and name.endswith(".FileSystemBasedCheckpointFileManager")
+    # A stateful query writes its offsets, commits and state with it (a class the JVM lacks
+    # would fail the query's start), and a restart reads them back: the next run goes on
+    # after the last committed batch, with the state carried over.
+    counts = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()
+              .groupBy((F.col("value") % 2).alias("k")).count())
+    checkpoint = env.temp_dir / "restarted"
+    first = env.start(counts, "checkpointed", trigger="available-now", output_mode="complete",
+                      checkpoint=str(checkpoint))
+    first.wait_finished(120)
+    second = env.start(counts, "checkpointed_again", trigger="available-now", output_mode="complete",
+                       checkpoint=str(checkpoint))
+    second.wait_finished(120)
+    assert first.error is None and second.error is None, (first.error_details, second.error_details)
+    assert second.progress.records()[0].batch_id == first.progress.last_batch_id + 1
+    assert sorted(map(tuple, second.result()[["k", "count"]].values.tolist())) == [(0, 2), (1, 2)]

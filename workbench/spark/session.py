@@ -15,11 +15,13 @@ goes to a log file there too, not to the notebook (see :mod:`.jvm_launch`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import sys
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from .private_folders import private_folder
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "classic_session",
+    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager",
 ]
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,8 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
     False
     >>> default_conf("spark://127.0.0.1:7077", "/tmp/w")["spark.driver.bindAddress"]
     '127.0.0.1'
+    >>> CHECKPOINT_MANAGER in default_conf("local[2]", "/tmp/w"), CHECKPOINT_MANAGER in default_conf("yarn", "/tmp/w")
+    (True, False)
     """
     conf = {
         "spark.app.name": "workbench",
@@ -118,10 +122,62 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J}",
     }
     conf["spark.master"] = master
+    if is_local_master(master):
+        conf.update(_local_settings())
     if is_local_master(master) or _loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     return conf
+
+
+#: The setting that names the class Spark writes checkpoint files with.
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+#: Spark's checkpoint file manager on Hadoop's ``FileSystem`` API, in the packages it has lived
+#: in (Spark 4.1 moved it to ``checkpointing``).
+_FILE_SYSTEM_MANAGERS = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+)
+
+
+@functools.cache
+def local_checkpoint_manager() -> str | None:
+    """The checkpoint file manager of an embedded Spark's sessions, or None to keep Spark's default.
+
+    Spark's default manager goes through Hadoop's ``FileContext`` API. On a local disk, without
+    Hadoop's native library (pyspark ships none), every rename there makes the JVM start
+    ``readlink`` processes: Hadoop's local file system looks for symbolic links with a shell
+    command. That is some forty processes per stateful micro-batch, each a fork of the JVM.
+    Spark's ``FileSystem``-based manager writes the same files and renames them with one system
+    call, which is atomic on a local disk; a batch's offsets and commit writes take a third of
+    the time (``bench/bench_checkpoint_files.py``). Only the embedded local Spark uses it: a
+    cluster's checkpoints live on the storage its owner chose.
+
+    The class is looked up in the ``spark-sql`` jar of the pyspark in use; None when there is
+    none (a Spark whose jars lie elsewhere), and Spark's default stays.
+
+    Examples
+    --------
+    >>> local_checkpoint_manager().endswith(".FileSystemBasedCheckpointFileManager")
+    True
+    """
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        jars = sorted(Path(_find_spark_home()).joinpath("jars").glob("spark-sql_*.jar"))
+        if not jars:
+            return None
+        with zipfile.ZipFile(jars[0]) as jar:
+            names = set(jar.namelist())
+    except (Exception, SystemExit):  # no Spark home found (pyspark exits), an unreadable jar
+        return None
+    return next((name for name in _FILE_SYSTEM_MANAGERS if name.replace(".", "/") + ".class" in names), None)
+
+
+def _local_settings() -> dict[str, str]:
+    """What only an embedded local Spark gets (see :func:`local_checkpoint_manager`)."""
+    manager = local_checkpoint_manager()
+    return {CHECKPOINT_MANAGER: manager} if manager else {}
 
 
 def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
@@ -158,6 +214,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
             "spark.sql.adaptive.enabled": "false",
             "spark.sql.session.timeZone": "UTC",
             **STATE_STORE_CONF,
+            **(_local_settings() if remote.startswith("local") else {}),
             **{k: str(v) for k, v in conf.items()},
         }
         if remote.startswith("local"):
