@@ -66,9 +66,11 @@ class ReplayState:
         """
         inspector = self._inspector()
         parts: list[tuple[str, int, Callable[[], pd.DataFrame]]] = []
+        # The operators are read once; each part reads the batch they name (a later batch
+        # committed meanwhile, as while playing, does not make a table disagree with its title).
         for op in inspector.operators():
-            def read(op_id: int = op.operator_id, **options: Any) -> Callable[[], pd.DataFrame]:
-                return lambda: inspector.state(operator=op_id, **options)
+            def read(op: Any = op, **options: Any) -> Callable[[], pd.DataFrame]:
+                return lambda: inspector.state_of(op, op.max_batch_id, **options)
 
             if op.is_join:
                 parts += [(f"{op.kind}, {side} side", op.max_batch_id, read(side=side)) for side in ("left", "right")]
@@ -78,7 +80,7 @@ class ReplayState:
                           for v in processor.variables]
                 if processor.has_timers:
                     parts.append((f"{op.kind}, timers ({processor.time_mode})", op.max_batch_id,
-                                  lambda op_id=op.operator_id: inspector.timers(operator=op_id)))
+                                  lambda op=op: inspector.timers_of(op, op.max_batch_id)))
             else:
                 parts.append((op.kind, op.max_batch_id, read()))
         return parts

@@ -290,9 +290,18 @@ class StateInspector:
         if batch_id is not None:
             batch_id = _check_batch(batch_id, "batch_id")
         op = self._pick(operator, side, tws=variable is not None)
-        options, flatten = variable_reading(op, variable, self.name)
         if batch_id is not None:
             self._check_in_range(batch_id, op, "batch")
+        return self.state_of(op, batch_id, side=side, variable=variable)
+
+    def state_of(self, op: StateOperator, batch_id: int | None = None, *, side: str | None = None,
+                 variable: str | None = None) -> pd.DataFrame:
+        """:meth:`state` of an operator already read with :meth:`operators` (no second metadata read).
+
+        ``side`` and ``variable`` must fit ``op``, as :meth:`state` checks; a state view that
+        shows every operator after each replay step reads their list once this way.
+        """
+        options, flatten = variable_reading(op, variable, self.name)
         if side is not None:
             options["joinSide"] = side
         frame = self._load(self._reader(op, batch_id, options), op, flatten)
@@ -317,6 +326,10 @@ class StateInspector:
                              "transformWithState processors register timers")
         if batch_id is not None:
             self._check_in_range(batch_id, op, "batch")
+        return self.timers_of(op, batch_id)
+
+    def timers_of(self, op: StateOperator, batch_id: int | None = None) -> pd.DataFrame:
+        """:meth:`timers` of a transformWithState operator already read with :meth:`operators`."""
         reader = self._reader(op, batch_id, {"readRegisteredTimers": True})
         frame = timer_frame(self._load(reader, op, timer_columns), processor_state(op.properties).time_mode,
                             op.max_batch_id if batch_id is None else batch_id, self._watermarks)
