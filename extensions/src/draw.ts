@@ -86,10 +86,6 @@ function draws(): 'plotly' | 'full-axes' | 'patch' {
   return asked === 'plotly' || asked === 'full-axes' ? asked : 'patch';
 }
 
-function plotlyOnly(): boolean {
-  return draws() === 'plotly';
-}
-
 /**
  * Counts the draws per kind on the chart, for tests and benches: `data-full-draws` (plotly
  * drew it all), `data-point-draws` (new points alone), and of those `data-patched-draws`
@@ -135,23 +131,13 @@ export function drawChart(
   const points = traces.length > 0 && (live.length === 0 || hasPoint);
   const before = drawn.get(div);
   const gd = div as any;
-  // Only points changed (not the spec, the traces, their modes or the empty state).
-  const pointsOnly =
-    before !== undefined &&
-    !!gd._fullLayout &&
-    before.spec === spec &&
-    before.fallback === fallback &&
-    before.traces === traces.length &&
-    before.modes === modes &&
-    before.points &&
-    points &&
-    live.length > 0 &&
-    !before.stale;
-  if (before && pointsOnly && within(before, spec.layout, traces, window)) {
+  const pointsOnly = onlyPointsChanged(before, gd, { spec, fallback, traces: traces.length, modes, points }) &&
+    live.length > 0;
+  if (pointsOnly && within(before, spec.layout, traces, window)) {
     // They fit the axes: write them into the SVG, or redraw the traces alone with plotly;
     // when plotly has yet to make a shape they need (a line that had no points at its last
     // full draw), draw in full below, which makes it.
-    const patched = !before.inside && !plotlyOnly() ? patchPoints(gd, traces, live) : 'plotly';
+    const patched = !before.inside && draws() !== 'plotly' ? patchPoints(gd, traces, live) : 'plotly';
     if (patched !== 'missing') {
       count(div, 'pointDraws');
       before.patched = patched === 'patched';
@@ -168,7 +154,7 @@ export function drawChart(
       Promise.resolve(update).catch(() => undefined);
       return;
     }
-  } else if (before && pointsOnly && before.patched && !before.inside && draws() === 'patch') {
+  } else if (pointsOnly && before.patched && !before.inside && draws() === 'patch') {
     // They left the axes, and the points before were patched: move the axes alone.
     if (moveAxes(plotly, gd, before, spec.layout, traces, live, window)) {
       count(div, 'axisDraws');
@@ -227,6 +213,29 @@ export function drawChart(
     div.addEventListener('pointerleave', () => onPointer(plotly, div, false));
   }
   drawn.set(div, state);
+}
+
+/**
+ * Whether only points changed since the chart's last draw `before`: not the spec, the
+ * traces, their modes or the empty state, with plotly's layout in place and no autoscale
+ * pending. Says so to TypeScript too: `before` is then the last draw.
+ */
+function onlyPointsChanged(
+  before: IDrawn | undefined,
+  gd: any,
+  now: Pick<IDrawn, 'spec' | 'fallback' | 'traces' | 'modes' | 'points'>
+): before is IDrawn {
+  return (
+    before !== undefined &&
+    !!gd._fullLayout &&
+    before.spec === now.spec &&
+    before.fallback === now.fallback &&
+    before.traces === now.traces &&
+    before.modes === now.modes &&
+    before.points &&
+    now.points &&
+    !before.stale
+  );
 }
 
 /**
