@@ -24,23 +24,20 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-#: Spark's default manager (on a local disk), by package: Spark 4.1 moved it.
-FILE_CONTEXT = ("org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager",
-                "org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager")
 
 #: One arm, in a process of its own: argv[1] is the manager class ("" for the workbench's).
 ARM = r'''
-import json, os, sys, time
+import json, sys, time
 from pathlib import Path
+sys.path.insert(0, "bench")
 import workbench
+from bench_test_jvm import cpu_seconds
 from pyspark.sql import functions as F
 from workbench.spark.session import CHECKPOINT_MANAGER
 
 def machine():
-    fields = Path("/proc/stat").read_text().splitlines()
-    cpu = sum(map(int, fields[0].split()[1:8])) - int(fields[0].split()[4]) - int(fields[0].split()[5])
-    forks = int(next(line for line in fields if line.startswith("processes")).split()[1])
-    return cpu / os.sysconf("SC_CLK_TCK"), forks
+    forks = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("processes"))
+    return cpu_seconds(), int(forks.split()[1])
 
 manager, batches = sys.argv[1], int(sys.argv[2])
 spark = workbench.session(**({CHECKPOINT_MANAGER: manager} if manager else {}))
@@ -88,7 +85,8 @@ def main() -> None:
     ours = local_checkpoint_manager()
     if ours is None:
         raise SystemExit("this pyspark has no FileSystem-based checkpoint file manager to compare")
-    default = FILE_CONTEXT[0] if ".checkpointing." in ours else FILE_CONTEXT[1]
+    # Spark's default on a local disk lives next to it, in whichever package this Spark has.
+    default = ours.replace("FileSystemBased", "FileContextBased")
     arms = {"FileContext (Spark's default)": default, "FileSystem (the workbench's)": ""}
     figures: dict[str, list[dict]] = {name: [] for name in arms}
     for _ in range(options.rounds):

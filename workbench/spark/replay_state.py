@@ -9,11 +9,14 @@ join, each variable and the timers of a transformWithState processor).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
 from .tws_state import processor_state
+
+if TYPE_CHECKING:
+    from .state import StateOperator
 
 __all__ = ["ReplayState"]
 
@@ -69,7 +72,7 @@ class ReplayState:
         # The operators are read once; each part reads the batch they name (a later batch
         # committed meanwhile, as while playing, does not make a table disagree with its title).
         for op in inspector.operators():
-            def read(op: Any = op, **options: Any) -> Callable[[], pd.DataFrame]:
+            def read(op: StateOperator = op, **options: Any) -> Callable[[], pd.DataFrame]:
                 return lambda: inspector.state_of(op, op.max_batch_id, **options)
 
             if op.is_join:

@@ -147,7 +147,7 @@ def local_checkpoint_manager() -> str | None:
     Spark's default manager goes through Hadoop's ``FileContext`` API. On a local disk, without
     Hadoop's native library (pyspark ships none), every rename there makes the JVM start
     ``readlink`` processes: Hadoop's local file system looks for symbolic links with a shell
-    command. That is some forty processes per stateful micro-batch, each a fork of the JVM.
+    command. That is some sixty forks of the JVM per stateful micro-batch.
     Spark's ``FileSystem``-based manager writes the same files and renames them with one system
     call, which is atomic on a local disk; a batch's offsets and commit writes take a third of
     the time (``bench/bench_checkpoint_files.py``). Only the embedded local Spark uses it: a
@@ -168,10 +168,11 @@ def local_checkpoint_manager() -> str | None:
         if not jars:
             return None
         with zipfile.ZipFile(jars[0]) as jar:
-            names = set(jar.namelist())
+            entries = jar.NameToInfo
+            return next((name for name in _FILE_SYSTEM_MANAGERS if name.replace(".", "/") + ".class" in entries),
+                        None)
     except (Exception, SystemExit):  # no Spark home found (pyspark exits), an unreadable jar
         return None
-    return next((name for name in _FILE_SYSTEM_MANAGERS if name.replace(".", "/") + ".class" in names), None)
 
 
 def _local_settings() -> dict[str, str]:
