@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import tempfile
 
 import pytest
 
@@ -131,6 +132,11 @@ def test_start_error_keeps_details():
      "workbench.views.console", "workbench.views.monitor_charts",
      "workbench.views.monitor_header", "workbench._java"],
 )
-def test_docstring_examples(module):
+def test_docstring_examples(module, tmp_path, monkeypatch):
+    # The examples' temp folders land in a folder of the test's own, which must be empty after.
+    scratch = tmp_path / "examples"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+    assert not list(scratch.iterdir()), f"the examples left {sorted(p.name for p in scratch.iterdir())}"

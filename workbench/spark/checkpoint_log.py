@@ -38,10 +38,12 @@ def batch_ids(checkpoint: str | os.PathLike[str] | None, log: str) -> list[int]:
     Examples
     --------
     >>> import tempfile
-    >>> checkpoint = Path(tempfile.mkdtemp()); (checkpoint / "commits").mkdir()
+    >>> folder = tempfile.TemporaryDirectory(); checkpoint = Path(folder.name)
+    >>> (checkpoint / "commits").mkdir()
     >>> for name in ("0", "1", ".1.crc", "10"): (checkpoint / "commits" / name).touch()
     >>> batch_ids(checkpoint, "commits"), batch_ids(checkpoint, "offsets")
     ([0, 1, 10], [])
+    >>> folder.cleanup()
     """
     folder = local_checkpoint(checkpoint)
     if folder is None:

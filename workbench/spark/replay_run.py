@@ -80,10 +80,12 @@ def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = 
     Examples
     --------
     >>> import tempfile, os
-    >>> checkpoint = tempfile.mkdtemp(); os.makedirs(os.path.join(checkpoint, "commits"))
+    >>> folder = tempfile.TemporaryDirectory(); checkpoint = folder.name
+    >>> os.makedirs(os.path.join(checkpoint, "commits"))
     >>> for n in ("0", "1", ".1.crc"): open(os.path.join(checkpoint, "commits", n), "w").close()
     >>> uncommit_unreported(checkpoint, 0), sorted(os.listdir(os.path.join(checkpoint, "commits")))
     ([1], ['0'])
+    >>> folder.cleanup()
     """
     taken = [i for i in batch_ids(checkpoint, "commits") if last_reported is None or i > last_reported]
     for batch_id in taken:
