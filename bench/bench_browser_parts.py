@@ -1,0 +1,164 @@
+"""Where a visible monitor's browser CPU goes: the same page with parts of it switched off, side by side.
+
+Run from the repository root (needs Chromium, as ``workbench test`` does)::
+
+    .venv/bin/python bench/bench_browser_parts.py [--seconds 30] [--rounds 3]
+
+The stream and page of ``bench_browser.py``'s browser-CPU arm (``bench/browser_cpu.py``:
+``%%stream rates --trigger "1 second"`` over a ``rate`` source at 50 rows/s), one monitor
+on screen. In one page and kernel, in rounds (the machine's noise is as large as the
+differences, so every variant is measured in every round, one after the other):
+
+- **as is**: the monitor as a user sees it;
+- **charts not painted**: the charts' divs ``visibility: hidden``: every message arrives
+  and every draw runs (script, style, layout), but nothing of the charts is painted,
+  rasterised or composited;
+- **no charts**: the chart grid ``display: none``: the charts report that nobody sees them,
+  so the kernel sends them nothing and the header waits (what a hidden monitor costs).
+
+Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
+process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
+with the monitor as is, the messages the page receives over the kernel's websocket per
+batch, by kind (comm updates of the header's widgets, the charts' data, the Streams panel),
+and those of the server's other websockets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import browser_cpu  # noqa: E402
+from bench.bench_browser import notebook  # noqa: E402
+from tests.browser_support import CHROMIUM_ARGS, JS_KERNEL_IDLE, LabServer, chromium_executable  # noqa: E402
+
+#: Variant -> CSS put on the page for its phase (none: the monitor as is).
+VARIANTS = {
+    "as is": "",
+    "charts not painted": ".workbench-chart { visibility: hidden !important; }",
+    "no charts": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
+}
+JS_STYLE = """(css) => {
+  document.getElementById('bench-parts')?.remove();
+  if (css) {
+    const style = document.createElement('style');
+    style.id = 'bench-parts';
+    style.textContent = css;
+    document.head.appendChild(style);
+  }
+}"""
+
+
+def message_kind(payload: Any) -> str:
+    """A websocket frame's kind: the Jupyter message type, with a comm message's method and its first key."""
+    text = payload.decode("latin-1") if isinstance(payload, (bytes, bytearray)) else str(payload)
+    found = re.search(r'"msg_type":\s*"(\w+)"', text)
+    if not found:
+        return "other"
+    kind = found.group(1)
+    if kind == "comm_msg":
+        # ipywidgets' messages name a method (a state update names its first key, a custom
+        # message its kind); the workbench's own comm (the Streams panel) names its kind.
+        method = re.search(r'"method":\s*"(\w+)"', text)
+        state = re.search(r'"state":\s*\{"(\w+)"', text)
+        key = state if method and method.group(1) == "update" else re.search(r'"kind":\s*"(\w+)"', text)
+        kind += f" {method.group(1) if method else '(workbench)'} {key.group(1) if key else ''}".rstrip()
+    elif kind == "status":
+        state = re.search(r'"execution_state":\s*"(\w+)"', text)
+        kind += f" {state.group(1) if state else ''}".rstrip()
+    return kind
+
+
+def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> tuple[dict[str, list[dict[str, float]]],
+                                                                              dict[str, float]]:
+    """Each variant's phases (in rounds), then the messages per batch by kind (the monitor as is)."""
+    (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1700, "height": 1200})
+    page = context.new_page()
+    frames: list[tuple[str, Any]] = []
+    page.on("websocket", lambda socket: socket.on(
+        "framereceived", lambda payload: frames.append(("kernel" if "/api/kernels/" in socket.url else "server",
+                                                        payload))))
+    phases: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
+    try:
+        page.goto(lab.notebook_url(browser_cpu.NOTEBOOK) + "&reset")
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        for index in (0, 1):
+            page.evaluate(browser_cpu.JS_RUN, index)
+            page.wait_for_timeout(300)
+            page.wait_for_function(browser_cpu.JS_DONE, arg=index, timeout=300_000, polling=200)
+        page.wait_for_function(browser_cpu.JS_CHARTS_DRAWN, timeout=300_000, polling=250)
+        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+        page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
+        for _ in range(rounds):
+            for name, css in VARIANTS.items():
+                page.evaluate(JS_STYLE, css)
+                phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
+        page.evaluate(JS_STYLE, "")
+        page.wait_for_timeout(3000)
+        batches = lambda: int(page.evaluate(browser_cpu.JS_KERNEL, "print(workbench.stream('rates').progress.total)"))
+        start, first = batches(), len(frames)
+        page.wait_for_timeout(seconds * 1000)
+        count = max(1, batches() - start)
+        kinds = Counter(f"{socket}: {message_kind(payload) if socket == 'kernel' else 'any'}"
+                        for socket, payload in frames[first:])
+        page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
+    finally:
+        context.close()
+        for session in lab.api("GET", "/api/sessions") or []:
+            if session.get("path", "").endswith(browser_cpu.NOTEBOOK):
+                lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
+    return phases, {kind: n / count for kind, n in kinds.most_common()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="seconds per phase")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the variants")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    lab = LabServer(ROOT / "notebooks")
+    lab.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium_executable(), headless=True,
+                                                 args=[*CHROMIUM_ARGS, "--js-flags=--expose-gc"])
+            try:
+                phases, messages = measure(lab, browser, args.seconds, args.rounds)
+            finally:
+                browser.close()
+    finally:
+        problems = lab.stop()
+        if problems:
+            print("clean-up:", "; ".join(problems))
+    print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
+          "per variant; per minute, each round, then the median")
+    rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),
+            ("  GPU process (s/min)", "gpu-process s/min"), ("CDP task time (s/min)", "TaskDuration"),
+            ("Chromium CPU (ms/batch)", "cpu ms/batch")]
+    for name, runs in phases.items():
+        print(name)
+        for label, key in rows:
+            values = [run[key] for run in runs]
+            print(f"  {label:26}" + "".join(f"{value:8.2f}" for value in values)
+                  + f"   median {statistics.median(values):.2f}")
+    print("messages the page receives per batch (the monitor as is):")
+    for kind, per_batch in messages.items():
+        print(f"  {per_batch:5.2f}  {kind}")
+
+
+if __name__ == "__main__":
+    main()
