@@ -105,3 +105,19 @@ def test_embedded_checkpoints_are_written_through_hadoops_file_system_api(env, s
     assert first.error is None and second.error is None, (first.error_details, second.error_details)
     assert second.progress.records()[0].batch_id == first.progress.last_batch_id + 1
     assert sorted(map(tuple, second.result()[["k", "count"]].values.tolist())) == [(0, 2), (1, 2)]
+
+
+def test_the_embedded_jvm_defers_its_optimising_compiler(spark):
+    # The session's JVM was started with the workbench's JIT settings (read back from the JVM
+    # itself) and the JVM took them: its own flag values are the workbench's, not Java's defaults.
+    from workbench.spark.session import LOCAL_JIT_OPTIONS
+
+    jvm = spark.sparkContext._jvm
+    arguments = set(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    wanted = LOCAL_JIT_OPTIONS.split()
+    assert set(wanted) <= arguments, sorted(arguments)
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    for option in wanted[1:]:
+        name, value = option.removeprefix("-XX:").split("=")
+        assert bean.getVMOption(name).getValue() == value, name
