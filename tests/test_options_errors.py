@@ -140,3 +140,21 @@ def test_docstring_examples(module, tmp_path, monkeypatch):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
     assert not list(scratch.iterdir()), f"the examples left {sorted(p.name for p in scratch.iterdir())}"
+
+
+def test_a_call_aside_that_fails_prints_nothing_and_is_logged(capsys, caplog):
+    # A stop run aside at a script's exit can find the JVM gone; its error goes to the log,
+    # not to stderr as an "Exception in thread" trace.
+    import logging
+
+    from workbench.spark.session_end import run_aside
+
+    def fail() -> None:
+        raise ConnectionResetError("the JVM went away")
+
+    with caplog.at_level(logging.DEBUG, logger="workbench"):
+        thread = run_aside(fail, "workbench-stop-query")
+        assert thread is not None
+        thread.join(10)
+    assert capsys.readouterr().err == ""
+    assert any(r.exc_info and r.exc_info[0] is ConnectionResetError for r in caplog.records), caplog.records

@@ -192,29 +192,28 @@ def run_aside(call: Callable[[], Any], name: str) -> threading.Thread | None:
     >>> thread.join(); done
     [1]
     """
-    thread = threading.Thread(target=call, name=name, daemon=True)
+    def guarded() -> None:
+        # A failure ends only the call and goes to the log: nothing prints under a cell or at a
+        # script's exit (a stop that finds the JVM already gone at exit, for instance).
+        try:
+            call()
+        except Exception:
+            log.debug("%s failed", name, exc_info=True)
+
+    thread = threading.Thread(target=guarded, name=name, daemon=True)
     try:
         thread.start()
     except RuntimeError as exc:
         if "interpreter shutdown" not in str(exc):
             raise
-        try:
-            call()
-        except Exception:  # as a thread's would, its failure ends only the call, and nothing prints at exit
-            log.debug("%s failed at interpreter exit", name, exc_info=True)
+        guarded()
         return None
     return thread
 
 
 def _bounded(call: Any, seconds: float, what: str) -> None:
     """Run ``call`` on a daemon thread and wait at most ``seconds`` for it (at interpreter exit, here)."""
-    def run() -> None:
-        try:
-            call()
-        except Exception:
-            log.debug("%s failed", what, exc_info=True)
-
-    worker = run_aside(run, f"workbench-{what.replace(' ', '-')}")
+    worker = run_aside(call, f"workbench-{what.replace(' ', '-')}")
     if worker is None:
         return
     worker.join(seconds)
