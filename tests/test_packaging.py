@@ -679,12 +679,15 @@ def test_classifiers_and_readme_say_what_is_tested(pyproject, matrix):
 
 
 def test_the_matrix_tiers_name_tests_that_exist(matrix):
-    """Each entry is a test file, or a test in one (``file::name``) that the file defines."""
+    """Each entry is a test file, or a test in one (``file::name``) that the file defines, or
+    one case of such a test (``file::name[id]``) whose id the file spells out."""
     tiers = ("SMOKE", "BROWSER", "BROWSER_SMOKE")
     missing = []
     for entry in (entry for tier in tiers for entry in matrix[tier]):
         path, _, test = entry.partition("::")
+        test, _, case = test.partition("[")
         source = (REPO / path).read_text(encoding="utf-8") if (REPO / path).is_file() else None
-        if source is None or (test and not re.search(rf"^def {re.escape(test)}\(", source, re.MULTILINE)):
+        if source is None or (test and not re.search(rf"^def {re.escape(test)}\(", source, re.MULTILINE)) or (
+                case and f'"{case.removesuffix("]")}"' not in source):
             missing.append(entry)
     assert not missing, f"noxfile.py's {'/'.join(tiers)} name tests that do not exist: {missing}"
