@@ -46,9 +46,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.browser_support import (  # noqa: E402
-    ARTIFACTS, CHROMIUM_ARGS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, chromium_executable, page_context,
+    ARTIFACTS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, page_context,
 )
 from bench.browser_cpu import measure_browser_cpu, print_browser_cpu  # noqa: E402
+from bench.lab import lab_and_browser  # noqa: E402
 
 TRIGGER = "0.5 seconds"
 
@@ -442,37 +443,22 @@ def main() -> None:
     parser.add_argument("--ten-timeout", type=float, default=300.0,
                         help="seconds the many-monitors cell may take to draw")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    lab = LabServer(ROOT / "notebooks")
-    lab.start()
     results: dict[str, dict[str, Any]] = {}
     browser_cpu: dict[str, dict[str, float]] = {}
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium_executable(), headless=True,
-                args=[*CHROMIUM_ARGS, "--enable-precise-memory-info", "--js-flags=--expose-gc"])
-            try:
-                for arm in args.arms.split(","):
-                    if arm == BROWSER_CPU:
-                        browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes,
-                                                          args.trace_seconds)
-                        print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
-                        continue
-                    if arm == NO_EXTENSION:
-                        results[arm] = measure_without_extension(browser, args)
-                        print(f"{arm}: {json.dumps(results[arm])}", flush=True)
-                        continue
-                    with page_context(browser) as context:
-                        results[arm] = measure(lab, context, arm, args)
-                    print(f"{arm}: {json.dumps(results[arm])}", flush=True)
-            finally:
-                browser.close()
-    finally:
-        problems = lab.stop()
-        if problems:
-            print("clean-up:", "; ".join(problems))
+    with lab_and_browser("--enable-precise-memory-info", "--js-flags=--expose-gc") as (lab, browser):
+        for arm in args.arms.split(","):
+            if arm == BROWSER_CPU:
+                browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes,
+                                                  args.trace_seconds)
+                print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
+                continue
+            if arm == NO_EXTENSION:
+                results[arm] = measure_without_extension(browser, args)
+                print(f"{arm}: {json.dumps(results[arm])}", flush=True)
+                continue
+            with page_context(browser) as context:
+                results[arm] = measure(lab, context, arm, args)
+            print(f"{arm}: {json.dumps(results[arm])}", flush=True)
 
     targets = {"first draw seconds": None, "first draw": 300e3, "per update": 20e3, "ten monitors": 5e6, "heap growth": 50e6,
                "kernel cpu": 2.0}

@@ -14,7 +14,11 @@ differences, so every variant is measured in every round, one after the other):
   and every draw runs (script, style, layout), but nothing of the charts is painted,
   rasterised or composited;
 - **no charts**: the chart grid ``display: none``: the charts report that nobody sees them,
-  so the kernel sends them nothing and the header waits (what a hidden monitor costs).
+  so the kernel sends them nothing and the header waits (what a hidden monitor costs);
+- **no header**: the header's, the diagnosis's and the result preview's HTML ``display:
+  none``: their updates still arrive and change the DOM, but are not laid out or painted.
+
+``--variants`` picks some of them (comma-separated names), in that order.
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -40,13 +44,18 @@ sys.path.insert(0, str(ROOT))
 
 from bench import browser_cpu  # noqa: E402
 from bench.bench_browser import notebook  # noqa: E402
-from tests.browser_support import CHROMIUM_ARGS, JS_KERNEL_IDLE, LabServer, chromium_executable  # noqa: E402
+from bench.lab import lab_and_browser  # noqa: E402
+from tests.browser_support import JS_KERNEL_IDLE, LabServer  # noqa: E402
 
 #: Variant -> CSS put on the page for its phase (none: the monitor as is).
 VARIANTS = {
     "as is": "",
     "charts not painted": ".workbench-chart { visibility: hidden !important; }",
     "no charts": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
+    # The header row's and the diagnosis's HTML (and the result preview's): their updates
+    # still arrive and change the DOM, but nothing of them is laid out or painted.
+    "no header": (".workbench-monitor > .widget-hbox:first-child > .widget-html, "
+                  ".workbench-monitor > .widget-html { display: none !important; }"),
 }
 JS_STYLE = """(css) => {
   document.getElementById('bench-parts')?.remove();
@@ -79,8 +88,8 @@ def message_kind(payload: Any) -> str:
     return kind
 
 
-def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> tuple[dict[str, list[dict[str, float]]],
-                                                                              dict[str, float]]:
+def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,
+            variants: dict[str, str]) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
     """Each variant's phases (in rounds), then the messages per batch by kind (the monitor as is)."""
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -89,7 +98,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> tuple[
     page.on("websocket", lambda socket: socket.on(
         "framereceived", lambda payload: frames.append(("kernel" if "/api/kernels/" in socket.url else "server",
                                                         payload))))
-    phases: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
+    phases: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
     try:
         page.goto(lab.notebook_url(browser_cpu.NOTEBOOK) + "&reset")
         page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
@@ -103,7 +112,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> tuple[
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
         for _ in range(rounds):
-            for name, css in VARIANTS.items():
+            for name, css in variants.items():
                 page.evaluate(JS_STYLE, css)
                 phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
         page.evaluate(JS_STYLE, "")
@@ -127,23 +136,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds per phase")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the variants")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated variants to measure, of: {', '.join(VARIANTS)}")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    lab = LabServer(ROOT / "notebooks")
-    lab.start()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium_executable(), headless=True,
-                                                 args=[*CHROMIUM_ARGS, "--js-flags=--expose-gc"])
-            try:
-                phases, messages = measure(lab, browser, args.seconds, args.rounds)
-            finally:
-                browser.close()
-    finally:
-        problems = lab.stop()
-        if problems:
-            print("clean-up:", "; ".join(problems))
+    names = [name.strip() for name in args.variants.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        parser.error(f"--variants: unknown {unknown or args.variants!r}; choose from {', '.join(VARIANTS)}")
+    variants = {name: VARIANTS[name] for name in names}
+    with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
+        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),

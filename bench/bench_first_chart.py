@@ -51,7 +51,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_browser import JS_WATCH_FRESHNESS, SETUP, TRIGGER, Page, notebook  # noqa: E402
-from tests.browser_support import CHROMIUM_ARGS, LabServer, chromium_executable, page_context  # noqa: E402
+from bench.lab import lab_and_browser  # noqa: E402
+from tests.browser_support import LabServer, page_context  # noqa: E402
 
 #: When the first chart of the page first holds a point (Date.now(), in the page). Charts
 #: draw only where they can be seen, and "Run all" scrolls the notebook on to its last cell:
@@ -282,7 +283,7 @@ def main() -> None:
         return every_notebook(args.timeout, args.notebooks)
     runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in ARMS}
     fresh: dict[str, list[tuple[float, float]]] = {}
-    with lab_and_browser(archive=not args.skip_first_chart) as (lab, browser):
+    with lab_and_archive(archive=not args.skip_first_chart) as (lab, browser):
         for index in range(0 if args.skip_first_chart else args.runs):
             for number, arm in enumerate(ARMS):
                 with page_context(browser) as context:
@@ -314,29 +315,14 @@ def main() -> None:
         print(f"  kernel's history -> page:        {spread([total - event for total, event in delays])}")
 
 @contextmanager
-def lab_and_browser(archive: bool) -> Iterator[tuple[LabServer, Any]]:
+def lab_and_archive(archive: bool) -> Iterator[tuple[LabServer, Any]]:
     """A private JupyterLab on the notebooks and headless Chromium; the class data archive made first."""
-    from playwright.sync_api import sync_playwright
-
     if archive:
         from workbench import _class_archive
 
         print("class data archive:", _class_archive.ensure() or "none (WORKBENCH_CLASS_ARCHIVE=0?)", flush=True)
-    lab = LabServer(ROOT / "notebooks")
-    lab.start()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium_executable(), headless=True,
-                                                 args=CHROMIUM_ARGS)
-            try:
-                yield lab, browser
-            finally:
-                browser.close()
-    finally:
-        problems = lab.stop()
-        shutil.rmtree(lab.root, ignore_errors=True)
-        if problems:
-            print("clean-up:", "; ".join(problems))
+    with lab_and_browser() as (lab, browser):
+        yield lab, browser
 
 
 def every_notebook(timeout: float, names: list[str]) -> None:
@@ -348,7 +334,7 @@ def every_notebook(timeout: float, names: list[str]) -> None:
                              f"there are {', '.join(s.name for s in sources)}")
         sources = [s for s in sources if any(s.name.startswith(n) for n in names)]
     seconds: dict[str, dict[str, Any]] = {}
-    with lab_and_browser(archive=True) as (lab, browser):
+    with lab_and_archive(archive=True) as (lab, browser):
         for source in sources:
             with page_context(browser, height=TALL_PAGE) as context:
                 seconds[source.name] = notebook_first_chart(lab, context, source, timeout)

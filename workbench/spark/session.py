@@ -33,7 +33,7 @@ from .private_folders import private_folder
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager",
+    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf",
 ]
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,30 @@ def default_conf(master: str, warehouse_dir: str) -> dict[str, str]:
     return conf
 
 
+#: Settings whose user's value is added after the workbench's instead of replacing it.
+APPENDED_SETTINGS = ("spark.driver.extraJavaOptions",)
+
+
+def with_user_conf(defaults: dict[str, str], conf: dict[str, Any]) -> dict[str, str]:
+    """``defaults`` with the user's ``conf`` over them; the user's JVM options come after the workbench's.
+
+    For :data:`APPENDED_SETTINGS` both are kept, the user's last: the JVM takes the last of
+    an option given twice, so the user's own ``-D`` or ``-XX`` setting wins, and the
+    workbench's log configuration and JIT options stay for whatever the user did not set.
+
+    Examples
+    --------
+    >>> java = "spark.driver.extraJavaOptions"
+    >>> with_user_conf({java: "-Da=1", "spark.app.name": "workbench"}, {java: "-Da=2", "spark.app.name": 7})
+    {'spark.driver.extraJavaOptions': '-Da=1 -Da=2', 'spark.app.name': '7'}
+    """
+    settings = {**defaults, **{key: str(value) for key, value in conf.items()}}
+    for key in APPENDED_SETTINGS:
+        if key in defaults and key in conf and str(conf[key]).strip():
+            settings[key] = f"{defaults[key]} {str(conf[key]).strip()}"
+    return settings
+
+
 #: The setting that names the class Spark writes checkpoint files with.
 CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 #: Spark's checkpoint file manager on Hadoop's ``FileSystem`` API, in the packages it has lived
@@ -187,7 +211,8 @@ def local_checkpoint_manager() -> str | None:
 #: less, with a quarter less CPU, and a heavy query runs as fast as with Java's defaults; C1
 #: alone (the test suite's choice) is faster still to start but four times slower on a heavy
 #: query (``bench/bench_local_jit.py``). ``IgnoreUnrecognizedVMOptions``: a JVM without these
-#: settings starts anyway. The user's own ``spark.driver.extraJavaOptions`` replace them.
+#: settings starts anyway. The user's own ``spark.driver.extraJavaOptions`` come after them
+#: (:func:`with_user_conf`): an option the user sets again wins.
 LOCAL_JIT_OPTIONS = ("-XX:+IgnoreUnrecognizedVMOptions -XX:Tier4InvocationThreshold=100000 "
                      "-XX:Tier4MinInvocationThreshold=50000 -XX:Tier4CompileThreshold=100000 "
                      "-XX:Tier4BackEdgeThreshold=1000000")
@@ -247,7 +272,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     java = require_java()
     _quiet_dead_gateway_errors()
     master = target.url
-    settings = {**default_conf(master, warehouse_dir), **{k: str(v) for k, v in conf.items()}}
+    settings = with_user_conf(default_conf(master, warehouse_dir), conf)
     if is_local_master(master) or _loopback_master(master):
         # Decides where the JVM's web UI and block manager bind; read once at JVM start.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
