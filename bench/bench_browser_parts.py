@@ -16,9 +16,10 @@ differences, so every variant is measured in every round, one after the other):
 - **no charts**: the chart grid ``display: none``: the charts report that nobody sees them,
   so the kernel sends them nothing and the header waits (what a hidden monitor costs);
 - **no header**: the header's, the diagnosis's and the result preview's HTML ``display:
-  none``: their updates still arrive and change the DOM, but are not laid out or painted.
+  none``: their updates still arrive and change the DOM, but are not laid out or painted;
+  **no status line** and **no preview**: one of them alone.
 
-``--variants`` picks some of them (comma-separated names), in that order.
+The first three run by default; ``--variants`` picks others (comma-separated names, in that order).
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -56,6 +57,9 @@ VARIANTS = {
     # still arrive and change the DOM, but nothing of them is laid out or painted.
     "no header": (".workbench-monitor > .widget-hbox:first-child > .widget-html, "
                   ".workbench-monitor > .widget-html { display: none !important; }"),
+    # One of them alone: the status line, or the result preview (the monitor's last child).
+    "no status line": ".workbench-monitor > .widget-hbox:first-child > .widget-html { display: none !important; }",
+    "no preview": ".workbench-monitor > .widget-html:last-child { display: none !important; }",
 }
 JS_STYLE = """(css) => {
   document.getElementById('bench-parts')?.remove();
@@ -136,7 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds per phase")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the variants")
-    parser.add_argument("--variants", default=",".join(VARIANTS),
+    parser.add_argument("--variants", default=",".join(list(VARIANTS)[:3]),
                         help=f"comma-separated variants to measure, of: {', '.join(VARIANTS)}")
     args = parser.parse_args()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]

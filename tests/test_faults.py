@@ -115,6 +115,7 @@ def run_script(script: str, timeout: float = 600) -> tuple[dict, str]:
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
+@pytest.mark.kernel  # a Python process with a Spark of its own
 def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
     report, stderr = run_script(JVM_DIES)
     assert report["statuses"] == {"plain": "failed", "counts": "failed"}

@@ -23,7 +23,7 @@ import pytest
 
 from tests.kernels import Kernel
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]  # real Jupyter kernels
 
 SETUP = """\
 %load_ext workbench

@@ -691,3 +691,15 @@ def test_the_matrix_tiers_name_tests_that_exist(matrix):
                 case and f'"{case.removesuffix("]")}"' not in source):
             missing.append(entry)
     assert not missing, f"noxfile.py's {'/'.join(tiers)} name tests that do not exist: {missing}"
+
+
+def test_files_that_start_kernels_are_marked_kernel():
+    """``workbench test --quick`` leaves out the ``kernel`` tests: a file that drives real
+    Jupyter kernels (``tests.kernels``) must say so, or the quick tier silently grows."""
+    unmarked = []
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        source = path.read_text(encoding="utf-8")
+        if re.search(r"^from tests\.kernels import|^import tests\.kernels", source, re.MULTILINE) \
+                and "pytest.mark.kernel" not in source:
+            unmarked.append(path.name)
+    assert not unmarked, f"these files start Jupyter kernels but carry no pytest.mark.kernel: {unmarked}"
