@@ -48,6 +48,9 @@ from bench.bench_browser import notebook  # noqa: E402
 from bench.lab import lab_and_browser  # noqa: E402
 from tests.browser_support import JS_KERNEL_IDLE, LabServer  # noqa: E402
 
+#: The monitor's status line (the first HTML of its header row), and the rule that hides an element.
+STATUS_LINE = ".workbench-monitor > .widget-hbox:first-child > .widget-html"
+HIDDEN = "{ display: none !important; }"
 #: Variant -> CSS put on the page for its phase (none: the monitor as is).
 VARIANTS = {
     "as is": "",
@@ -55,11 +58,10 @@ VARIANTS = {
     "no charts": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
     # The header row's and the diagnosis's HTML (and the result preview's): their updates
     # still arrive and change the DOM, but nothing of them is laid out or painted.
-    "no header": (".workbench-monitor > .widget-hbox:first-child > .widget-html, "
-                  ".workbench-monitor > .widget-html { display: none !important; }"),
+    "no header": f"{STATUS_LINE}, .workbench-monitor > .widget-html {HIDDEN}",
     # One of them alone: the status line, or the result preview (the monitor's last child).
-    "no status line": ".workbench-monitor > .widget-hbox:first-child > .widget-html { display: none !important; }",
-    "no preview": ".workbench-monitor > .widget-html:last-child { display: none !important; }",
+    "no status line": f"{STATUS_LINE} {HIDDEN}",
+    "no preview": f".workbench-monitor > .widget-html:last-child {HIDDEN}",
 }
 JS_STYLE = """(css) => {
   document.getElementById('bench-parts')?.remove();

@@ -153,8 +153,8 @@ def with_user_conf(defaults: dict[str, str], conf: dict[str, Any]) -> dict[str, 
     """
     settings = {**defaults, **{key: str(value) for key, value in conf.items()}}
     for key in APPENDED_SETTINGS:
-        if key in defaults and key in conf and str(conf[key]).strip():
-            settings[key] = f"{defaults[key]} {str(conf[key]).strip()}"
+        if key in defaults and key in conf and settings[key].strip():
+            settings[key] = f"{defaults[key]} {settings[key].strip()}"
     return settings
 
 
