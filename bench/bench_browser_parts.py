@@ -20,6 +20,9 @@ differences, so every variant is measured in every round, one after the other):
   **no status line** and **no preview**: one of them alone.
 
 The first three run by default; ``--variants`` picks others (comma-separated names, in that order).
+``--trace SECONDS`` then records a Chromium trace and a JS profile of the page as is
+(``bench_browser.py``'s ``--trace-seconds``): where the main thread, the compositor and the
+GPU process spend their time, event by event.
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -62,6 +65,8 @@ VARIANTS = {
     # One of them alone: the status line, or the result preview (the monitor's last child).
     "no status line": f"{STATUS_LINE} {HIDDEN}",
     "no preview": f".workbench-monitor > .widget-html:last-child {HIDDEN}",
+    # The status line filling its row: the buttons after it stay put when its width changes.
+    "header fills row": f"{STATUS_LINE} {{ flex: 1 1 auto; }}",
 }
 JS_STYLE = """(css) => {
   document.getElementById('bench-parts')?.remove();
@@ -94,8 +99,8 @@ def message_kind(payload: Any) -> str:
     return kind
 
 
-def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,
-            variants: dict[str, str]) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
+def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
+            trace_seconds: float = 0.0) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
     """Each variant's phases (in rounds), then the messages per batch by kind (the monitor as is)."""
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -129,6 +134,8 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,
         count = max(1, batches() - start)
         kinds = Counter(f"{socket}: {message_kind(payload) if socket == 'kernel' else 'any'}"
                         for socket, payload in frames[first:])
+        if trace_seconds:
+            browser_cpu.print_trace("as is", browser_cpu._trace(browser, page, cdp, trace_seconds))
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         context.close()
@@ -144,6 +151,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the variants")
     parser.add_argument("--variants", default=",".join(list(VARIANTS)[:3]),
                         help=f"comma-separated variants to measure, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--trace", type=float, default=0.0, metavar="SECONDS",
+                        help="then a Chromium trace and a JS profile of the page as is, SECONDS each")
     args = parser.parse_args()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
     unknown = [name for name in names if name not in VARIANTS]
@@ -151,7 +160,7 @@ def main() -> None:
         parser.error(f"--variants: unknown {unknown or args.variants!r}; choose from {', '.join(VARIANTS)}")
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
-        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants)
+        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants, args.trace)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),

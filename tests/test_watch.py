@@ -12,6 +12,7 @@ import workbench
 from workbench.progress import ProgressHistory
 from workbench.progress.recorder import QueryRecorder
 from workbench.spark.watch import sink_kind
+from tests.cluster_support import SPARK_PROCESSES_GROUP
 from tests.helpers import wait_for
 
 
@@ -33,6 +34,28 @@ def test_recorder_keeps_every_batch_of_a_run_it_saw_start():
     assert record.complete and record.missing_note is None
     recorder.terminated("r", "boom")
     assert record.ended and record.exception == "boom"
+
+
+def test_a_released_runs_reports_are_kept_for_its_owner_newest_first_and_dropped_after_it_ended():
+    from workbench.progress.recorder import HEARD_ENDED, HEARD_LIMIT
+
+    recorder = QueryRecorder()
+    recorder.release("r", wake=lambda: None)
+    recorder.release("quiet")  # released without wake: its owner reads Spark alone
+    for i in range(HEARD_LIMIT + 3):
+        recorder.progress(batch(i))
+        recorder.progress(batch(i, run="quiet"))
+    recorder.progress({"id": "q", "runId": "r", "batchId": HEARD_LIMIT + 3, "numInputRows": 0,
+                       "durationMs": {}})  # an idle re-report is no batch
+    assert [raw["batchId"] for raw in recorder.heard("r")] == list(range(3, HEARD_LIMIT + 3))
+    assert recorder.heard("quiet") == [] and recorder.heard("never") == []
+    recorder.terminated("r")
+    assert len(recorder.heard("r")) == HEARD_LIMIT  # the owner's last read comes after the end
+    for n in range(HEARD_ENDED):
+        recorder.release(f"later{n}", wake=lambda: None)
+        recorder.progress(batch(0, run=f"later{n}"))
+        recorder.terminated(f"later{n}")
+    assert recorder.heard("r") == [] and len(recorder.heard(f"later{HEARD_ENDED - 1}")) == 1
 
 
 def test_attaching_a_history_merges_recent_and_listened_batches_and_says_what_is_missing():
@@ -179,20 +202,19 @@ print(json.dumps({
 
 
 @pytest.mark.spark
-@pytest.mark.kernel
-@pytest.mark.xdist_group("connect-port")
-def test_watching_a_plain_parquet_query_on_spark_connect(tmp_path):
+@pytest.mark.cluster
+@pytest.mark.xdist_group(SPARK_PROCESSES_GROUP)
+def test_watching_a_plain_parquet_query_on_spark_connect(spark_processes, tmp_path):
+    """On the suite's Spark Connect server (``tests.cluster_support``), as a user's notebook reaches one."""
     import json
-    import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
-    environment = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
-    environment.update(SPARK_REMOTE="local[2]", PYTHONPATH=str(repo))
+    from tests.cluster_support import REPO, user_env
+
+    environment = user_env(SPARK_REMOTE=spark_processes.start_connect(), TMPDIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT, str(tmp_path / "out"), str(tmp_path / "ckpt")],
-                          capture_output=True, text=True, timeout=300, env=environment)
+                          capture_output=True, text=True, timeout=300, env=environment, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["kind"].startswith("pyspark.sql.connect")

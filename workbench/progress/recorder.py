@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
@@ -23,7 +23,12 @@ from typing import Any, Callable, Iterable, Mapping
 from .history import ProgressHistory
 from .records import BatchProgress, parse_spark_time
 
-__all__ = ["QueryRecorder", "RunRecord"]
+__all__ = ["QueryRecorder", "RunRecord", "HEARD_LIMIT"]
+
+#: How many of a released run's newest reports :meth:`QueryRecorder.heard` keeps for its owner.
+HEARD_LIMIT = 256
+#: How many ended released runs keep their reports (their owner's last read comes soon after the end).
+HEARD_ENDED = 8
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +117,8 @@ class QueryRecorder:
         self._released: set[str] = set()
         # Released runs whose owner wants to hear when the listener reports them.
         self._wakers: dict[str, Callable[[], None]] = {}
+        # Their newest reports as the listener heard them (heard()), ended runs' last.
+        self._heard: OrderedDict[str, deque[Mapping[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- listener events (Spark's listener thread) ---------------------------------------------
@@ -132,6 +139,9 @@ class QueryRecorder:
         record_json = BatchProgress.from_json(raw)
         with self._lock:
             waker = self._wakers.get(record_json.run_id)
+            heard = self._heard.get(record_json.run_id)
+            if heard is not None and not record_json.is_idle_report:
+                heard.append(raw)
             released = record_json.run_id in self._released
             if not released:
                 record = self._runs.get(record_json.run_id)
@@ -149,6 +159,11 @@ class QueryRecorder:
         """A run ended (``exception``: Spark's text when it failed)."""
         with self._lock:
             waker = self._wakers.pop(run_id, None)
+            if run_id in self._heard:  # kept a while for the owner's last read, then dropped
+                self._heard.move_to_end(run_id)
+                ended = [key for key in self._heard if key not in self._wakers]
+                for key in ended[: max(0, len(ended) - HEARD_ENDED)]:
+                    del self._heard[key]
             record = self._runs.get(run_id)
             if record is not None:
                 record.ended = True
@@ -168,7 +183,9 @@ class QueryRecorder:
             Called with no arguments whenever the listener reports a batch or the end of
             the run (and at once when a batch was reported before the release), on the
             listener's thread: it must return at once (a poller's ``wake``). The owner
-            then reads the batch itself, instead of waiting for its next poll.
+            then reads the batch itself, instead of waiting for its next poll; :meth:`heard`
+            gives it the run's newest reports as the listener heard them, for batches that
+            have already left Spark's recent list when it reads.
 
         Examples
         --------
@@ -182,16 +199,29 @@ class QueryRecorder:
         ...                    "durationMs": {"addBatch": 1}})
         >>> heard, recorder.get("r") is None
         (['batch'], True)
+        >>> [raw["batchId"] for raw in recorder.heard("r")]
+        [0]
         """
         with self._lock:
             self._released.add(run_id)
             known = self._runs.pop(run_id, None)
             if wake is not None:
                 self._wakers[run_id] = wake
+                self._heard.setdefault(run_id, deque(maxlen=HEARD_LIMIT))
         if wake is not None and known is not None and len(known.history):
             _wake(wake)  # a batch ended before the owner took over
 
     # -- readers --------------------------------------------------------------------------------------
+
+    def heard(self, run_id: str) -> list[Mapping[str, Any]]:
+        """The newest reports (up to :data:`HEARD_LIMIT`) of a run released with ``wake``, oldest first.
+
+        Spark's own recent list (``recentProgress``) keeps ``numRecentProgressUpdates``
+        reports; a poll that comes after more batches than that ended would miss some. The
+        listener hears every one: the owner reads them here too. Empty for other runs.
+        """
+        with self._lock:
+            return list(self._heard.get(run_id, ()))
 
     def get(self, run_id: str) -> RunRecord | None:
         """The record of run ``run_id``, or None when none was reported."""

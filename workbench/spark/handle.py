@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -122,11 +122,20 @@ class StreamHandle:
         if self.sink == "memory":
             self.progress.subscribe(self._memory.count_rows)
         self._reader = TableReader(spec.name, self._run_id, spec.sink, spec.output_mode, spark)
+        self._source = QueryProgressSource(query, output_rows, spark)
         self.poller = ProgressPoller(
-            QueryProgressSource(query, output_rows, spark), self.progress, interval=spec.poll_interval,
+            self._source, self.progress, interval=spec.poll_interval,
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
         )
         self._stopping = Stopper(spec.name, query, spark, self.poller, self._end, self._find_cut_batch)
+
+    def hear_from(self, heard: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
+        """Let the poller also read the reports the session's listener heard for this run.
+
+        ``heard`` returns them (``QueryRecorder.heard``); a poll then misses no batch that
+        left Spark's recent list before it read.
+        """
+        self._source.heard = heard
 
     # -- status --------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ progress as a plain dict, the one conversion from pyspark's objects) and
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .session_end import spark_is_gone
 
@@ -26,13 +26,17 @@ class QueryProgressSource:
 
     ``output_rows`` maps batch ids to the rows a Python-side sink wrote (the console
     sink counts them); Spark reports ``numOutputRows = -1`` for ``foreachBatch`` sinks.
-    With ``spark``, a session whose JVM has gone ends the poller at once.
+    With ``spark``, a session whose JVM has gone ends the poller at once. ``heard``, once
+    set, gives the reports the session's listener heard for this run (its
+    ``QueryRecorder.heard``): :meth:`recent_progress` adds those that Spark's recent list no
+    longer holds, so that a poll after a burst of batches misses none.
     """
 
     def __init__(self, query: Any, output_rows: Mapping[int, int] | None = None, spark: Any = None) -> None:
         self._query = query
         self._output_rows = output_rows
         self._spark = spark
+        self.heard: Callable[[], Sequence[Mapping[str, Any]]] | None = None
 
     def is_active(self) -> bool:
         if self._spark is not None and spark_is_gone(self._spark):
@@ -45,7 +49,12 @@ class QueryProgressSource:
         return self._with_rows(progress_json(progress)) if progress else None
 
     def recent_progress(self) -> Sequence[Mapping[str, Any]]:
-        return [self._with_rows(progress_json(p)) for p in self._query.recentProgress]
+        recent = [progress_json(p) for p in self._query.recentProgress]
+        if self.heard is not None:
+            held = {raw.get("batchId") for raw in recent}
+            # The history orders what it is given; a shallow copy, as _with_rows sets "sink".
+            recent += [dict(raw) for raw in self.heard() if raw.get("batchId") not in held]
+        return [self._with_rows(raw) for raw in recent]
 
     def _with_rows(self, raw: dict[str, Any]) -> dict[str, Any]:
         count = self._output_rows.get(raw.get("batchId", -1)) if self._output_rows is not None else None

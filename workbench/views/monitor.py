@@ -158,7 +158,9 @@ class StreamMonitor(widgets.VBox):
         self.drawn_at: dict[int, float] = {}
         self._track_drawn = False
 
-        self.header = widgets.HTML()
+        # The status line fills its row, so that the buttons after it stay put when its width
+        # changes with every batch's numbers (the page then repaints the line alone).
+        self.header = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
         self.diagnosis = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger",
                                           tooltip="Stop this stream")
@@ -178,7 +180,8 @@ class StreamMonitor(widgets.VBox):
             port=ui_port(getattr(handle, "spark_ui_url", None)),
             path=statistics_path(run_id) if run_id else "/StreamingQuery/", title=f"{name}: Spark UI",
         )
-        controls = widgets.HBox([self.stop_button, self.pause_button, self.spark_ui_button])
+        controls = widgets.HBox([self.stop_button, self.pause_button, self.spark_ui_button],
+                                layout=widgets.Layout(flex="0 0 auto"))  # the status line wraps, not them
         children: list[widgets.Widget] = [widgets.HBox([self.header, controls]), self.diagnosis, self.charts]
         if self._has_preview:
             children.append(self.preview)
