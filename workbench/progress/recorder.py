@@ -25,8 +25,10 @@ from .records import BatchProgress, parse_spark_time
 
 __all__ = ["QueryRecorder", "RunRecord", "HEARD_LIMIT"]
 
-#: How many of a released run's newest reports :meth:`QueryRecorder.heard` keeps for its owner.
-HEARD_LIMIT = 256
+#: How many of a released run's newest reports :meth:`QueryRecorder.heard` keeps for its owner:
+#: beyond Spark's own recent list (100 by default), for a poll that comes after a burst. About
+#: 8 KB each as Python objects, so 0.5 MB per running stream.
+HEARD_LIMIT = 64
 #: How many ended released runs keep their reports (their owner's last read comes soon after the end).
 HEARD_ENDED = 8
 
