@@ -36,7 +36,7 @@ def test_recorder_keeps_every_batch_of_a_run_it_saw_start():
     assert record.ended and record.exception == "boom"
 
 
-def test_a_released_runs_reports_are_kept_for_its_owner_newest_first_and_dropped_after_it_ended():
+def test_a_released_runs_newest_reports_are_kept_for_its_owner_and_dropped_after_it_ended():
     from workbench.progress.recorder import HEARD_ENDED, HEARD_LIMIT
 
     recorder = QueryRecorder()
