@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .history import ProgressHistory
 from .records import BatchProgress, parse_spark_time
 
-__all__ = ["QueryRecorder", "RunRecord", "HEARD_LIMIT"]
+__all__ = ["QueryRecorder", "RunRecord", "HEARD_LIMIT", "HEARD_ENDED"]
 
 #: How many of a released run's newest reports :meth:`QueryRecorder.heard` keeps for its owner:
 #: beyond Spark's own recent list (100 by default), for a poll that comes after a burst. About

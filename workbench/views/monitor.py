@@ -159,7 +159,7 @@ class StreamMonitor(widgets.VBox):
         self._track_drawn = False
 
         # The status line fills its row, so that the buttons after it stay put when its width
-        # changes with every batch's numbers (the page then repaints the line alone).
+        # changes with every batch's numbers (the page then need not lay out and repaint them).
         self.header = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
         self.diagnosis = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger",
