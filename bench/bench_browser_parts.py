@@ -17,7 +17,12 @@ differences, so every variant is measured in every round, one after the other):
   so the kernel sends them nothing and the header waits (what a hidden monitor costs);
 - **no header**: the header's, the diagnosis's and the result preview's HTML ``display:
   none``: their updates still arrive and change the DOM, but are not laid out or painted;
-  **no status line** and **no preview**: one of them alone.
+  **no status line** and **no preview**: one of them alone; **no caption**: the newest
+  batch's line over the charts;
+- **as before**: the monitor and the Streams panel as they were before the status line's
+  batch numbers moved into the charts' caption: the kernel sends the status line with each
+  batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
+  (a toggle in the kernel, undone after the phase).
 
 The first three run by default; ``--variants`` picks others (comma-separated names, in that order).
 ``--trace SECONDS`` then records a Chromium trace and a JS profile of the page as is
@@ -27,7 +32,7 @@ GPU process spend their time, event by event.
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
 with the monitor as is, the messages the page receives over the kernel's websocket per
-batch, by kind (comm updates of the header's widgets, the charts' data, the Streams panel),
+batch, by kind (comm updates of the header's widgets, the charts' data and caption, the Streams panel),
 and those of the server's other websockets.
 """
 
@@ -67,6 +72,33 @@ VARIANTS = {
     "no preview": f".workbench-monitor > .widget-html:last-child {HIDDEN}",
     # The status line filling its row: the buttons after it stay put when its width changes.
     "header fills row": f"{STATUS_LINE} {{ flex: 1 1 auto; }}",
+    # The newest batch's line over the charts.
+    "no caption": f".workbench-chart-caption {HIDDEN}",
+    "as before": f".workbench-chart-caption {HIDDEN}",
+}
+#: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
+#: Python that undoes it): what CSS cannot switch, the messages themselves.
+_MONITORS = ("[o for o in __import__('gc').get_objects() "
+             "if type(o).__name__ == 'StreamMonitor' and o.__module__ == 'workbench.views.monitor']")
+_READERS = ("[r for o in __import__('gc').get_objects() "
+            "if type(o).__name__ == 'StreamsPublisher' and o.__module__ == 'workbench.views.streams_panel' "
+            "for r in o._comms]")
+_HEADER_PER_BATCH = f"""
+def _bench_header(m):
+    def update(summary, finished):
+        type(m)._update_header(m, summary, finished)
+        m.header.value += " · " + m.charts.caption
+    return update
+print(len([setattr(m, "_update_header", _bench_header(m)) for m in {_MONITORS}]
+          + [setattr(r, "detail", True) for r in {_READERS}]))
+"""
+KERNEL_VARIANTS = {
+    # The monitor and the Streams panel as they were before 2026-11-28 14:00 UTC: the status
+    # line sent with each batch's numbers (a message and a frame of its own per batch; the
+    # caption over the charts hidden), and the hidden panel's page sent a snapshot per batch.
+    "as before": (_HEADER_PER_BATCH,
+                  f"[m.__dict__.pop('_update_header', None) for m in {_MONITORS}]\n"
+                  f"[setattr(r, 'detail', False) for r in {_READERS}]"),
 }
 JS_STYLE = """(css) => {
   document.getElementById('bench-parts')?.remove();
@@ -124,8 +156,13 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
         for _ in range(rounds):
             for name, css in variants.items():
+                on, off = KERNEL_VARIANTS.get(name, ("", ""))
                 page.evaluate(JS_STYLE, css)
+                if on:  # says how many objects it changed (0: the variant measures nothing)
+                    print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
                 phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
+                if off:
+                    page.evaluate(browser_cpu.JS_KERNEL, off)
         page.evaluate(JS_STYLE, "")
         page.wait_for_timeout(3000)
         batches = lambda: int(page.evaluate(browser_cpu.JS_KERNEL, "print(workbench.stream('rates').progress.total)"))

@@ -129,7 +129,7 @@ def part_memory(s: Session) -> dict[str, Any]:
         "state_rows": [int(r) for r in history["state_rows_total"]],
         "result": {int(k): int(c) for k, c in zip(result["k"], result["count"])},
         "monitor_batches": [int(b) for b in latency["triggerExecution"]],
-        "monitor_header": monitor.header.value,
+        "monitor_header": monitor.header.value, "monitor_caption": monitor.charts.caption,
         "checkpoint": handle.checkpoint,
         "table_note": handle.table_note,
     }
@@ -165,7 +165,7 @@ def part_failing(s: Session) -> dict[str, Any]:
     wait(lambda: not monitor.running, 60, "end of the monitor")
     listed = s.run("%stream list").set_index("name")
     return {"status": handle.status, "error": handle.error, "listed_error": listed.loc["boom", "error"],
-            "monitor_header": monitor.header.value}
+            "monitor_header": monitor.header.value, "monitor_caption": monitor.charts.caption}
 
 
 def part_stop_all(s: Session) -> dict[str, Any]:

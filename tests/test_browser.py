@@ -6,7 +6,7 @@ checks what a user sees:
 
 * the cells ran without errors, and the final stop cell did not run (the streams are live);
 * the live monitor under the ``%%stream numbers`` cell renders its four plotly charts, which
-  fit their grid cells, and they keep gaining points, with the batch number in the header
+  fit their grid cells, and they keep gaining points, with the batch number in the caption over them
   advancing, while no cell runs;
 * the console-sink cell shows its ``Batch:`` table inside its own output area and under no
   other cell;
@@ -244,9 +244,10 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
 
     # ...and keep gaining points while no cell runs (one batch a second, 4 points a batch).
     header = monitor.locator(".widget-html").first
+    caption = monitor.locator(".workbench-chart-caption")  # the newest batch, drawn with the points
 
     def batch() -> int:
-        found = re.search(r"batch (\d+)", header.text_content() or "")
+        found = re.search(r"batch (\d+)", caption.text_content() or "")
         return int(found.group(1)) if found else -1
 
     def points() -> int:
@@ -256,7 +257,7 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     first_batch, first_points = batch(), points()
     assert "active" in header.text_content(), f"monitor header: {header.text_content()!r}"
     assert 0 <= first_batch < MONITOR_WINDOW - 10, (
-        f"the monitor header shows batch {first_batch}: too early or too late to watch its charts grow"
+        f"the charts' caption shows batch {first_batch}: too early or too late to watch its charts grow"
     )
     wait_for(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20, 0.2,
              text=lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "

@@ -11,6 +11,8 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
   status bar says ``⏵ 2 streams``; after clearing every output the panel keeps updating;
 * Stop in the panel stops ``numbers`` (the row says stopped, the kernel agrees) and the
   count drops to one;
+* while the panel is hidden the kernel sends its page no snapshot per batch (the count
+  stays); shown again, it says the newest batch count at once and keeps updating;
 * clicking a row activates the cell that started the stream; once that cell is deleted the
   row says so;
 * the Spark UI button opens the query's statistics page in a tab through the Jupyter
@@ -239,6 +241,31 @@ def test_stop_in_the_panel(page, lab):
                                               "print(dict(workbench.streams()[['name', 'status']].values))")
     assert reported == "{'numbers': 'stopped', 'letters': 'active'}"
     assert _row(page, "letters").locator(".jp-workbench-Stream-status").inner_text() == "active"
+
+
+#: The kernel's count of Streams panel snapshots sent, and of ``letters``' batches.
+SENT = ("print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.sent, "
+        "__import__('workbench').stream('letters').progress.total)")
+
+
+def test_a_hidden_panel_is_not_sent_each_batch(page, lab):
+    def sent_and_batches() -> tuple[int, int]:
+        sent, batches = page.evaluate(JS_KERNEL_PRINT, SENT).split()
+        return int(sent), int(batches)
+
+    page.evaluate("() => window.jupyterapp.shell.collapseRight()")
+    wait_for(lambda: not page.locator(PANEL).is_visible(), 5, 0.1, text="the panel did not collapse")
+    page.wait_for_timeout(1000)  # a snapshot the throttle held back may still go out
+    sent, batches = sent_and_batches()
+    wait_for(lambda: sent_and_batches()[1] >= batches + 4, 30, 0.25, text="letters ran no further batches")
+    assert sent_and_batches()[0] == sent, "the kernel sent the hidden panel's page a snapshot per batch"
+    assert _status_text(page) == "\u23f5 1 stream"  # the count still stands
+    # Shown again: the row says the newest batch count at once (not the one it had when hidden).
+    page.locator(STATUS).click()
+    now = sent_and_batches()[1]
+    wait_for(lambda: _batches(page, "letters") >= now, 5, 0.1,
+             text=lambda: f"the shown panel says {_batches(page, 'letters')} batches, the kernel {now}")
+    wait_for(lambda: _batches(page, "letters") >= now + 2, 20, 0.25, text="the shown panel stopped updating")
 
 
 def test_clicking_a_stream_activates_its_cell(page, lab):

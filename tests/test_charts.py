@@ -58,8 +58,8 @@ def test_a_grid_nobody_sees_sends_nothing_and_catches_up_once_seen():
     assert sent == [] and grid.data("a") == ([1, 2, 3], [[2, 5, 6], [4, 7, 8]])  # kept, not sent
     grid._on_page_message(grid, {"kind": "seen", "view": "v2", "visible": True}, [])
     assert grid.seen and woken == [True]
-    assert sent == [{"kind": "data", "reset": True, "charts": {"a": {"x": [1, 2, 3], "y": [[2, 5, 6], [4, 7, 8]]},
-                                                               "b": {"x": [], "y": []}}}]
+    assert sent == [{"kind": "data", "reset": True, "caption": "",
+                     "charts": {"a": {"x": [1, 2, 3], "y": [[2, 5, 6], [4, 7, 8]]}, "b": {"x": [], "y": []}}}]
     grid.extend({"a": ([4], [[9], [10]])})  # seen: new points go at once
     assert sent[-1]["reset"] is False and len(sent) == 2
     # The view that could be seen goes (its output cleared): the other one is hidden.
@@ -69,6 +69,29 @@ def test_a_grid_nobody_sees_sends_nothing_and_catches_up_once_seen():
     assert not grid.seen  # nobody left to send to
     grid.extend({"a": ([5], [[1], [2]])})
     assert len(sent) == 2 and woken == [True]
+
+
+def test_the_caption_travels_with_the_points_only_when_it_changed():
+    grid, sent = grid_with_outbox(window=3)
+    grid.extend({"a": ([0], [[1], [2]])}, caption="batch 0")
+    grid.extend({"a": ([1], [[3], [4]])}, caption="batch 0")  # unchanged: not sent again
+    grid.extend({"a": ([2], [[5], [6]])})  # None: unchanged too
+    assert [m.get("caption") for m in sent] == ["batch 0", None, None]
+    assert all(m["charts"] for m in sent)  # one message per update, points and caption together
+    grid.set_caption("stopped at batch 2")  # the caption alone
+    assert sent[-1] == {"kind": "data", "reset": False, "charts": {}, "caption": "stopped at batch 2"}
+    count = len(sent)
+    grid.set_caption("stopped at batch 2")
+    assert len(sent) == count and grid.caption == "stopped at batch 2"
+    # A view that loads, and one shown again after nobody saw the grid, get the newest caption.
+    grid._on_page_message(grid, {"kind": "ready"}, [])
+    assert sent[-1]["reset"] and sent[-1]["caption"] == "stopped at batch 2"
+    grid._on_page_message(grid, {"kind": "seen", "view": "v1", "visible": False}, [])
+    sent.clear()
+    grid.extend({"a": ([3], [[7], [8]])}, caption="batch 3")
+    assert sent == []
+    grid._on_page_message(grid, {"kind": "seen", "view": "v1", "visible": True}, [])
+    assert sent[-1]["reset"] and sent[-1]["caption"] == "batch 3" and sent[-1]["charts"]["a"]["x"] == [1, 2, 3]
 
 
 def test_traces_added_later_have_no_earlier_values_and_overlays_keep_live_points():

@@ -91,7 +91,7 @@ def test_memory_sink_monitor_and_a_history_past_sparks_limit(where):
         assert memory["result"] == {str(k): 2 * (len(batches) + 1) for k in range(3)}, memory
         assert memory["table_note"] and f"batch {len(batches)}" in memory["table_note"], memory
     assert memory["monitor_batches"] == batches
-    assert "<b>stopped</b>" in memory["monitor_header"] and f"batch {batches[-1]}" in memory["monitor_header"]
+    assert "<b>stopped</b>" in memory["monitor_header"] and memory["monitor_caption"].startswith(f"batch {batches[-1]} ·")
 
 
 @on_spark_processes

@@ -377,6 +377,49 @@ def test_new_streams_and_refresh_wake_the_publisher():
     publisher.close()
 
 
+def test_a_page_whose_panel_is_hidden_hears_of_streams_not_of_batches():
+    numbers = RecordedStream("numbers")
+    env = Streams(numbers)
+    clock = Clock()
+    publisher = publisher_for(env, clock)
+    hidden, shown, old = RecordingComm(clock), RecordingComm(clock), RecordingComm(clock)
+    for comm in (hidden, shown, old):
+        publisher.attach(comm)
+    publisher.pump()  # each comm's first snapshot
+    hidden.receive({"kind": "detail", "on": False})
+    shown.receive({"kind": "detail", "on": True})  # `old` never says: an older page
+    for batch_id in range(10):  # ten batches, one a second
+        numbers.progress.extend([batch(batch_id)])
+        clock.now += 1.0
+        publisher.pump()
+    assert [len(c.sent) for c in (hidden, shown, old)] == [1, 11, 11]
+    # A stream that starts, and one that ends, reach the hidden panel's page (its status bar counts them).
+    letters = RecordedStream("letters")
+    env.start(letters)
+    clock.now += 1.0
+    publisher.pump()
+    letters.finish("failed", "boom")
+    clock.now += 1.0
+    publisher.pump()
+    assert [[(s["name"], s["status"]) for s in m["streams"]] for m in hidden.sent[1:]] == [
+        [("numbers", "active"), ("letters", "active")], [("numbers", "active"), ("letters", "failed")]]
+    # Shown again: the newest batch with the next snapshot, however little changed since.
+    numbers.progress.extend([batch(10)])
+    clock.now += 1.0
+    publisher.pump()
+    assert len(hidden.sent) == 3
+    hidden.receive({"kind": "detail", "on": True})
+    clock.now += publisher.min_interval  # the throttle still holds
+    publisher.pump()
+    assert len(hidden.sent) == 4 and hidden.sent[-1]["streams"][0]["batches"] == 11
+    hidden.receive({"kind": "detail", "on": "yes"})  # not a message of this protocol: ignored
+    numbers.progress.extend([batch(11)])
+    clock.now += 1.0
+    publisher.pump()
+    assert hidden.sent[-1]["streams"][0]["batches"] == 12
+    publisher.close()
+
+
 def test_stop_from_the_page_runs_off_the_kernel_thread():
     stream = RecordedStream("numbers")
     stream.release.clear()  # stop() blocks until released, like a batch that takes its time

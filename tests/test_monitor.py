@@ -107,6 +107,17 @@ def test_monitor_follows_the_history_and_stops_the_stream(env, rate_stream, tmp_
     rolling.pause_button.value = False
     wait_for(lambda: list(traces(rolling, "latency")["addBatch"].x)[-1] >= seen + 1, message="catch-up")
 
+    # The status line is not sent again with each batch: the charts' caption, which travels
+    # with their points, says the newest batch.
+    changes: list = []
+    full.header.observe(changes.append, names="value")
+    seen = handle.progress.total
+    wait_for(lambda: handle.progress.total >= seen + 2, timeout=60, message="2 more batches")
+    wait_for(lambda: f"batch {handle.progress.last_batch_id} ·" in full.charts.caption,
+             text=lambda: f"the caption says {full.charts.caption!r}, not the newest batch")
+    full.header.unobserve(changes.append, names="value")
+    assert changes == [] and "<b>active</b>" in full.header.value and "batch" not in full.header.value
+
     # The "why no output?" line: watermarked, but the first 1-hour window is far from closed.
     message = wait_for(lambda: full.diagnosis.value, message="a diagnosis")
     assert "has not yet passed the end of the earliest open window (2023-11-14 23:00:00 UTC)" in message
@@ -119,7 +130,8 @@ def test_monitor_follows_the_history_and_stops_the_stream(env, rate_stream, tmp_
     per_operator = handle.history(operators=True)
     assert handle.status == "stopped" and len(history) >= 9
     for monitor in (full, rolling):
-        assert "<b>stopped</b>" in monitor.header.value and f"batch {history['batch_id'].iloc[-1]}" in monitor.header.value
+        assert "<b>stopped</b>" in monitor.header.value
+        assert monitor.charts.caption.startswith(f"batch {history['batch_id'].iloc[-1]} · input ")
         assert monitor.stop_button.disabled
     assert_figures_match(full, history, per_operator)
     assert_figures_match(rolling, history.tail(5).reset_index(drop=True), per_operator)

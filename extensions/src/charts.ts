@@ -16,6 +16,10 @@
 // no header or preview updates) while none of a widget's views can: a hidden monitor costs
 // the page nothing; when one shows again the kernel sends the whole window once. The grid's
 // `data-draws` attribute counts the drawn updates (what the browser tests watch).
+//
+// A grid may have a caption, one line of HTML over its charts (the monitor's newest batch,
+// rates and watermark): it comes in the data messages with the points and is written in
+// the same animation frame as their draw.
 
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
@@ -30,6 +34,10 @@ export function chartGrid(loadPlotly: () => Promise<Plotly>): IWidgetDef {
 
 class ChartGridView {
   private grid = document.createElement('div');
+  private caption = document.createElement('div');
+  /** The caption the kernel sent last, and whether it is still to be written (null: written). */
+  private captionDue: string | null = null;
+  private captionShown = '';
   private plots = new Map<string, HTMLDivElement>();
   private series = new Map<string, ISeries>();
   private plotly: Plotly | null = null;
@@ -60,7 +68,11 @@ class ChartGridView {
       gap: '4px',
       width: '100%'
     });
-    el.appendChild(this.grid);
+    this.caption.classList.add('workbench-chart-caption');
+    // A line of its own: its text changes every batch, its box (and what follows) does not.
+    Object.assign(this.caption.style, { minHeight: '20px', lineHeight: '20px', margin: '2px 0' });
+    this.caption.hidden = true; // until the kernel sends one
+    el.append(this.caption, this.grid);
     this.grid.dataset.draws = '0';
     this.build();
     this.specs().forEach(spec => this.dirty.add(spec.key));
@@ -101,6 +113,9 @@ class ChartGridView {
       applyData(this.series, content, this.window());
       for (const key of Object.keys(content.charts ?? {})) {
         this.dirty.add(key);
+      }
+      if (typeof content.caption === 'string') {
+        this.captionDue = content.caption;
       }
       this.schedule();
     }
@@ -172,7 +187,8 @@ class ChartGridView {
    * visible (what changed meanwhile stays in `dirty` until the grid shows again).
    */
   private schedule = (): void => {
-    if (this.frame !== null || this.removed || this.dirty.size === 0 || !this.visible()) {
+    const due = this.dirty.size > 0 || this.captionDue !== null;
+    if (this.frame !== null || this.removed || !due || !this.visible()) {
       return;
     }
     this.frame = requestAnimationFrame(() => {
@@ -185,6 +201,14 @@ class ChartGridView {
     const plotly = this.plotly;
     if (!plotly || this.removed || !this.visible()) {
       return;
+    }
+    if (this.captionDue !== null) {
+      // HTML the kernel made (it escapes what it quotes), as ipywidgets' HTML widget takes it.
+      if (this.captionShown !== this.captionDue) {
+        this.caption.innerHTML = this.captionShown = this.captionDue;
+      }
+      this.caption.hidden = this.captionDue === '';
+      this.captionDue = null;
     }
     const fallback = String(this.model.get('empty_message') ?? '');
     const window = this.window();

@@ -2,7 +2,8 @@
  * The messages of the `workbench.streams` comm between a kernel and the page.
  *
  * Kernel to page: a snapshot of every stream, sent only when something changed and at most
- * twice a second. Page to kernel: stop one stream, or ask for a fresh snapshot.
+ * twice a second. Page to kernel: stop one stream, ask for a fresh snapshot, or say whether
+ * the panel is shown (a page that does not show it needs no snapshot per batch).
  */
 
 /** The comm target the kernel registers; the page opens its comm to it. */
@@ -58,8 +59,15 @@ export interface IErrorMessage {
 
 export type KernelMessage = IStreamsMessage | IErrorMessage;
 
-/** Page to kernel. */
-export type PageMessage = { kind: 'stop'; name: string } | { kind: 'refresh' };
+/**
+ * Page to kernel. `detail` says whether the page shows the panel: while it does not, the
+ * kernel sends a snapshot only when a stream starts, ends or fails (not one per batch), and
+ * a fresh one as soon as it does again.
+ */
+export type PageMessage =
+  | { kind: 'stop'; name: string }
+  | { kind: 'refresh' }
+  | { kind: 'detail'; on: boolean };
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

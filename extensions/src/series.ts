@@ -12,6 +12,8 @@ export interface IDataMessage {
   kind: 'data';
   reset: boolean;
   charts: Record<string, ISeries>;
+  /** The line of HTML over the charts, when it changed (the monitor's newest batch). */
+  caption?: string;
 }
 
 /** Apply one data message to `series` (by chart key), keeping the last `window` points. */

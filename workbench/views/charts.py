@@ -20,10 +20,16 @@ when one shows again it sends the whole window once and calls the :meth:`on_seen
 callbacks (the monitor then updates its header and preview). Views that never say (an
 older front end) count as seen.
 
+A grid may carry a caption, one line of HTML over its charts that goes with their points
+(the monitor's newest batch, its rates and watermark): it travels in the same message as
+the points, so the page draws both in one frame, and a view that cannot be seen gets
+neither.
+
 Wire format (kernel to page, custom widget messages)::
 
     {"kind": "data", "reset": bool,
-     "charts": {key: {"x": [batch ids], "y": [[values of trace 0], [values of trace 1], ...]}}}
+     "charts": {key: {"x": [batch ids], "y": [[values of trace 0], [values of trace 1], ...]}},
+     "caption": "<html>"}   # only when the caption changed, and with every reset
 
 Values are numbers, ``null`` for none, or UTC wall-clock times as
 ``"YYYY-MM-DD HH:MM:SS.ffffff"`` strings (plotly.js has no time zones). ``reset`` replaces a
@@ -109,6 +115,12 @@ class ChartGrid(anywidget.AnyWidget):
     empty_message : str, optional
         What a live chart without points says instead of drawing empty axes.
 
+    Attributes
+    ----------
+    caption : str
+        The line of HTML over the charts (empty: none), set with :meth:`extend`,
+        :meth:`reset` or :meth:`set_caption`.
+
     Examples
     --------
     >>> grid = ChartGrid([{"key": "rates", "layout": {"title": {"text": "rows/s"}},
@@ -119,6 +131,9 @@ class ChartGrid(anywidget.AnyWidget):
     ([1, 2, 3], [[7.5, None, 9.0]])
     >>> grid.figure("rates").data[0].y
     (7.5, None, 9.0)
+    >>> grid.extend({"rates": ([4], [[8.0]])}, caption="batch 4 · input 8.0 rows/s")
+    >>> grid.caption
+    'batch 4 · input 8.0 rows/s'
     """
 
     _esm = esm("chartgrid.js")
@@ -140,6 +155,7 @@ class ChartGrid(anywidget.AnyWidget):
         self._seen = True  # any view can be seen (views that never said count as seen); set with _views
         self._behind = False  # points were kept but not sent while no view could be seen
         self._seen_callbacks: list[Callable[[], None]] = []
+        self._caption = ""
         super().__init__(charts=[dict(spec) for spec in charts], window=window, empty_message=empty_message,
                          **kwargs)
         for spec in self.charts:
@@ -220,15 +236,36 @@ class ChartGrid(anywidget.AnyWidget):
             spec["traces"] = [t for t in spec.get("traces", []) if t.get("meta") != _OVERLAY] + overlays
             self.charts = charts
 
-    def extend(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]]) -> None:
-        """Append points: ``{key: (x values, [y values of each trace])}``.
+    @property
+    def caption(self) -> str:
+        """The line of HTML over the charts (empty: none)."""
+        return self._caption
+
+    def set_caption(self, caption: str) -> None:
+        """Change the line of HTML over the charts alone (with points, pass it to :meth:`extend`)."""
+        self.extend({}, caption=caption)
+
+    def _caption_part(self, caption: str | None) -> dict[str, str]:
+        """The message's caption entry: only when it changed (called under the lock)."""
+        if caption is None or caption == self._caption:
+            return {}
+        self._caption = str(caption)
+        return {"caption": self._caption}
+
+    def extend(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]], *,
+               caption: str | None = None) -> None:
+        """Append points: ``{key: (x values, [y values of each trace])}``, and set the caption.
 
         Each trace's list must be as long as the x values; charts may list fewer traces
-        than they have (the rest get ``None``).
+        than they have (the rest get ``None``). ``caption`` (HTML, None: unchanged) goes to
+        the page in the same message as the points.
         """
-        if not points:
-            return
         with self._lock:
+            part = self._caption_part(caption)
+            if not points:
+                if part:
+                    self._send_to_page({"kind": "data", "reset": False, "charts": {}, **part})
+                return
             for key, (x, ys) in points.items():
                 lanes = self._y[key]
                 if len(ys) > len(lanes):
@@ -236,12 +273,17 @@ class ChartGrid(anywidget.AnyWidget):
                 self._x[key].extend(x)
                 for index, lane in enumerate(lanes):
                     lane.extend(ys[index] if index < len(ys) else [None] * len(x))
-            self._send_to_page({"kind": "data", "reset": False,
+            self._send_to_page({"kind": "data", "reset": False, **part,
                         "charts": {key: {"x": list(x), "y": [list(y) for y in ys]} for key, (x, ys) in points.items()}})
 
-    def reset(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]] | None = None) -> None:
-        """Replace the live data of the charts named in ``points`` (all charts when None: cleared)."""
+    def reset(self, points: Mapping[str, tuple[Sequence[Any], Sequence[Sequence[Any]]]] | None = None, *,
+              caption: str | None = None) -> None:
+        """Replace the live data of the charts named in ``points`` (all charts when None: cleared).
+
+        ``caption`` (HTML, None: unchanged) goes with them.
+        """
         with self._lock:
+            self._caption_part(caption)
             keys = list(points) if points is not None else self.chart_keys()
             for key in keys:
                 x, ys = points[key] if points is not None else ([], [])
@@ -251,7 +293,7 @@ class ChartGrid(anywidget.AnyWidget):
             self._send_to_page(self._message(reset=True, keys=keys))
 
     def _message(self, *, reset: bool, keys: Iterable[str]) -> dict[str, Any]:
-        return {"kind": "data", "reset": reset,
+        return {"kind": "data", "reset": reset, "caption": self._caption,
                 "charts": {key: {"x": list(self._x[key]), "y": [list(lane) for lane in self._y[key]]} for key in keys}}
 
     @property

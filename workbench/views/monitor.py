@@ -33,7 +33,9 @@ from .charts import ChartGrid
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
-from .monitor_header import TimerReader, diagnosis_html, header_html, no_output_reason, standalone_page, summary_text
+from .monitor_header import (
+    TimerReader, caption_html, diagnosis_html, header_html, no_output_reason, standalone_page, summary_text,
+)
 from .pictures import grid_picture
 from .protocol import MonitoredStream
 from .sparkui import SparkUIButton, statistics_path, ui_port
@@ -88,6 +90,9 @@ class StreamMonitor(widgets.VBox):
         The same charts as plotly figures holding the points drawn (a fresh copy on each
         read: export or inspect them).
     header, diagnosis, preview : ipywidgets.HTML
+        The status line (name, status, sink, notes), "why no output?" and the result table.
+        The newest drawn batch's id, rates and watermark are the charts' caption
+        (``charts.caption``).
     stop_button : ipywidgets.Button
     pause_button : ipywidgets.ToggleButton
     spark_ui_button : SparkUIButton
@@ -158,8 +163,10 @@ class StreamMonitor(widgets.VBox):
         self.drawn_at: dict[int, float] = {}
         self._track_drawn = False
 
-        # The status line fills its row, so that the buttons after it stay put when its width
-        # changes with every batch's numbers (the page then need not lay out and repaint them).
+        # The status line changes with the stream's status and notes only; the newest batch's
+        # numbers are the charts' caption, which comes with their points in one message and is
+        # drawn in the same frame (a status line sent apart cost the page a message and a frame
+        # per batch). It fills its row, so the buttons after it stay put when it changes.
         self.header = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
         self.diagnosis = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger",
@@ -169,6 +176,7 @@ class StreamMonitor(widgets.VBox):
         specs = chart_specs()
         specs[0]["traces"] += input_traces(self._input_names)
         self.charts = ChartGrid(specs, window=self.window)
+        self.charts.set_caption(caption_html(None))
         self._timer_traces = TimerTraces()  # a transformWithState processor's timers and TTL
         self._timers = TimerReader(handle)  # its timers, for "why no output?"
         self.preview = widgets.HTML()
@@ -305,13 +313,13 @@ class StreamMonitor(widgets.VBox):
                            and (self._finished or time.monotonic() - self._last_preview >= self.preview_every))
             if preview_due:
                 self._preview_due = False  # else it stays due: the thread looks again each interval
-            summary, finished, last = self._summary, self._finished, self._last
+            summary, finished = self._summary, self._finished
         if reset:
             self._draw(self.handle.progress.tail(self.window), reset=True)
         elif fresh:
             self._draw(fresh[-self.window:], reset=False)
         if seen:
-            self._update_header(summary, finished, last)
+            self._update_header(summary, finished)
         if preview_due:
             self._update_preview()
 
@@ -336,21 +344,22 @@ class StreamMonitor(widgets.VBox):
                     values = [self._input_lanes.get(batch, [None] * len(self._input_names)) for batch in x]
                 lanes += [list(column) for column in zip(*values)] if values else [[] for _ in self._input_names]
             self._timer_traces.draw(self.charts, records, points)
+            caption = caption_html(records[-1]) if records else None
             if reset:
-                self.charts.reset(points)
+                self.charts.reset(points, caption=caption)
             else:
-                self.charts.extend(points)
+                self.charts.extend(points, caption=caption)
             if self._track_drawn:
                 now = time.time()
                 for record in records:
                     self.drawn_at.setdefault(record.batch_id, now)
 
-    def _update_header(self, summary: OutputSummary, finished: bool, last: BatchProgress | None) -> None:
+    def _update_header(self, summary: OutputSummary, finished: bool) -> None:
         handle = self.handle
         status, error = ("active", None)
         if finished:
             status, error = handle.status, handle.error
-        self.header.value = header_html(handle, status, error, last)
+        self.header.value = header_html(handle, status, error)
         if finished:
             self.stop_button.disabled = True
         message = None
@@ -475,8 +484,10 @@ class StreamMonitor(widgets.VBox):
         """The header and charts as one standalone HTML page (plotly.js embedded once)."""
         with self._draw_lock:
             figures, header, diagnosis = list(self.figures.values()), self.header.value, self.diagnosis.value
+            caption = self.charts.caption
         preview = self.preview.value if self._has_preview else ""
-        return standalone_page(str(getattr(self.handle, "name", "stream")), header, diagnosis, figures, preview)
+        return standalone_page(str(getattr(self.handle, "name", "stream")), header, diagnosis, figures, preview,
+                               caption)
 
     def save_html(self, path: str | Path) -> Path:
         """Write the charts as a standalone HTML page that works offline; returns the path.

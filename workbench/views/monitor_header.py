@@ -1,9 +1,11 @@
-"""The stream monitor's text: the status line over the charts and the "why no output?" note.
+"""The stream monitor's text: the status line, the charts' caption and the "why no output?" note.
 
 Pure functions of what a :class:`~workbench.views.protocol.MonitoredStream` tells (name,
-status, sink, who started it, the newest batch, and the notes a handle may carry: a gap
-in its history, a batch a stop cut, a resumed checkpoint) returning the HTML that
-:class:`~workbench.views.monitor.StreamMonitor` shows.
+status, sink, who started it, and the notes a handle may carry: a gap in its history, a
+batch a stop cut, a resumed checkpoint) and of its newest batch, returning the HTML that
+:class:`~workbench.views.monitor.StreamMonitor` shows. The status line changes only when
+the stream's status or notes do; what changes with every batch (its id, rates and
+watermark) is the charts' caption, which travels with their points.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..progress.records import BatchProgress
 from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
-__all__ = ["header_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page", "held_timers",
+__all__ = ["header_html", "caption_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page", "held_timers",
            "TimerReader"]
 
 log = logging.getLogger(__name__)
@@ -30,14 +32,16 @@ log = logging.getLogger(__name__)
 _STARTED_BY = {"cell": "started by the cell's code", "user": "started by your code (watched)"}
 
 
-def header_html(handle: MonitoredStream, status: str, error: str | None, last: BatchProgress | None) -> str:
-    """The monitor's status line: name, status, sink, newest batch, and the handle's notes.
+def header_html(handle: MonitoredStream, status: str, error: str | None) -> str:
+    """The monitor's status line: name, status, sink, who started it, and the handle's notes.
+
+    Nothing in it changes with every batch (that is :func:`caption_html`'s).
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> header_html(SimpleNamespace(name="counts", sink="memory"), "active", None, None)
-    "<b>counts</b> · <span style='color:#2ca02c'><b>active</b></span> · <span title='memory'>memory sink</span> · no batch yet"
+    >>> header_html(SimpleNamespace(name="counts", sink="memory"), "active", None)
+    "<b>counts</b> · <span style='color:#2ca02c'><b>active</b></span> · <span title='memory'>memory sink</span>"
     """
     name = html.escape(str(getattr(handle, "name", "stream")))
     colour = {"active": "#2ca02c", "stopped": "#7f7f7f", "failed": "#d62728"}.get(status, "black")
@@ -49,15 +53,6 @@ def header_html(handle: MonitoredStream, status: str, error: str | None, last: B
     started_by = getattr(handle, "started_by", "workbench")
     if started_by in _STARTED_BY:
         parts.append(_STARTED_BY[started_by])
-    if last is not None:
-        parts.append(f"batch {last.batch_id}")
-        parts.append(f"input {_rate(last.input_rows_per_second)} rows/s")
-        parts.append(f"processed {_rate(last.processed_rows_per_second)} rows/s")
-        watermark = known_watermark(last.watermark)
-        if watermark is not None:
-            parts.append(f"watermark {html.escape(format_time(watermark))}")
-    else:
-        parts.append("no batch yet")
     text = " · ".join(parts)
     resumed = getattr(handle, "resumed_from", None)
     notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
@@ -68,6 +63,28 @@ def header_html(handle: MonitoredStream, status: str, error: str | None, last: B
     if error:
         text += f"<br><span style='color:#d62728'>{html.escape(error)}</span>"
     return text
+
+
+def caption_html(last: BatchProgress | None) -> str:
+    """The line over the monitor's charts: the newest batch they show, its rates and watermark.
+
+    Examples
+    --------
+    >>> record = BatchProgress.from_json({"batchId": 7, "inputRowsPerSecond": 50.0,
+    ...     "processedRowsPerSecond": 1234.5, "eventTime": {"watermark": "2024-01-01T00:00:05.000Z"}})
+    >>> caption_html(record)
+    'batch 7 · input 50.0 rows/s · processed 1,234.5 rows/s · watermark 2024-01-01 00:00:05 UTC'
+    >>> caption_html(None)
+    'no batch yet'
+    """
+    if last is None:
+        return "no batch yet"
+    parts = [f"batch {last.batch_id}", f"input {_rate(last.input_rows_per_second)} rows/s",
+             f"processed {_rate(last.processed_rows_per_second)} rows/s"]
+    watermark = known_watermark(last.watermark)
+    if watermark is not None:
+        parts.append(f"watermark {html.escape(format_time(watermark))}")
+    return " · ".join(parts)
 
 
 def summary_text(handle: MonitoredStream, status: str, error: str | None, summary: OutputSummary,
@@ -196,8 +213,9 @@ def diagnosis_html(message: str | None) -> str:
     return f"<div style='color:#8a6d3b'><b>Why no output?</b> {html.escape(message)}</div>" if message else ""
 
 
-def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[Any], preview: str) -> str:
-    """The monitor as one HTML page that works offline: header, note, plotly figures (plotly.js once), results."""
+def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[Any], preview: str,
+                    caption: str = "") -> str:
+    """The monitor as one HTML page that works offline: header, note, caption, plotly figures (plotly.js once), results."""
     import plotly.io as pio
 
     charts = [pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})
@@ -206,7 +224,8 @@ def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[An
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
         f"<title>{title}: stream monitor</title></head>\n<body style='font-family:sans-serif'>\n"
-        f"<div>{header}</div>\n<div>{diagnosis}</div>\n" + "\n".join(charts) + f"\n{preview}\n</body></html>\n"
+        f"<div>{header}</div>\n<div>{diagnosis}</div>\n<div>{caption}</div>\n" + "\n".join(charts)
+        + f"\n{preview}\n</body></html>\n"
     )
 
 

@@ -12,7 +12,10 @@ listeners and stream starts only wake its thread, which coalesces them. Snapshot
 built from each handle's progress history, status and error, never by calling Spark.
 The page may ask ``{"kind": "stop", "name": ...}`` (the stream stops on a thread of its
 own, so the kernel's message loop never waits for a batch to end) or
-``{"kind": "refresh"}``. The protocol is written down in ``docs/architecture.md``.
+``{"kind": "refresh"}``, and says ``{"kind": "detail", "on": bool}`` when the panel is shown
+or hidden: a page whose panel nobody sees gets a snapshot only when a stream starts, ends
+or fails (what its status bar count needs), not one per batch, and a fresh one as soon as
+the panel shows again. The protocol is written down in ``docs/architecture.md``.
 
 This module never imports Spark: the workbench state is given as a callable returning an
 object with ``handles()``, ``get(name)``, ``on_stream_started`` and ``ui_web_url()``.
@@ -32,7 +35,7 @@ from ..progress.records import BatchProgress
 from .sparkui import statistics_path, ui_port
 
 __all__ = [
-    "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "StreamsPublisher", "announce_loaded", "current_cell_id",
+    "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "BATCH_KEYS", "StreamsPublisher", "outline", "announce_loaded", "current_cell_id",
     "gap_seconds", "stream_info", "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
 ]
 
@@ -47,6 +50,9 @@ GAP_POINTS = 30
 #: Seconds between checks for changes nobody announced (a stream started before the
 #: workbench was loaded, a query that failed between polls).
 HEARTBEAT = 2.0
+#: A stream's entries that change with every batch: a page whose panel is hidden is not sent
+#: snapshots that differ only in them.
+BATCH_KEYS = frozenset({"batches", "last_batch_id", "watermark", "input_rows_per_second", "gap_seconds"})
 #: Seconds between two readings of the Spark UI's port: Spark may start, stop (the UI
 #: goes with it) or start again on another port while the panel watches.
 UI_RETRY = 5.0
@@ -189,6 +195,42 @@ def streams_message(streams: list[dict[str, Any]], port: int) -> dict[str, Any]:
     return {"kind": "streams", "streams": streams, "spark_ui_port": port}
 
 
+def outline(message: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A ``streams`` message without its batch-level entries (:data:`BATCH_KEYS`).
+
+    What a page whose Streams panel is hidden still needs: which streams there are, their
+    status, errors, cells and Spark UI links (its status bar counts the active ones).
+
+    Examples
+    --------
+    >>> outline(streams_message([{"name": "n", "status": "active", "batches": 3}], 4040))
+    {'kind': 'streams', 'streams': [{'name': 'n', 'status': 'active'}], 'spark_ui_port': 4040}
+    """
+    if message is None:
+        return None
+    streams = [{k: v for k, v in stream.items() if k not in BATCH_KEYS} for stream in message.get("streams", [])]
+    return {**message, "streams": streams}
+
+
+class _Reader:
+    """One open comm: what it was last sent, and whether its page shows the panel."""
+
+    __slots__ = ("comm", "detail", "last", "force")
+
+    def __init__(self, comm: Any) -> None:
+        self.comm = comm
+        self.detail = True  # a page that never says (an older extension) gets every snapshot
+        self.last: dict[str, Any] | None = None
+        self.force = True  # a new comm gets a snapshot at once
+
+    def wants(self, message: dict[str, Any]) -> bool:
+        if self.force or self.last is None:
+            return True
+        if self.detail:
+            return message != self.last
+        return outline(message) != outline(self.last)
+
+
 class StreamsPublisher:
     """Sends the kernel's streams to every open ``workbench.streams`` comm, throttled.
 
@@ -199,6 +241,8 @@ class StreamsPublisher:
         snapshot, so a replaced workbench (``new_env()``) is followed.
     min_interval : float, default 0.5
         Least seconds between two snapshots: at most ``1 / min_interval`` messages a second.
+        A comm whose page said ``{"kind": "detail", "on": false}`` (its panel is hidden) is
+        sent a snapshot only when :func:`outline` changes.
     clock : callable, default time.monotonic
     cell_id : callable, default current_cell_id
         Called when a stream starts (on the starting thread) to learn its cell.
@@ -232,14 +276,12 @@ class StreamsPublisher:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = threading.Event()
-        self._comms: list[Any] = []
+        self._comms: list[_Reader] = []
         self._env: Any = None
         self._watched: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
         self._unsubscribe: list[Callable[[], None]] = []
         self._cells: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._last_sent: dict[str, Any] | None = None
         self._last_time = float("-inf")
-        self._force = False
         self._port = 0
         self._port_checked = float("-inf")
         self._thread: threading.Thread | None = None
@@ -260,8 +302,7 @@ class StreamsPublisher:
         comm.on_msg(lambda msg: self.handle_message(msg.get("content", {}).get("data") or {}, comm))
         comm.on_close(lambda _msg: self._detach(comm))
         with self._lock:
-            self._comms.append(comm)
-            self._force = True
+            self._comms.append(_Reader(comm))
             if self._use_thread and self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="workbench-streams-panel", daemon=True)
                 self._thread.start()
@@ -269,8 +310,12 @@ class StreamsPublisher:
 
     def _detach(self, comm: Any) -> None:
         with self._lock:
-            if comm in self._comms:
-                self._comms.remove(comm)
+            self._comms = [reader for reader in self._comms if reader.comm is not comm]
+
+    def _readers(self, comm: Any = None) -> list[_Reader]:
+        """The open comms' readers (only ``comm``'s when given; all when it is None)."""
+        with self._lock:
+            return [reader for reader in self._comms if comm is None or reader.comm is comm]
 
     @property
     def comms(self) -> int:
@@ -279,11 +324,24 @@ class StreamsPublisher:
             return len(self._comms)
 
     def handle_message(self, data: dict[str, Any], comm: Any = None) -> None:
-        """Act on a page-to-kernel message (``stop`` or ``refresh``); unknown kinds are ignored."""
+        """Act on a page-to-kernel message (``stop``, ``refresh``, ``detail``); unknown kinds are ignored.
+
+        ``refresh`` and ``detail`` apply to ``comm``'s page (every comm's when it is None).
+        """
         kind = data.get("kind")
-        if kind == "refresh":
+        if kind in ("refresh", "detail"):
+            readers = self._readers(comm)
             with self._lock:
-                self._force = True
+                for reader in readers:
+                    if kind == "detail":
+                        on = data.get("on")
+                        if not isinstance(on, bool):
+                            return  # not a message of this protocol
+                        # Shown again: the panel draws the newest state at once.
+                        reader.force = reader.force or (on and not reader.detail)
+                        reader.detail = on
+                    else:
+                        reader.force = True
             self._wake.set()
         elif kind == "stop":
             name = data.get("name")
@@ -356,27 +414,26 @@ class StreamsPublisher:
         None means "nothing to do until woken" (no comm open). Runs on the publisher's
         thread; tests call it directly with an injected clock.
         """
-        with self._lock:
-            comms = list(self._comms)
-            force = self._force
-        if not comms:
+        readers = self._readers()
+        if not readers:
             return None
         wait = self._last_time + self.min_interval - self._clock()
         if wait > 0:
             return wait
         message = self.snapshot()
-        if force or message != self._last_sent:
-            with self._lock:
-                self._force = False
-            self._last_sent = message
+        with self._lock:
+            due = [reader for reader in readers if reader.wants(message)]
+            for reader in due:
+                reader.force, reader.last = False, message
+        if due:
             self._last_time = self._clock()
             self.sent += 1
-            for comm in comms:
-                try:
-                    comm.send(message)
-                except Exception:  # a comm whose kernel side is gone: forget it
-                    log.debug("sending to the Streams panel failed", exc_info=True)
-                    self._detach(comm)
+        for reader in due:
+            try:
+                reader.comm.send(message)
+            except Exception:  # a comm whose kernel side is gone: forget it
+                log.debug("sending to the Streams panel failed", exc_info=True)
+                self._detach(reader.comm)
         return HEARTBEAT
 
     def _run(self) -> None:
@@ -398,7 +455,7 @@ class StreamsPublisher:
         self._closed.set()
         self._wake.set()
         with self._lock:
-            comms, self._comms = self._comms, []
+            comms, self._comms = [reader.comm for reader in self._comms], []
             thread, self._thread = self._thread, None
         for comm in comms:
             try:

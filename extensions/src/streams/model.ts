@@ -84,6 +84,17 @@ export class KernelStreams {
     this._send({ kind: 'stop', name });
   }
 
+  /**
+   * Whether the page shows this kernel's streams in full (the panel is visible): while it
+   * does not, the kernel sends news of streams that start, end or fail, not of each batch.
+   */
+  setDetail(on: boolean): void {
+    if (on !== this._detail) {
+      this._detail = on;
+      this._send({ kind: 'detail', on });
+    }
+  }
+
   /** Ask the kernel for a fresh snapshot (or try the connection again). */
   refresh(): void {
     if (this._comm) {
@@ -180,6 +191,9 @@ export class KernelStreams {
       const comm = kernel.createComm(COMM_TARGET);
       this._useComm(comm);
       comm.open({ kind: 'refresh' });
+      if (!this._detail) {
+        this._send({ kind: 'detail', on: false });
+      }
     } catch (reason) {
       // The kernel connection went away between the status change and now.
       this._probing = false;
@@ -311,6 +325,8 @@ export class KernelStreams {
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
   private _probing = false;
+  /** A new comm starts with every snapshot (the kernel's default); see setDetail. */
+  private _detail = true;
   private _state: StreamsState = 'connecting';
   private _streams: IStreamInfo[] = [];
   private _sparkUIPort = 0;

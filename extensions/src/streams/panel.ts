@@ -178,11 +178,15 @@ export class StreamsPanel extends Widget {
   setCurrent(notebook: NotebookPanel | null, model: KernelStreams | null): void {
     if (this._model) {
       this._model.changed.disconnect(this._render, this);
+      if (this._model !== model && !this._model.isDisposed) {
+        this._model.setDetail(false);
+      }
     }
     this._notebook = notebook;
     this._model = model;
     if (model) {
       model.changed.connect(this._render, this);
+      model.setDetail(this.isVisible);
     }
     this._clearRows();
     this._render();
@@ -204,13 +208,21 @@ export class StreamsPanel extends Widget {
   /** Shown (the side bar opened on it): draw what changed while it was hidden. */
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    this._model?.setDetail(true); // the kernel sends the newest snapshot, then one per batch
     if (this._stale) {
       this._render();
     }
   }
 
+  /** Hidden (the side bar closed or shows another panel): the kernel stops sending each batch. */
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._model?.setDetail(false);
+  }
+
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
+    this._model?.setDetail(this.isVisible);
     if (this._stale && this.isVisible) {
       this._render();
     }
