@@ -223,6 +223,32 @@ class TestPollerLogic:
             self.poller.poll_once()
         assert self.ids() == list(range(300))
 
+    def test_batches_the_events_told_of_spare_the_fetch_only_without_a_gap(self):
+        heard: list[dict] = []
+        self.source.heard_after = lambda known: [raw for raw in heard if raw["batchId"] > known]
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        calls = self.source.recent_calls
+        # Three batches between two ticks, all heard: read from the events, no fetch.
+        heard += [batch(1), batch(2), batch(3)]
+        self.source.report(batch(1), batch(2), batch(3))
+        assert [r.batch_id for r in self.poller.poll_once()] == [1, 2, 3]
+        assert self.source.recent_calls == calls
+        # Batch 5 ended before its event came: what was heard goes in, the rest with the next tick.
+        heard += [batch(4)]
+        self.source.report(batch(4), batch(5))
+        assert [r.batch_id for r in self.poller.poll_once()] == [4] and self.source.recent_calls == calls
+        heard += [batch(5)]
+        self.poller.poll_once()
+        assert self.ids() == [0, 1, 2, 3, 4, 5] and self.source.recent_calls == calls
+        # The events missed batch 6 (a gap), or told of nothing new: the recent list fills in.
+        heard += [batch(7)]
+        self.source.report(batch(6), batch(7))
+        self.poller.poll_once()
+        self.source.report(batch(8), batch(9))
+        self.poller.poll_once()
+        assert self.ids() == list(range(10)) and self.source.recent_calls == calls + 2
+
     @pytest.mark.parametrize("interval", [0, -1, "1", True])
     def test_bad_interval(self, interval):
         with pytest.raises(ValueError, match="interval"):

@@ -119,12 +119,17 @@ def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_st
     try:
         handle = env.start(rate_stream(rows_per_batch=2), "fast", poll_interval=0.5)
         wait_for(lambda: handle.progress.total >= 20, timeout=120, message="20 batches (ten times the recent list)")
+        # Ticks that found several new batches read them from the listener's reports, not
+        # from Spark's recent list (~0.14 s a fetch): a run without them fetched on about one
+        # tick in two (14 fetches in 86 batches of this stream).
+        fetches = handle.poller.recent_fetches
         handle.stop()
     finally:
         spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
     assert len(handle.query.recentProgress) <= 2
     ids = list(handle.history()["batch_id"])
     assert len(ids) >= 20 and ids == list(range(len(ids)))
+    assert fetches <= 3, f"the poller fetched Spark's recent list {fetches} times in {len(ids)} batches"
 
 
 def test_idle_re_reports_are_not_batches(env, spark, tmp_path):

@@ -6,8 +6,11 @@ the latter only when batches were missed. A tick comes every ``interval`` second
 sooner when :meth:`ProgressPoller.wake` says a batch has ended (Spark's progress event):
 then the batch reaches the history within milliseconds instead of up to an interval later.
 Wakes are coalesced (at most one tick per ``min_gap`` seconds), so a fast stream does not
-mean a tick, and a redraw, per batch. The poller knows nothing of Spark: it reads a
-:class:`ProgressSource`, so its logic is tested with scripted progress.
+mean a tick, and a redraw, per batch. A source that also hears Spark's progress events
+(:meth:`ProgressSource.heard_after`) spares a tick that finds several new batches the
+fetch: what the listener heard is read instead, when it continues the history without a
+gap. The poller knows nothing of Spark: it reads a :class:`ProgressSource`, so its logic
+is tested with scripted progress.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ class ProgressSource(Protocol):
 
     def recent_progress(self) -> Sequence[Mapping[str, Any]]:
         """The recent progress dictionaries, oldest first (expensive)."""
+
+    # Optional (the poller looks it up with getattr):
+    # def heard_after(self, batch_id: int) -> Sequence[Mapping[str, Any]] | None:
+    #     """The progress of the batches after ``batch_id`` that the source heard of without
+    #     asking (Spark's progress events), oldest first, when they start at batch_id + 1
+    #     without a gap; None when it cannot say (the poller then fetches the recent list)."""
 
 
 class ProgressPoller:
@@ -122,7 +131,21 @@ class ProgressPoller:
         if not latest.is_idle_report and latest.batch_id == (0 if known is None else known + 1):
             # The next batch, or a run's very first one: nothing can be missing before it.
             return self.history.extend([latest])
+        heard = self._heard_after(known)
+        if heard:
+            # The batches the events told of, from the one after the history's newest: any
+            # newer ones come with their own events, which wake the next tick.
+            return self.history.extend(heard)
         return self.fill()
+
+    def _heard_after(self, known: int | None) -> list[BatchProgress]:
+        """What the source heard after batch ``known``, when it continues the history without a gap."""
+        read = getattr(self.source, "heard_after", None)
+        if read is None or known is None:  # a run's first batches may predate what was heard
+            return []
+        records = [BatchProgress.from_json(raw) for raw in read(known) or ()]
+        ids = [record.batch_id for record in records]
+        return records if ids and ids == list(range(known + 1, known + 1 + len(ids))) else []
 
     def fill(self) -> list[BatchProgress]:
         """Fetch the recent progress list and add every batch missing from the history."""

@@ -56,6 +56,16 @@ class QueryProgressSource:
             recent += [dict(raw) for raw in self.heard() if raw.get("batchId") not in held]
         return [self._with_rows(raw) for raw in recent]
 
+    def heard_after(self, batch_id: int) -> list[dict[str, Any]] | None:
+        """The reports the listener heard of batches after ``batch_id``, oldest first; None without a listener.
+
+        The poller reads them instead of fetching Spark's recent list (~0.14 s) when they
+        continue its history without a gap.
+        """
+        if self.heard is None:
+            return None
+        return [self._with_rows(dict(raw)) for raw in self.heard() if raw.get("batchId", -1) > batch_id]
+
     def _with_rows(self, raw: dict[str, Any]) -> dict[str, Any]:
         count = self._output_rows.get(raw.get("batchId", -1)) if self._output_rows is not None else None
         if count is not None:
