@@ -7,9 +7,9 @@ sooner when :meth:`ProgressPoller.wake` says a batch has ended (Spark's progress
 then the batch reaches the history within milliseconds instead of up to an interval later.
 Wakes are coalesced (at most one tick per ``min_gap`` seconds), so a fast stream does not
 mean a tick, and a redraw, per batch. A source that also hears Spark's progress events
-(:meth:`ProgressSource.heard_after`) spares a tick that finds several new batches the
-fetch: what the listener heard is read instead, when it continues the history without a
-gap. The poller knows nothing of Spark: it reads a :class:`ProgressSource`, so its logic
+(an optional ``heard_after(batch_id)``, see :class:`ProgressSource`) spares a tick that
+finds several new batches the fetch: what the listener heard is read instead, when it
+continues the history without a gap. The poller knows nothing of Spark: it reads a :class:`ProgressSource`, so its logic
 is tested with scripted progress.
 """
 
