@@ -23,8 +23,8 @@ from ..progress.records import BatchProgress
 from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
-__all__ = ["header_html", "caption_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page", "held_timers",
-           "TimerReader"]
+__all__ = ["header_html", "caption_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page",
+           "held_timers", "TimerReader"]
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,10 @@ def diagnosis_html(message: str | None) -> str:
 
 def standalone_page(name: str, header: str, diagnosis: str, figures: Sequence[Any], preview: str,
                     caption: str = "") -> str:
-    """The monitor as one HTML page that works offline: header, note, caption, plotly figures (plotly.js once), results."""
+    """The monitor as one HTML page that works offline.
+
+    Header, note, caption, plotly figures (plotly.js once) and results.
+    """
     import plotly.io as pio
 
     charts = [pio.to_html(fig, full_html=False, include_plotlyjs=(index == 0), config={"responsive": True})

@@ -35,8 +35,8 @@ from ..progress.records import BatchProgress
 from .sparkui import statistics_path, ui_port
 
 __all__ = [
-    "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "BATCH_KEYS", "StreamsPublisher", "outline", "announce_loaded", "current_cell_id",
-    "gap_seconds", "stream_info", "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
+    "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "BATCH_KEYS", "StreamsPublisher", "outline", "announce_loaded",
+    "current_cell_id", "gap_seconds", "stream_info", "streams_message", "register_streams_comm", "StreamLike", "EnvLike",
 ]
 
 log = logging.getLogger(__name__)
@@ -215,20 +215,23 @@ def outline(message: dict[str, Any] | None) -> dict[str, Any] | None:
 class _Reader:
     """One open comm: what it was last sent, and whether its page shows the panel."""
 
-    __slots__ = ("comm", "detail", "last", "force")
+    __slots__ = ("comm", "detail", "last", "last_outline", "force")
 
     def __init__(self, comm: Any) -> None:
         self.comm = comm
         self.detail = True  # a page that never says (an older extension) gets every snapshot
         self.last: dict[str, Any] | None = None
+        self.last_outline: dict[str, Any] | None = None  # outline(last), made once per snapshot sent
         self.force = True  # a new comm gets a snapshot at once
 
-    def wants(self, message: dict[str, Any]) -> bool:
+    def wants(self, message: dict[str, Any], message_outline: dict[str, Any] | None) -> bool:
+        """Whether ``message`` (whose outline is ``message_outline``) is news to this page."""
         if self.force or self.last is None:
             return True
-        if self.detail:
-            return message != self.last
-        return outline(message) != outline(self.last)
+        return message != self.last if self.detail else message_outline != self.last_outline
+
+    def took(self, message: dict[str, Any], message_outline: dict[str, Any] | None) -> None:
+        self.force, self.last, self.last_outline = False, message, message_outline
 
 
 class StreamsPublisher:
@@ -328,20 +331,15 @@ class StreamsPublisher:
 
         ``refresh`` and ``detail`` apply to ``comm``'s page (every comm's when it is None).
         """
-        kind = data.get("kind")
-        if kind in ("refresh", "detail"):
+        kind, on = data.get("kind"), data.get("on")
+        if kind == "refresh" or (kind == "detail" and isinstance(on, bool)):
             readers = self._readers(comm)
             with self._lock:
                 for reader in readers:
+                    # A refresh, or a panel shown again, gets the newest state at once.
+                    reader.force = reader.force or kind == "refresh" or (on is True and not reader.detail)
                     if kind == "detail":
-                        on = data.get("on")
-                        if not isinstance(on, bool):
-                            return  # not a message of this protocol
-                        # Shown again: the panel draws the newest state at once.
-                        reader.force = reader.force or (on and not reader.detail)
                         reader.detail = on
-                    else:
-                        reader.force = True
             self._wake.set()
         elif kind == "stop":
             name = data.get("name")
@@ -421,10 +419,11 @@ class StreamsPublisher:
         if wait > 0:
             return wait
         message = self.snapshot()
+        brief = outline(message)  # once per snapshot, for the pages whose panel is hidden
         with self._lock:
-            due = [reader for reader in readers if reader.wants(message)]
+            due = [reader for reader in readers if reader.wants(message, brief)]
             for reader in due:
-                reader.force, reader.last = False, message
+                reader.took(message, brief)
         if due:
             self._last_time = self._clock()
             self.sent += 1
