@@ -1,6 +1,6 @@
 """Real Jupyter kernels for the tests and the benchmarks that drive one.
 
-A :class:`Kernel` is started by jupyter_client's ``start_new_kernel`` (the manager JupyterLab
+A :class:`Kernel` is started by jupyter_client's ``KernelManager`` (the manager JupyterLab
 uses) with its own Jupyter and IPython folders, the project on ``PYTHONPATH`` and none of the
 variables that would point the workbench at a cluster or a Connect server. It records every
 iopub message, so a test can read a cell's outputs after the fact.
@@ -47,10 +47,26 @@ class Kernel:
 
     @classmethod
     def start(cls, home: Path, *, timeout: float = 90.0, **extra: str) -> Kernel:
-        """Start a kernel whose Jupyter folders live in ``home``; ``extra`` adds environment variables."""
-        from jupyter_client.manager import start_new_kernel
+        """Start a kernel whose Jupyter folders live in ``home``; ``extra`` adds environment variables.
 
-        manager, client = start_new_kernel(kernel_name="python3", startup_timeout=timeout, env=kernel_env(home, **extra))
+        The kernel listens on IPC sockets in ``home``, not on TCP ports: a restart binds the
+        same addresses again, and a TCP port left free for those seconds can be taken by
+        another process (the other pytest worker's kernels and JVMs), whose messages the
+        client would then reject as badly signed.
+        """
+        from jupyter_client.manager import KernelManager
+
+        env = kernel_env(home, **extra)
+        manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(home / "kernel"))
+        manager.start_kernel(env=env)
+        client = manager.client()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=timeout)
+        except BaseException:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+            raise
         return cls(manager, client)
 
     def close(self) -> None:
