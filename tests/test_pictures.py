@@ -270,6 +270,50 @@ def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):
     grid.close()
 
 
+def test_an_ending_process_draws_and_sends_no_picture_and_waits_for_one_being_drawn(shell, monkeypatch):
+    # The kernel's shutdown stops the streams, whose monitors would then draw their final
+    # pictures on their threads while the interpreter ends: matplotlib dying mid-draw aborted
+    # the kernel (SIGABRT). Once the process is ending nothing is drawn or sent, and the
+    # shutdown waits for a picture begun before.
+    import threading
+
+    from workbench.views import static_output
+    from workbench.views.static_output import StaticOutput, process_ending, wait_for_pictures
+
+    monkeypatch.setattr(static_output, "_ending", threading.Event())  # this process goes on
+    drawn, started, release = [], threading.Event(), threading.Event()
+
+    def picture() -> bytes:
+        drawn.append(1)
+        started.set()
+        release.wait(30)
+        return b"png"
+
+    grid = monitor_grid(3)
+    output = StaticOutput(grid, text=lambda: "three batches", picture=picture, after_cell=lambda: False)
+    shell.user_ns["output"] = output
+    shell.run_cell("output.display()")
+    own_id = output._display_ids[0]
+    sent = lambda: [o for o in shell.display_pub.outputs if o["transient"].get("display_id") == own_id]
+    try:
+        drawing = threading.Thread(target=output.publish, args=("first",))
+        drawing.start()
+        assert started.wait(30)
+        process_ending()  # while a picture is being drawn
+        assert not wait_for_pictures(0.2)  # it is not done yet
+        release.set()
+        assert wait_for_pictures(30)
+        drawing.join(30)
+        count = len(sent())
+        output.publish("second")  # a stream that ends now: nothing drawn, nothing sent
+        assert output.draw("third") == b"png"  # the picture drawn last, not a new one
+        assert len(drawn) == 1 and len(sent()) == count
+    finally:
+        release.set()
+        output.stop_listening()
+        grid.close()
+
+
 def test_console_output_carries_its_tables_as_text_for_viewers_without_the_widget(shell, monkeypatch):
     """The console sink's output: the batches' text beside the widget view, marked for the page's fallback."""
     from workbench.views.console import CellConsole

@@ -44,9 +44,54 @@ import logging
 import threading
 from typing import Any, Callable, ClassVar, Hashable
 
-__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW"]
+__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW", "process_ending", "wait_for_pictures"]
 
 log = logging.getLogger(__name__)
+
+#: Set once the process is ending (the kernel's shutdown, the interpreter's exit): no output
+#: draws or publishes a picture from then on. Nobody would see it, and a picture still being
+#: drawn on a thread when the interpreter finalises dies inside matplotlib's FreeType, which
+#: aborts the process (``terminate called without an active exception``, SIGABRT).
+_ending = threading.Event()
+#: Pictures being drawn now, and the condition their ends notify.
+_drawing = 0
+_drawing_changed = threading.Condition()
+
+
+def process_ending() -> None:
+    """Say that the process is ending: from now on no output draws or publishes a picture.
+
+    For the rest of the process: the kernel's shutdown and the interpreter's exit call it.
+
+    Examples
+    --------
+    >>> process_ending()  # doctest: +SKIP
+    """
+    _ending.set()
+
+
+def wait_for_pictures(timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for pictures being drawn to be done; True when none is.
+
+    Examples
+    --------
+    >>> wait_for_pictures(0.0)
+    True
+    """
+    with _drawing_changed:
+        return _drawing_changed.wait_for(lambda: _drawing == 0, timeout=timeout)
+
+
+def _draw_counted(picture: Callable[[], bytes]) -> bytes:
+    global _drawing
+    with _drawing_changed:
+        _drawing += 1
+    try:
+        return picture()
+    finally:
+        with _drawing_changed:
+            _drawing -= 1
+            _drawing_changed.notify_all()
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The output metadata that marks a workbench output whose other entries stand in for its widget.
@@ -195,20 +240,27 @@ class StaticOutput:
         return bool(self._display_ids)
 
     def draw(self, key: Hashable = None) -> bytes:
-        """The picture of the state named ``key``: drawn again only when ``key`` changed (or is None)."""
+        """The picture of the state named ``key``: drawn again only when ``key`` changed (or is None).
+
+        Once the process is ending (:func:`process_ending`), nothing is drawn: the picture
+        drawn last, if any.
+        """
         with self._lock:
             if self._picture is None:
                 return b""
-            if self._png is None or key is None or key != self._key:
-                self._png, self._key = self._picture(), key
-            return self._png
+            if (self._png is None or key is None or key != self._key) and not _ending.is_set():
+                self._png, self._key = _draw_counted(self._picture), key
+            return self._png or b""
 
     def publish(self, key: Hashable = None) -> None:
         """Draw the picture (see :meth:`draw`) and update every output showing the widget.
 
         ``key`` names the state drawn (e.g. the last batch id and the status): publishing the
-        same state again sends the picture already drawn.
+        same state again sends the picture already drawn. Once the process is ending
+        (:func:`process_ending`), nothing is drawn or sent.
         """
+        if _ending.is_set():
+            return
         with self._lock:
             self.draw(key)
             self._published = True
