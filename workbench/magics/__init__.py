@@ -16,11 +16,6 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 log = logging.getLogger(__name__)
 
-#: Seconds the kernel's shutdown waits, after stopping Spark, for a picture still being drawn
-#: (see :func:`workbench.views.static_output.process_ending`); the whole shutdown must fit
-#: the 2.5 s before Jupyter terminates the kernel.
-PICTURE_WAIT = 0.5
-
 
 def _magics_of(ipython: Any) -> Any:
     return ipython.magics_manager.registry.get("StreamMagics")
@@ -72,19 +67,18 @@ def _hook_kernel_shutdown(ipython: Any, magics: Any) -> None:
     original = kernel.do_shutdown
 
     def do_shutdown(restart: bool) -> Any:
-        from ..views.static_output import process_ending, wait_for_pictures
+        from ..views.static_output import ending_process
 
-        # The streams' monitors draw no final picture: the kernel ends before anyone sees it.
-        process_ending()
-        try:
-            magics.stop_everything(grace=0.0)
-            from ..spark import current_env
+        # The streams' monitors draw no final picture (the kernel ends before anyone sees
+        # it), and one begun before the request ends before the interpreter does.
+        with ending_process():
+            try:
+                magics.stop_everything(grace=0.0)
+                from ..spark import current_env
 
-            current_env().shutdown()
-        except Exception:
-            log.warning("stopping Spark at kernel shutdown failed", exc_info=True)
-        # A picture begun before the request ends before the interpreter does.
-        wait_for_pictures(PICTURE_WAIT)
+                current_env().shutdown()
+            except Exception:
+                log.warning("stopping Spark at kernel shutdown failed", exc_info=True)
         return original(restart)
 
     do_shutdown._workbench_hook = True  # type: ignore[attr-defined]
@@ -136,12 +130,11 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 def _stop_at_exit(magics: Any) -> None:
-    from ..views.static_output import process_ending, wait_for_pictures
+    from ..views.static_output import ending_process
 
-    process_ending()
-    try:
-        # At exit nothing waits for a batch to finish or a replay to report (Spark may be gone).
-        magics.stop_everything(grace=0.0)
-    except Exception:  # at exit Spark may already be gone; nothing is left to stop then
-        log.debug("stopping streams at exit failed", exc_info=True)
-    wait_for_pictures(PICTURE_WAIT)
+    with ending_process():
+        try:
+            # At exit nothing waits for a batch to finish or a replay to report (Spark may be gone).
+            magics.stop_everything(grace=0.0)
+        except Exception:  # at exit Spark may already be gone; nothing is left to stop then
+            log.debug("stopping streams at exit failed", exc_info=True)

@@ -42,11 +42,16 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-from typing import Any, Callable, ClassVar, Hashable
+from contextlib import contextmanager
+from typing import Any, Callable, ClassVar, Hashable, Iterator
 
-__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW", "process_ending", "wait_for_pictures"]
+__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW", "ending_process", "process_ending", "wait_for_pictures"]
 
 log = logging.getLogger(__name__)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: The output metadata that marks a workbench output whose other entries stand in for its widget.
+FALLBACK_METADATA = {"spark-streaming-workbench": {"fallback": True}}
 
 #: Set once the process is ending (the kernel's shutdown, the interpreter's exit): no output
 #: draws or publishes a picture from then on. Nobody would see it, and a picture still being
@@ -56,12 +61,16 @@ _ending = threading.Event()
 #: Pictures being drawn now, and the condition their ends notify.
 _drawing = 0
 _drawing_changed = threading.Condition()
+#: Seconds an ending process waits for a picture begun before (:func:`ending_process`): a
+#: kernel's whole shutdown must fit the 2.5 s before Jupyter terminates it.
+PICTURE_WAIT = 0.5
 
 
 def process_ending() -> None:
     """Say that the process is ending: from now on no output draws or publishes a picture.
 
-    For the rest of the process: the kernel's shutdown and the interpreter's exit call it.
+    For the rest of the process: the kernel's shutdown and the interpreter's exit call it,
+    through :func:`ending_process`.
 
     Examples
     --------
@@ -82,6 +91,23 @@ def wait_for_pictures(timeout: float) -> bool:
         return _drawing_changed.wait_for(lambda: _drawing == 0, timeout=timeout)
 
 
+@contextmanager
+def ending_process(wait: float = PICTURE_WAIT) -> Iterator[None]:
+    """The process is ending: no picture is drawn from here on (:func:`process_ending`), and
+    after the body (which stops the streams) up to ``wait`` seconds go to a picture begun before.
+
+    Examples
+    --------
+    >>> with ending_process():       # doctest: +SKIP
+    ...     workbench.stop_all()
+    """
+    process_ending()
+    try:
+        yield
+    finally:
+        wait_for_pictures(wait)
+
+
 def _draw_counted(picture: Callable[[], bytes]) -> bytes:
     global _drawing
     with _drawing_changed:
@@ -92,10 +118,6 @@ def _draw_counted(picture: Callable[[], bytes]) -> bytes:
         with _drawing_changed:
             _drawing -= 1
             _drawing_changed.notify_all()
-
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-#: The output metadata that marks a workbench output whose other entries stand in for its widget.
-FALLBACK_METADATA = {"spark-streaming-workbench": {"fallback": True}}
 
 
 def widget_front_end_connected() -> bool:
