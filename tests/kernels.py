@@ -164,13 +164,24 @@ print(json.dumps({'temp_dir': str(workbench.spark.current_env().temp_dir),
 ]
 
 
-def start_busy(kernel: Kernel, log: Path, level: str = "INFO") -> dict:
-    """Run :data:`BUSY_CELLS` in ``kernel``; return where its folders are and how far it got.
+#: The same, in a kernel that never loads the magics: the streams started and shown from Python.
+BUSY_CELLS_WITHOUT_MAGICS = [
+    BUSY_CELLS[0].replace("%load_ext workbench\n", ""),
+    "display(workbench.start(doubled, 'doubled', trigger='0.3 seconds'))\n",
+    "display(workbench.start(rate.groupBy((rate.value % 3).alias('k')).count(), 'per_key', output_mode='complete',\n"
+    "                        trigger='0.3 seconds'))\n",
+    BUSY_CELLS[3],
+]
+
+
+def start_busy(kernel: Kernel, log: Path, level: str = "INFO", magics: bool = True) -> dict:
+    """Run :data:`BUSY_CELLS` (:data:`BUSY_CELLS_WITHOUT_MAGICS` when not ``magics``) in
+    ``kernel``; return where its folders are and how far it got.
 
     Every stream and the replay have run at least two batches when it returns.
     """
     facts: dict = {}
-    for cell in BUSY_CELLS:
+    for cell in BUSY_CELLS if magics else BUSY_CELLS_WITHOUT_MAGICS:
         printed = kernel.printed(cell.replace("{log!r}", repr(str(log))).replace("{level!r}", repr(level)), timeout=240)
         if printed.strip():
             facts = json.loads(printed.strip().splitlines()[-1])

@@ -277,10 +277,11 @@ def test_an_ending_process_draws_and_sends_no_picture_and_waits_for_one_being_dr
     # shutdown waits for a picture begun before.
     import threading
 
-    from workbench.views import static_output
-    from workbench.views.static_output import StaticOutput, process_ending, wait_for_pictures
+    from workbench import _process_end
+    from workbench._process_end import process_ending, wait_for_pictures
+    from workbench.views.static_output import StaticOutput
 
-    monkeypatch.setattr(static_output, "_ending", threading.Event())  # this process goes on
+    monkeypatch.setattr(_process_end, "_ending", threading.Event())  # this process goes on
     drawn, started, release = [], threading.Event(), threading.Event()
 
     def picture() -> bytes:
@@ -312,6 +313,27 @@ def test_an_ending_process_draws_and_sends_no_picture_and_waits_for_one_being_dr
         release.set()
         output.stop_listening()
         grid.close()
+
+
+def test_a_process_that_never_loaded_the_magics_ends_its_pictures_before_its_streams(monkeypatch):
+    # A kernel that only called workbench.session() (no %load_ext) ends through the spark
+    # layer's exit hook: it too says the process is ending before it stops the streams, whose
+    # monitors would otherwise draw final pictures as the interpreter finalises.
+    import threading
+
+    from workbench import _process_end
+    from workbench.spark import environment
+
+    monkeypatch.setattr(_process_end, "_ending", threading.Event())  # this process goes on
+    seen = []
+
+    class Env:  # the hook's one call into the workbench, recorded
+        def shutdown(self) -> None:
+            seen.append(_process_end.is_ending())
+
+    monkeypatch.setattr(environment._holder, "env", Env())
+    environment._close_at_exit()
+    assert seen == [True]
 
 
 def test_console_output_carries_its_tables_as_text_for_viewers_without_the_widget(shell, monkeypatch):

@@ -52,8 +52,10 @@ __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def _env() -> Any:
+    from .magics import hook_kernel_shutdown
     from .spark import current_env
 
+    hook_kernel_shutdown()  # in a Jupyter kernel, its shutdown ends the streams and Spark first
     return current_env()
 
 

@@ -12,7 +12,7 @@ import atexit
 import logging
 from typing import Any
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["hook_kernel_shutdown", "load_ipython_extension", "unload_ipython_extension"]
 
 log = logging.getLogger(__name__)
 
@@ -49,31 +49,51 @@ def load_ipython_extension(ipython: Any) -> None:
     # pollers and monitors) on the way out, before Spark's own shutdown hooks run.
     atexit.unregister(_stop_at_exit)
     atexit.register(_stop_at_exit, magics)
-    _hook_kernel_shutdown(ipython, magics)
+    hook_kernel_shutdown(ipython)
 
 
-def _hook_kernel_shutdown(ipython: Any, magics: Any) -> None:
-    """Stop streams and Spark when the kernel is asked to shut down or restart.
+def hook_kernel_shutdown(ipython: Any = None) -> None:
+    """Stop streams and Spark when this Jupyter kernel is asked to shut down or restart.
 
     Neither IPython nor ipykernel offers a shutdown event, and exit hooks come too late:
     on a shutdown request ipykernel first signals its child processes (the Spark JVM, with
-    the queries still running) and waits for them, and Jupyter servers kill a kernel that
-    has not exited within a few seconds. So the kernel's ``do_shutdown`` is wrapped: streams
-    stop, then the session and its JVM, then the kernel carries on as before.
+    the queries still running: their pollers see them fail) and waits for them, and Jupyter
+    servers kill a kernel that has not exited within a few seconds. So the kernel's
+    ``do_shutdown`` is wrapped: the magics' streams stop, then the session and its JVM, then
+    the kernel carries on as before.
+
+    Installed once per kernel, by ``%load_ext workbench`` and by the facade's first call
+    (``workbench.session()`` and the others), so that a notebook that never loads the
+    magics ends as cleanly. Does nothing outside a Jupyter kernel; ``ipython`` defaults to
+    the running shell.
+
+    Examples
+    --------
+    >>> hook_kernel_shutdown()    # outside a kernel: nothing to hook
     """
+    if ipython is None:
+        import sys
+
+        if "IPython" not in sys.modules:  # no shell, so no kernel
+            return
+        from IPython import get_ipython
+
+        ipython = get_ipython()
     kernel = getattr(ipython, "kernel", None)
     if kernel is None or getattr(kernel.do_shutdown, "_workbench_hook", False):
         return
     original = kernel.do_shutdown
 
     def do_shutdown(restart: bool) -> Any:
-        from ..views.static_output import ending_process
+        from .._process_end import ending_process
 
         # The streams' monitors draw no final picture (the kernel ends before anyone sees
         # it), and one begun before the request ends before the interpreter does.
         with ending_process():
             try:
-                magics.stop_everything(grace=0.0)
+                magics = _magics_of(ipython)  # loaded now, whoever hooked the kernel
+                if magics is not None:
+                    magics.stop_everything(grace=0.0)
                 from ..spark import current_env
 
                 current_env().shutdown()
@@ -82,7 +102,6 @@ def _hook_kernel_shutdown(ipython: Any, magics: Any) -> None:
         return original(restart)
 
     do_shutdown._workbench_hook = True  # type: ignore[attr-defined]
-    do_shutdown._workbench_original = original  # type: ignore[attr-defined]
     kernel.do_shutdown = do_shutdown
 
 
@@ -118,10 +137,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     from ..views.console import unfilter_kernel_stderr
 
     unfilter_kernel_stderr()
-    kernel = getattr(ipython, "kernel", None)
-    original = getattr(getattr(kernel, "do_shutdown", None), "_workbench_original", None)
-    if original is not None:
-        kernel.do_shutdown = original
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("stream", None)
     ipython.magics_manager.registry.pop("StreamMagics", None)
@@ -130,7 +145,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 def _stop_at_exit(magics: Any) -> None:
-    from ..views.static_output import ending_process
+    from .._process_end import ending_process
 
     with ending_process():
         try:

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from .._process_end import ending_process
 from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
@@ -441,6 +442,9 @@ def new_env(**kwargs: Any) -> Workbench:
 def _close_at_exit() -> None:
     # The interpreter is ending: its JVM and every folder must go too, and quickly (a
     # kernel that missed the shutdown hook is killed 5 s after the request).
+    # No stream stopped here draws its final picture on a thread as the interpreter
+    # finalises (see workbench._process_end); a picture begun before gets a moment to end.
     env = _holder.env
     if env is not None:
-        env.shutdown()
+        with ending_process():
+            env.shutdown()

@@ -42,83 +42,17 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-from contextlib import contextmanager
-from typing import Any, Callable, ClassVar, Hashable, Iterator
+from typing import Any, Callable, ClassVar, Hashable
 
-__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW", "ending_process", "process_ending", "wait_for_pictures"]
+from .._process_end import draw_counted, is_ending
+
+__all__ = ["FALLBACK_METADATA", "StaticOutput", "WIDGET_VIEW"]
 
 log = logging.getLogger(__name__)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The output metadata that marks a workbench output whose other entries stand in for its widget.
 FALLBACK_METADATA = {"spark-streaming-workbench": {"fallback": True}}
-
-#: Set once the process is ending (the kernel's shutdown, the interpreter's exit): no output
-#: draws or publishes a picture from then on. Nobody would see it, and a picture still being
-#: drawn on a thread when the interpreter finalises dies inside matplotlib's FreeType, which
-#: aborts the process (``terminate called without an active exception``, SIGABRT).
-_ending = threading.Event()
-#: Pictures being drawn now, and the condition their ends notify.
-_drawing = 0
-_drawing_changed = threading.Condition()
-#: Seconds an ending process waits for a picture begun before (:func:`ending_process`): a
-#: kernel's whole shutdown must fit the 2.5 s before Jupyter terminates it.
-PICTURE_WAIT = 0.5
-
-
-def process_ending() -> None:
-    """Say that the process is ending: from now on no output draws or publishes a picture.
-
-    For the rest of the process: the kernel's shutdown and the interpreter's exit call it,
-    through :func:`ending_process`.
-
-    Examples
-    --------
-    >>> process_ending()  # doctest: +SKIP
-    """
-    _ending.set()
-
-
-def wait_for_pictures(timeout: float) -> bool:
-    """Wait up to ``timeout`` seconds for pictures being drawn to be done; True when none is.
-
-    Examples
-    --------
-    >>> wait_for_pictures(0.0)
-    True
-    """
-    with _drawing_changed:
-        return _drawing_changed.wait_for(lambda: _drawing == 0, timeout=timeout)
-
-
-@contextmanager
-def ending_process(wait: float = PICTURE_WAIT) -> Iterator[None]:
-    """The process is ending: no picture is drawn from here on (:func:`process_ending`), and
-    after the body (which stops the streams) up to ``wait`` seconds go to a picture begun before.
-
-    Examples
-    --------
-    >>> with ending_process():       # doctest: +SKIP
-    ...     workbench.stop_all()
-    """
-    process_ending()
-    try:
-        yield
-    finally:
-        wait_for_pictures(wait)
-
-
-def _draw_counted(picture: Callable[[], bytes]) -> bytes:
-    global _drawing
-    with _drawing_changed:
-        _drawing += 1
-    try:
-        return picture()
-    finally:
-        with _drawing_changed:
-            _drawing -= 1
-            _drawing_changed.notify_all()
-
 
 def widget_front_end_connected() -> bool:
     """Whether a page that draws widgets is known to be connected to this kernel.
@@ -264,14 +198,14 @@ class StaticOutput:
     def draw(self, key: Hashable = None) -> bytes:
         """The picture of the state named ``key``: drawn again only when ``key`` changed (or is None).
 
-        Once the process is ending (:func:`process_ending`), nothing is drawn: the picture
-        drawn last, if any.
+        Once the process is ending (:func:`workbench._process_end.process_ending`), nothing
+        is drawn: the picture drawn last, if any.
         """
         with self._lock:
             if self._picture is None:
                 return b""
-            if (self._png is None or key is None or key != self._key) and not _ending.is_set():
-                self._png, self._key = _draw_counted(self._picture), key
+            if (self._png is None or key is None or key != self._key) and not is_ending():
+                self._png, self._key = draw_counted(self._picture), key
             return self._png or b""
 
     def publish(self, key: Hashable = None) -> None:
@@ -279,9 +213,9 @@ class StaticOutput:
 
         ``key`` names the state drawn (e.g. the last batch id and the status): publishing the
         same state again sends the picture already drawn. Once the process is ending
-        (:func:`process_ending`), nothing is drawn or sent.
+        (:func:`workbench._process_end.process_ending`), nothing is drawn or sent.
         """
-        if _ending.is_set():
+        if is_ending():
             return
         with self._lock:
             self.draw(key)
