@@ -1,8 +1,8 @@
 """The process is ending: from then on no output draws or publishes a picture.
 
-Set by whatever ends the process first: the kernel's shutdown hook (after ``%load_ext
-workbench``), the magics' exit hook, or the spark layer's own exit hook (a process that only
-called ``workbench.session()``). A stream stopped on the way out would otherwise draw its
+Set by whatever ends the process first: the kernel's shutdown hook (installed by ``%load_ext
+workbench`` and by the facade's first call in a kernel), the magics' exit hook, or the spark
+layer's own exit hook (a plain Python process). A stream stopped on the way out would otherwise draw its
 final picture on its monitor's thread while the interpreter finalises, and matplotlib dies
 mid-draw inside FreeType, which aborts the process (``terminate called without an active
 exception``, SIGABRT). Nobody would see that picture anyway.
