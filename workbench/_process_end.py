@@ -2,10 +2,10 @@
 
 Set by whatever ends the process first: the kernel's shutdown hook (installed by ``%load_ext
 workbench`` and by the facade's first call in a kernel), the magics' exit hook, or the spark
-layer's own exit hook (a plain Python process). A stream stopped on the way out would otherwise draw its
-final picture on its monitor's thread while the interpreter finalises, and matplotlib dies
-mid-draw inside FreeType, which aborts the process (``terminate called without an active
-exception``, SIGABRT). Nobody would see that picture anyway.
+layer's own exit hook (a plain Python process). A stream stopped on the way out would
+otherwise draw its final picture on its monitor's thread while the interpreter finalises,
+and matplotlib dies mid-draw inside FreeType, which aborts the process (``terminate called
+without an active exception``, SIGABRT). Nobody would see that picture anyway.
 
 Plain Python, no imports of the package: every layer may use it.
 """

@@ -54,6 +54,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The output metadata that marks a workbench output whose other entries stand in for its widget.
 FALLBACK_METADATA = {"spark-streaming-workbench": {"fallback": True}}
 
+
 def widget_front_end_connected() -> bool:
     """Whether a page that draws widgets is known to be connected to this kernel.
 
