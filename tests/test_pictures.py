@@ -336,6 +336,20 @@ def test_a_process_that_never_loaded_the_magics_ends_its_pictures_before_its_str
     assert seen == [True]
 
 
+def test_a_shutdown_with_nothing_left_says_so_once_not_as_a_second_shutdown(caplog):
+    # The interpreter's exit hook runs after the kernel's shutdown hook has ended everything:
+    # the session's log then says it found nothing, not a second "shutdown took ..." line.
+    import logging
+
+    from workbench.spark.environment import Workbench
+
+    with caplog.at_level(logging.DEBUG, logger="workbench.spark.environment"):
+        took = Workbench().shutdown()
+    assert took["spark"] == 0.0 and took["folders"] == 0.0
+    assert "shutdown: nothing left to end" in caplog.text
+    assert "shutdown took" not in caplog.text
+
+
 def test_console_output_carries_its_tables_as_text_for_viewers_without_the_widget(shell, monkeypatch):
     """The console sink's output: the batches' text beside the widget view, marked for the page's fallback."""
     from workbench.views.console import CellConsole

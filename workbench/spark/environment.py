@@ -372,6 +372,10 @@ class Workbench:
             self._watcher = None  # its listener ends with the JVM
             temp_dir, self._temp_dir = self._temp_dir, None
         folders = (temp_dir,) if temp_dir is not None else ()
+        if spark is None and not folders:
+            # A second call (the interpreter's exit hook after the kernel's): nothing left.
+            log.debug("shutdown: nothing left to end")
+            return {"streams": streams_done - began, "spark": 0.0, "folders": 0.0, "total": time.monotonic() - began}
         if spark is not None:  # running, stopped or dead: its JVM and folders end here
             end_session(spark, grace=1.0, folders=folders)  # the grace is for a cluster only
         else:
