@@ -32,10 +32,19 @@ pytestmark = pytest.mark.browser
 
 NOTEBOOK = "drawing.ipynb"
 WINDOW = 5
-GRID_CELL = ('from workbench.views.charts import ChartGrid\n'
-             'grid = ChartGrid([{"key": "rates", "layout": {"title": {"text": "rates"}, "height": 300},'
-             ' "traces": [{"type": "scatter", "name": "input"}]}], window=%d)\n'
-             'grid' % WINDOW)
+SPECS = ('[{"key": "rates", "layout": {"title": {"text": "rates"}, "height": 300},'
+         ' "traces": [{"type": "scatter", "name": "input"}]}]')
+GRID_CELL = f'from workbench.views.charts import ChartGrid\ngrid = ChartGrid({SPECS}, window={WINDOW})\ngrid'
+#: The same grid in a workbench output, which publishes a picture beside the live view (as a
+#: monitor, replay panel or comparison does).
+REPUBLISHED = "republished.ipynb"
+PUBLISHED_CELL = (f'from workbench.views.charts import ChartGrid\n'
+                  f'from workbench.views.pictures import grid_picture\n'
+                  f'from workbench.views.static_output import StaticOutput\n'
+                  f'grid = ChartGrid({SPECS}, window={WINDOW})\n'
+                  f'output = StaticOutput(grid, text=lambda: "a chart", picture=lambda: grid_picture(grid))\n'
+                  f'output.watch_page(grid)\n'
+                  f'output.display()')
 SPACER_CELL = ('from IPython.display import HTML\n'
                'HTML(\'<div style="height: 4000px">spacer</div>\')')
 #: Seconds given to the page to do what it must not (draw while hidden) before checking.
@@ -91,6 +100,7 @@ page = test_browser.page
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[LabServer]:
     write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
+    write_notebook(tmp_path / REPUBLISHED, PUBLISHED_CELL)
     with served(tmp_path) as server:
         yield server
 
@@ -111,6 +121,15 @@ def _wait_drawn(page: Any, last: int, what: str) -> dict[str, Any]:
     wait_for(lambda: (_drawn(page)["x"] or [None])[0] == expected, 60, 0.2,
              text=lambda: f"{what}: the chart drew {_drawn(page)}, expected x = {expected}")
     return _drawn(page)
+
+
+def _open_and_run_all(page: Any, lab: LabServer, notebook: str) -> None:
+    """Open ``notebook`` once its kernel is idle, and run all its cells."""
+    page.goto(lab.notebook_url(notebook))
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+    page.evaluate("() => { window.drawingPanel = window.jupyterapp.shell.currentWidget; }")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
 
 
 def _kernel(page: Any, code: str) -> str:
@@ -142,11 +161,7 @@ def _hidden_then_shown(page: Any, hide: str, show: str, first: int, what: str) -
 
 def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabServer, page: Any) -> None:
     with evidence_on_failure(page, lab, "drawing"):
-        page.goto(lab.notebook_url(NOTEBOOK))
-        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
-        page.evaluate("() => { window.drawingPanel = window.jupyterapp.shell.currentWidget; }")
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
+        _open_and_run_all(page, lab, NOTEBOOK)
         wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the grid never drew: {_drawn(page)}")
         _kernel(page, COUNT_SENT)
 
@@ -182,3 +197,34 @@ def test_a_hidden_chart_grid_draws_nothing_and_catches_up_when_shown(lab: LabSer
             f"() => {{ {select} window.jupyterapp.commands.execute('notebook:show-cell-outputs'); }}",
             last + 1, "output collapsed")
         assert len(_drawn(page)["x"][0]) == WINDOW
+
+
+#: The first cell's output: the mime types of its data, and the widget views its renderer holds.
+JS_FIRST_OUTPUT = """() => {
+  const area = window.drawingPanel.content.widgets[0].outputArea;
+  const panel = area.widgets[0];
+  const renderer = (panel.widgets || []).find(w => typeof w.renderModel === 'function') || panel;
+  return {types: Object.keys(area.model.get(0).data).sort(), views: renderer.widgets ? renderer.widgets.length : -1};
+}"""
+
+
+def test_a_published_picture_leaves_the_live_view_as_it_is(lab: LabServer, page: Any) -> None:
+    # A workbench output publishes a newer picture (a replay panel does after every cell that
+    # moved it): the page's output data gains it, and the live view stays, neither drawn anew
+    # nor kept twice (a second view of the same widget, the first left detached in the page).
+    with evidence_on_failure(page, lab, "republished"):
+        _open_and_run_all(page, lab, REPUBLISHED)
+        _send(page, 0, 0)
+        _wait_drawn(page, 0, "before the picture")
+        page.evaluate("() => { window.drawingGrid.dataset.firstView = 'yes'; }")
+        for key, last in ((1, 1), (2, 2)):
+            _kernel(page, f"output.publish(key={key})")
+            wait_for(lambda: "image/png" in page.evaluate(JS_FIRST_OUTPUT)["types"], 30, 0.2,
+                     text=lambda: f"the output's data after publish {key}: {page.evaluate(JS_FIRST_OUTPUT)}")
+            time.sleep(SETTLE)  # the page would draw a second view meanwhile
+            grids = page.evaluate("() => [...document.querySelectorAll('.workbench-chart-grid')]"
+                                  ".map(g => [g.dataset.firstView || 'new', g.isConnected])")
+            assert grids == [["yes", True]], f"after publish {key}, the page shows the grids {grids}"
+            assert page.evaluate(JS_FIRST_OUTPUT)["views"] == 1, "the output's renderer holds more than one view"
+            _send(page, last, last)  # the live view goes on drawing
+            _wait_drawn(page, last, f"after publish {key}")

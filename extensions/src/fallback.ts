@@ -13,6 +13,11 @@
  * such as the console sink's, shows its text. A live widget is never touched, nor another
  * package's output without a picture.
  *
+ * An update of a workbench output that keeps its widget (a newer picture and text: a replay
+ * panel publishes them after every cell that moved it) leaves a live view as it is:
+ * jupyterlab-manager would build a second view of the same model, drawing every chart anew,
+ * and keep the first one, detached, in its renderer for as long as the output lives.
+ *
  * A notebook opened without a kernel ("No Kernel") never gets a widget manager, and its
  * widget outputs would say "Loading widget..." for ever: there too the fallback is shown.
  *
@@ -33,7 +38,7 @@ export const PICTURE_CLASS = 'jp-workbench-WidgetPicture';
 /** The part of jupyterlab-manager's `WidgetRenderer` (a Lumino Panel) the fallback uses. */
 interface IWidgetRenderer {
   node: HTMLElement;
-  widgets: ReadonlyArray<unknown>;
+  widgets: ReadonlyArray<{ isDisposed: boolean }>;
   isDisposed: boolean;
   disposed: { connect(callback: () => void): void };
   hasClass(name: string): boolean;
@@ -43,6 +48,8 @@ interface IWidgetRenderer {
 
 /** Renderers not drawn yet, with the output each was asked to render. */
 const waiting = new Map<IWidgetRenderer, IRenderMime.IMimeModel>();
+/** The widget model whose view each renderer shows (set once the view is in). */
+const viewOf = new WeakMap<IWidgetRenderer, string>();
 let notebooks: INotebookTracker | null = null;
 
 /** Whether the notebook has no kernel ("No Kernel"): no widget manager will come. */
@@ -75,6 +82,23 @@ export const TEXT_CLASS = 'jp-workbench-WidgetText';
 function marked(model: IRenderMime.IMimeModel): boolean {
   const ours = model.metadata?.['spark-streaming-workbench'] as { fallback?: boolean } | undefined;
   return !!ours?.fallback;
+}
+
+/** The widget model an output shows (its widget view's `model_id`), or ''. */
+function modelId(model: IRenderMime.IMimeModel): string {
+  const view = model.data[WIDGET_VIEW] as { model_id?: unknown } | undefined;
+  return typeof view?.model_id === 'string' ? view.model_id : '';
+}
+
+/**
+ * Whether `model` is a workbench output whose widget the renderer already shows in a live
+ * view: an update that brings only a newer picture and text (the output's data, which
+ * JupyterLab has stored by now, is what a saved notebook keeps).
+ */
+function sameLiveView(renderer: IWidgetRenderer, model: IRenderMime.IMimeModel): boolean {
+  const id = modelId(model);
+  const view = renderer.widgets[renderer.widgets.length - 1];
+  return !!id && marked(model) && viewOf.get(renderer) === id && renderer.widgets.length === 1 && !view.isDisposed;
 }
 
 /**
@@ -127,6 +151,10 @@ function patch(prototype: any): void {
   }
   const original = prototype.renderModel;
   prototype.renderModel = async function (this: IWidgetRenderer, model: IRenderMime.IMimeModel): Promise<void> {
+    if (sameLiveView(this, model)) {
+      return;
+    }
+    viewOf.delete(this);
     if (!waiting.has(this)) {
       this.disposed.connect(() => waiting.delete(this));
     }
@@ -138,6 +166,8 @@ function patch(prototype: any): void {
     waiting.delete(this);
     if (failed(this) && showFallback(this.node, model)) {
       this.removeClass('jupyter-widgets');
+    } else if (this.widgets.length === 1) {
+      viewOf.set(this, modelId(model));
     }
   };
   prototype[PATCHED] = true;
