@@ -48,7 +48,9 @@ sys.path.insert(0, str(ROOT))
 from tests.browser_support import (  # noqa: E402
     ARTIFACTS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, page_context,
 )
-from bench.browser_cpu import measure_browser_cpu, print_browser_cpu  # noqa: E402
+from bench.browser_cpu import (  # noqa: E402
+    measure_browser_cpu, measure_browser_cpu_without_extension, print_browser_cpu,
+)
 from bench.lab import lab_and_browser  # noqa: E402
 
 TRIGGER = "0.5 seconds"
@@ -450,6 +452,7 @@ def main() -> None:
             if arm == BROWSER_CPU:
                 browser_cpu = measure_browser_cpu(lab, browser, args.cpu_minute, notebook, args.heap_minutes,
                                                   args.trace_seconds)
+                browser_cpu.update(measure_browser_cpu_without_extension(browser, args.cpu_minute, notebook))
                 print(f"{arm}: {json.dumps(browser_cpu)}", flush=True)
                 continue
             if arm == NO_EXTENSION:

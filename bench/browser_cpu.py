@@ -23,9 +23,17 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
   stand-in for the issue's 30): the page's JS heap after a forced garbage collection at its
   start (over a minute after the first chart) and at its end;
 - **no monitor**: the same stream started with ``--no-monitor`` (the page's floor);
+- **replay panel**: a replay panel (``workbench.replay_panel`` over a generated ``Replay``, a
+  windowed count) playing a batch a second, on screen, with the bare stream still running;
+- **compare**: the panel paused and ``workbench.compare``'s chart of two runs on screen (drawn
+  once: the page's floor is its target);
 - **ten monitors**: ten monitors of that stream on one page, all on screen (a window tall
   enough for all forty charts: charts out of view get no points), then the time from a click on one's Stop button to the
   button answering (disabled by the kernel), measured in the page.
+
+Then, in a second JupyterLab with the workbench's extension disabled (what VS Code and Colab
+get: the chart code and plotly.js come from the kernel), the first monitor **visible** and
+**out of view** again (:func:`measure_browser_cpu_without_extension`).
 
 Measured per phase, after a 3-second pause for the phase's change to pass and a forced
 garbage collection (the garbage of the phase before is not billed to it): Chromium's CPU
@@ -45,7 +53,7 @@ from typing import Any, Callable
 
 import psutil
 
-from tests.browser_support import JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer
+from tests.browser_support import JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer
 
 NOTEBOOK = "bench_browser_cpu.ipynb"
 QUERY = ("spark.readStream.format('rate').option('rowsPerSecond', 50).load()"
@@ -56,8 +64,20 @@ CELLS = [
     f'%%stream rates --trigger "1 second"\n{QUERY}',
     "from IPython.display import HTML\nHTML('<div style=\"height: 4000px\">below the monitor</div>')",
     f'%%stream bare --trigger "1 second" --no-monitor\n{QUERY}',
+    # Every other place the charts render: a replay panel playing a batch a second (its monitor and
+    # state view), then workbench.compare's chart of two runs (drawn once).
+    "from workbench.replay.spec import KeyColumn, WindowCount\n"
+    "panel = workbench.replay_panel(workbench.Replay(rows_per_batch=20, keys=(KeyColumn(cardinality=5),)),\n"
+    "                               WindowCount(window='5 minutes', watermark='10 minutes', keys=('key',)),\n"
+    "                               name='played', output_mode='update')\n"
+    "panel.play(1.0)\npanel",
+    "panel.pause()\nworkbench.compare(panel, panel, labels=['first', 'second'])",
     "from IPython.display import display\nfor _ in range(10):\n    display(workbench.stream('bare').monitor())",
 ]
+#: The cells of the replay panel, the comparison and the ten monitors (indexes in CELLS).
+PANEL_CELL, COMPARE_CELL, TEN_CELL = 4, 5, 6
+#: The replay panel's batches so far (a replay run is not one of ``workbench.streams()``).
+PANEL_BATCHES = "print(panel.run.progress.total)"
 METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "LayoutCount")
 #: Targets: browser CPU per batch (visible), seconds per minute (visible, hidden above the floor).
 TARGET_BATCH_MS, TARGET_VISIBLE, TARGET_HIDDEN = 30.0, 2.0, 0.3
@@ -145,10 +165,15 @@ def _page_metrics(cdp: Any) -> dict[str, float]:
     return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] in METRICS}
 
 
-def _phase(page: Any, cdp: Any, stream: str, seconds: float) -> dict[str, float]:
-    """Chromium's CPU and the page's counters over ``seconds``, per minute and per batch."""
+def _phase(page: Any, cdp: Any, stream: str, seconds: float, batches_code: str = "") -> dict[str, float]:
+    """Chromium's CPU and the page's counters over ``seconds``, per minute and per batch.
+
+    Batches are those of the stream named ``stream``, or what ``batches_code`` prints.
+    """
+    code = batches_code or f"print(workbench.stream({stream!r}).progress.total)"
+
     def batches() -> int:
-        return int(page.evaluate(JS_KERNEL, f"print(workbench.stream({stream!r}).progress.total)"))
+        return int(page.evaluate(JS_KERNEL, code))
 
     page.wait_for_timeout(3000)  # let the phase's change (a draw, a hide) pass
     # The garbage of the phase before is collected now, not billed to this one.
@@ -280,6 +305,26 @@ def _heap(page: Any, cdp: Any, minutes: float) -> dict[str, float]:
     return {"heap start MB": start, "heap end MB": end, "heap growth MB": end - start, "minutes": minutes}
 
 
+def _open_page(lab: LabServer, browser: Any,
+               notebook: Callable[[list[str]], dict[str, Any]]) -> tuple[Any, Any, Any]:
+    """The bench's notebook (:data:`CELLS`) written and opened in a fresh page: its context, page and CDP session."""
+    (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1700, "height": 1200})
+    page = context.new_page()
+    page.goto(lab.notebook_url(NOTEBOOK) + "&reset")
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    return context, page, cdp
+
+
+def _run_cell(page: Any, index: int) -> None:
+    """Run cell ``index`` of the bench's notebook and wait until it has run."""
+    page.evaluate(JS_RUN, index)
+    page.wait_for_timeout(300)
+    page.wait_for_function(JS_DONE, arg=index, timeout=300_000, polling=200)
+
+
 def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
                         notebook: Callable[[list[str]], dict[str, Any]],
                         heap_minutes: float = 5.0, trace_seconds: float = 0.0) -> dict[str, dict[str, float]]:
@@ -289,20 +334,11 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
     the heap phase; ``trace_seconds`` > 0 records a Chromium trace that long after the visible
     out-of-view and no-monitor phases and prints its costliest events and JS functions.
     """
-    (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
-    context = browser.new_context(viewport={"width": 1700, "height": 1200})
-    page = context.new_page()
+    context, page, cdp = _open_page(lab, browser, notebook)
     results: dict[str, dict[str, float]] = {}
     try:
-        page.goto(lab.notebook_url(NOTEBOOK) + "&reset")
-        page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
-        cdp = context.new_cdp_session(page)
-        cdp.send("Performance.enable")
-
         def run(index: int) -> None:
-            page.evaluate(JS_RUN, index)
-            page.wait_for_timeout(300)
-            page.wait_for_function(JS_DONE, arg=index, timeout=300_000, polling=200)
+            _run_cell(page, index)
 
         run(0)
         run(2)
@@ -337,20 +373,68 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
         if trace_seconds > 0:
             print_trace("no monitor", _trace(browser, page, cdp, trace_seconds))
+        # The replay panel playing, on screen (the bare stream goes on: the same floor).
+        run(PANEL_CELL)
+        _show_cell(page, PANEL_CELL)
+        page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 4", timeout=300_000, polling=250)
+        results["replay panel"] = _phase(page, cdp, "played", seconds, PANEL_BATCHES)
+        # workbench.compare's chart, paused panel above it: drawn once, then nothing per batch.
+        run(COMPARE_CELL)
+        _show_cell(page, COMPARE_CELL)
+        results["compare"] = _phase(page, cdp, "bare", seconds)
         # Ten monitors of the same stream, all on screen: a window tall enough for their
         # forty charts. Last, so that their page does not weigh on the phases before.
         page.set_viewport_size({"width": 1700, "height": 12000})
-        run(4)
-        page.evaluate("() => window.benchPanel.content.widgets[4].node.scrollIntoView({block: 'start'})")
+        run(TEN_CELL)
+        _show_cell(page, TEN_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)
         results["ten monitors"] = _phase(page, cdp, "bare", seconds)
-        results["ten monitors"]["stop ms"] = page.evaluate(JS_STOP_ANSWER, 4)
+        results["ten monitors"]["stop ms"] = page.evaluate(JS_STOP_ANSWER, TEN_CELL)
         page.evaluate(JS_KERNEL, "workbench.stop_all()")
     finally:
         context.close()
         for session in lab.api("GET", "/api/sessions") or []:
             if session.get("path", "").endswith(NOTEBOOK):
                 lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
+    return results
+
+
+def _show_cell(page: Any, index: int) -> None:
+    """Scroll the notebook so that cell ``index`` starts at the top of the view."""
+    page.evaluate("(i) => window.benchPanel.content.widgets[i].node.scrollIntoView({block: 'start'})", index)
+    page.mouse.move(1, 1)  # away from the charts: plotly draws every update of a chart under the pointer
+
+
+def measure_browser_cpu_without_extension(
+        browser: Any, seconds: float, notebook: Callable[[list[str]], dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """One visible monitor and its floor in a JupyterLab with the extension disabled (VS Code's, Colab's case).
+
+    The page gets the chart code and plotly.js from the kernel (``workbench/views/widget_code.py``)
+    instead of the extension: the same drawing, another way in. Phases: the monitor visible,
+    then scrolled out of view.
+    """
+    from tests.test_browser_without_extension import WithoutExtension
+
+    lab = WithoutExtension(REPO_ROOT / "notebooks").start()
+    context, page, cdp = _open_page(lab, browser, notebook)
+    results: dict[str, dict[str, float]] = {}
+    try:
+        for index in (0, 2, 1):
+            _run_cell(page, index)
+        page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
+        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+        page.mouse.move(1, 1)
+        results["no extension"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate(JS_SCROLL_TO_END)
+        results["no ext., out of view"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate(JS_KERNEL, "workbench.stop_all()")
+    finally:
+        context.close()
+        for session in lab.api("GET", "/api/sessions") or []:
+            lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
+        problems = lab.stop()
+        if problems:
+            print("clean-up (no extension):", "; ".join(problems))
     return results
 
 
