@@ -148,9 +148,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         cdp = context.new_cdp_session(page)
         cdp.send("Performance.enable")
         for index in (0, 1):
-            page.evaluate(browser_cpu.JS_RUN, index)
-            page.wait_for_timeout(300)
-            page.wait_for_function(browser_cpu.JS_DONE, arg=index, timeout=300_000, polling=200)
+            browser_cpu._run_cell(page, index)
         page.wait_for_function(browser_cpu.JS_CHARTS_DRAWN, timeout=300_000, polling=250)
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)

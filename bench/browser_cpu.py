@@ -318,6 +318,16 @@ def _open_page(lab: LabServer, browser: Any,
     return context, page, cdp
 
 
+def _show_first_monitor(page: Any) -> None:
+    """Start the session, the tall output and the monitored stream; the monitor on screen once drawn."""
+    for index in (0, 2, 1):
+        _run_cell(page, index)
+    page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
+    page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
+    # The pointer away from the charts: plotly draws every update of a chart under it (hover).
+    page.mouse.move(1, 1)
+
+
 def _run_cell(page: Any, index: int) -> None:
     """Run cell ``index`` of the bench's notebook and wait until it has run."""
     page.evaluate(JS_RUN, index)
@@ -337,16 +347,7 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
     context, page, cdp = _open_page(lab, browser, notebook)
     results: dict[str, dict[str, float]] = {}
     try:
-        def run(index: int) -> None:
-            _run_cell(page, index)
-
-        run(0)
-        run(2)
-        run(1)
-        page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
-        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
-        # The pointer away from the charts: plotly draws every update of a chart under it (hover).
-        page.mouse.move(1, 1)
+        _show_first_monitor(page)
         results["visible"] = _phase(page, cdp, "rates", seconds)
         if trace_seconds > 0:
             print_trace("visible", _trace(browser, page, cdp, trace_seconds))
@@ -369,23 +370,23 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
             page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
             results["heap"] = _heap(page, cdp, heap_minutes)
         page.evaluate(JS_KERNEL, "workbench.stream('rates').stop()")
-        run(3)
+        _run_cell(page, 3)
         results["no monitor"] = _phase(page, cdp, "bare", seconds)
         if trace_seconds > 0:
             print_trace("no monitor", _trace(browser, page, cdp, trace_seconds))
         # The replay panel playing, on screen (the bare stream goes on: the same floor).
-        run(PANEL_CELL)
+        _run_cell(page, PANEL_CELL)
         _show_cell(page, PANEL_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 4", timeout=300_000, polling=250)
         results["replay panel"] = _phase(page, cdp, "played", seconds, PANEL_BATCHES)
         # workbench.compare's chart, paused panel above it: drawn once, then nothing per batch.
-        run(COMPARE_CELL)
+        _run_cell(page, COMPARE_CELL)
         _show_cell(page, COMPARE_CELL)
         results["compare"] = _phase(page, cdp, "bare", seconds)
         # Ten monitors of the same stream, all on screen: a window tall enough for their
         # forty charts. Last, so that their page does not weigh on the phases before.
         page.set_viewport_size({"width": 1700, "height": 12000})
-        run(TEN_CELL)
+        _run_cell(page, TEN_CELL)
         _show_cell(page, TEN_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)
         results["ten monitors"] = _phase(page, cdp, "bare", seconds)
@@ -419,11 +420,7 @@ def measure_browser_cpu_without_extension(
     context, page, cdp = _open_page(lab, browser, notebook)
     results: dict[str, dict[str, float]] = {}
     try:
-        for index in (0, 2, 1):
-            _run_cell(page, index)
-        page.wait_for_function(JS_CHARTS_DRAWN, timeout=300_000, polling=250)
-        page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
-        page.mouse.move(1, 1)
+        _show_first_monitor(page)
         results["no extension"] = _phase(page, cdp, "rates", seconds)
         page.evaluate(JS_SCROLL_TO_END)
         results["no ext., out of view"] = _phase(page, cdp, "rates", seconds)

@@ -97,8 +97,8 @@ function modelId(model: IRenderMime.IMimeModel): string {
  */
 function sameLiveView(renderer: IWidgetRenderer, model: IRenderMime.IMimeModel): boolean {
   const id = modelId(model);
-  const view = renderer.widgets[renderer.widgets.length - 1];
-  return !!id && marked(model) && viewOf.get(renderer) === id && renderer.widgets.length === 1 && !view.isDisposed;
+  const views = renderer.widgets;
+  return !!id && marked(model) && viewOf.get(renderer) === id && views.length === 1 && !views[0].isDisposed;
 }
 
 /**
