@@ -19,7 +19,11 @@ with ``-XX:SharedArchiveFile``; where it cannot be used (another class path) the
 without it.
 
 Where: ``$XDG_CACHE_HOME/spark-streaming-workbench/class-archives`` (``~/.cache/...``), about
-150 MB per Java and pyspark pair. ``WORKBENCH_CLASS_ARCHIVE=0`` turns it off (nothing is read
+150-175 MB per Java and pyspark pair. Each archive has a note beside it (``.json``: the Java
+and the Spark installation it was made for); whenever an archive is made, those of
+installations that are gone (a deleted virtualenv, a pyspark upgraded in place, a Java
+removed) are removed (:func:`prune`), so that the folder does not grow with every virtualenv
+a machine ever had. ``WORKBENCH_CLASS_ARCHIVE=0`` turns it off (nothing is read
 or made); sessions that add jars to the driver's class path (``spark.jars``,
 ``spark.jars.packages``, ``spark.driver.extraClassPath``) or set their own class data options
 start without it. Only the embedded local Spark uses it: a cluster's or a Spark Connect
@@ -31,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import subprocess
@@ -45,7 +50,8 @@ if TYPE_CHECKING:
     from ._java import JavaInfo
 
 __all__ = ["ENV", "archive_folder", "archive_path", "archive_options", "without_archive", "mapped_by",
-           "record_in_background", "record_now", "claimed", "ensure", "current_archive", "status"]
+           "record_in_background", "record_now", "claimed", "ensure", "current_archive", "status",
+           "write_note", "prune"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +67,8 @@ RECORDER = "workbench.spark.class_recording"
 STALE_AFTER_S = 900.0
 #: A failed recording is tried again after this long (what failed may have been passing: load, a timeout).
 RETRY_AFTER_S = 86400.0
+#: An archive without a note (made before archives had one) is removed when older than this.
+UNNOTED_AFTER_S = 30 * 86400.0
 #: The first bytes of a dynamic class data archive (HotSpot's magic number, little-endian).
 DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
 
@@ -93,7 +101,8 @@ def _spark_home() -> Path:
     return Path(os.environ.get("SPARK_HOME") or installed).resolve()
 
 
-def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None = None) -> Path:
+def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None = None,
+                 home: Path | None = None) -> Path:
     """The archive for this Java and this Spark installation (its jars, by name and size).
 
     Parameters
@@ -102,13 +111,17 @@ def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None
         The Java executable Spark starts (see ``workbench._java.find_java``).
     java_version : str
         Its version, as ``java -version`` prints it.
+    environ : mapping of str to str, optional
+        Where ``XDG_CACHE_HOME`` is read (this process's environment when None).
+    home : pathlib.Path, optional
+        The Spark installation (the one this process would start when None).
 
     Examples
     --------
     >>> archive_path("/usr/bin/java", "17.0.15").suffix   # doctest: +SKIP
     '.jsa'
     """
-    home = _spark_home()
+    home = _spark_home() if home is None else home
     digest = hashlib.sha256(repr((os.path.realpath(java), java_version, str(home), _jars(home))).encode()).hexdigest()
     return archive_folder(environ) / f"spark-{digest[:20]}.jsa"
 
@@ -351,6 +364,69 @@ def claimed(archive: Path) -> Iterator[Path]:
     finally:
         tmp.unlink(missing_ok=True)
         _release(archive)
+
+
+def write_note(archive: Path, java: str, java_version: str) -> Path | None:
+    """Write the note beside ``archive``: the Java and Spark installation it was made for (see :func:`prune`).
+
+    Only for the archive of this process's Spark installation and ``java`` (:func:`archive_path`);
+    None for another (a note that did not fit would have it pruned).
+
+    Examples
+    --------
+    >>> write_note(archive_path("/usr/bin/java", "17.0.15"), "/usr/bin/java", "17.0.15")   # doctest: +SKIP
+    PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-5b1bf72824b2dbf6e468.json')
+    """
+    home = _spark_home()
+    if archive_path(java, java_version, home=home).name != archive.name:
+        return None
+    note = archive.with_suffix(".json")
+    note.write_text(json.dumps({"java": os.path.realpath(java), "java_version": java_version, "spark_home": str(home)}),
+                    encoding="utf-8")
+    return note
+
+
+def prune(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the archives in ``folder`` whose installation is gone; the files removed.
+
+    An archive goes with its note when the note's Spark installation or Java no longer
+    exists, or when that installation's jars have changed since (its archive would have
+    another name now). An archive without a note goes when older than
+    :data:`UNNOTED_AFTER_S`; a note without an archive (nor a recording under way) goes too. Removing an archive a running JVM maps is safe: the JVM keeps
+    its mapping.
+
+    Examples
+    --------
+    >>> prune(archive_folder())                      # doctest: +SKIP
+    [PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-0268ade42e5709a6959d.jsa'), ...]
+    """
+    now = time.time() if now is None else now
+    _jars.cache_clear()  # an installation's jars as they are now
+    removed: list[Path] = []
+    for archive in sorted(folder.glob("spark-*.jsa")):
+        note = archive.with_suffix(".json")
+        try:
+            if note.is_file():
+                made_for = json.loads(note.read_text(encoding="utf-8"))
+                home = Path(made_for["spark_home"])
+                gone = (not home.is_dir() or not os.path.exists(made_for["java"])
+                        or archive_path(made_for["java"], made_for["java_version"], home=home).name != archive.name)
+            else:
+                gone = now - archive.stat().st_mtime > UNNOTED_AFTER_S
+            if gone:
+                for path in (archive, note, archive.with_suffix(".failed")):
+                    if path.exists():
+                        path.unlink()
+                        removed.append(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            log.debug("could not check %s", archive, exc_info=True)
+    for note in folder.glob("spark-*.json"):  # of a recording that failed after writing it
+        if not note.with_suffix(".jsa").exists() and not note.with_suffix(".lock").exists():
+            note.unlink(missing_ok=True)
+            removed.append(note)
+    if removed:
+        log.info("removed class data archives of installations that are gone: %s", [str(p) for p in removed])
+    return removed
 
 
 def _recorder_env() -> dict[str, str]:

@@ -37,12 +37,16 @@ def record(archive: Path, timeout: float = 300.0) -> bool:
         class_path = _run_a_stream(f"-XX:ArchiveClassesAtExit={tmp} {class_archive.QUIET}", timeout)
         if not tmp.is_file():
             raise RuntimeError("the JVM wrote no archive")
+        java = require_java()
         check = subprocess.run(
-            [require_java().path, f"-XX:SharedArchiveFile={tmp}", "-Xshare:on", "-cp", class_path, "-version"],
+            [java.path, f"-XX:SharedArchiveFile={tmp}", "-Xshare:on", "-cp", class_path, "-version"],
             capture_output=True, text=True, timeout=60, check=False)
         if check.returncode != 0:
             raise RuntimeError(f"a JVM does not start with it: {check.stderr.strip()[-300:]}")
+        class_archive.write_note(archive, java.path, java.version or "")
         os.replace(tmp, archive)
+    # A new archive in: those of installations that are gone (a deleted virtualenv) go out.
+    class_archive.prune(archive.parent)
     return archive.exists()
 
 
