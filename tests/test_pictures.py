@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -199,8 +200,12 @@ def test_monitor_text_of_a_stream_without_batches_or_watermark(env, shell, rate_
         monitor.close()
 
 
-@pytest.mark.spark
-def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path):
+@contextmanager
+def a_shown_panel(shell):
+    """The guide's word count in a replay panel shown by ``shell``, closed at the end.
+
+    Yields the panel, the shell's outputs, and a function giving the panel output's updates so far.
+    """
     import workbench
 
     panel = workbench.replay_panel(workbench.scenarios.guide_word_count())
@@ -209,9 +214,19 @@ def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path)
         shell.run_cell("panel")
         outputs = shell.display_pub.outputs
         display_id = outputs[-1]["transient"]["display_id"]
+        yield panel, outputs, lambda: [o for o in outputs if o["update"] and o["transient"]["display_id"] == display_id]
+    finally:
+        panel.close()
+
+
+@pytest.mark.spark
+def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path):
+    import workbench
+
+    with a_shown_panel(shell) as (panel, outputs, panel_updates):
         assert set(outputs[-1]["data"]) == {WIDGET_VIEW, "text/plain"}
         shell.run_cell("panel.step(); panel.step()")  # the cell that moved the run publishes once
-        updates = [o for o in outputs if o["update"] and o["transient"]["display_id"] == display_id]
+        updates = panel_updates()
         assert len(updates) == 1
         data = updates[-1]["data"]
         lines = data["text/plain"].splitlines()
@@ -238,8 +253,31 @@ def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path)
         # its state rows in the middle one, its late rows in the bottom one.
         assert share_of(image[220:430], (0xFF, 0xA1, 0x5A)) > 0.001 and share_of(image[430:600], (0xFF, 0xA1, 0x5A)) == 0
         assert share_of(image[430:600], (0x19, 0xD3, 0xF3)) > 0.0002
-    finally:
-        panel.close()
+
+
+@pytest.mark.spark
+def test_a_playing_panel_publishes_after_cells_at_most_every_few_seconds_and_at_once_when_paused(
+        env, shell, monkeypatch):
+    from workbench.views import replay_panel
+
+    with a_shown_panel(shell) as (panel, _outputs, updates):
+        def cell_after_a_batch() -> None:
+            batches = panel.run.progress.total
+            wait_for(lambda: panel.run.progress.total > batches, 60, message="the next played batch")
+            shell.run_cell("pass")
+
+        shell.run_cell("panel.play(20)")  # no batch yet: no picture of empty charts
+        cell_after_a_batch()  # the first cell after a played batch publishes
+        assert len(updates()) == 1
+        for _ in range(3):  # later batches, later cells: within the interval nothing more
+            cell_after_a_batch()
+        assert len(updates()) == 1 and panel.run.status == "playing"
+        monkeypatch.setattr(replay_panel, "PLAYING_PICTURE_EVERY_S", 0.0)
+        cell_after_a_batch()  # the interval has passed: the newer picture
+        assert len(updates()) == 2
+        shell.run_cell("panel.pause()")  # a pause publishes at once
+        assert len(updates()) == 3
+        assert updates()[-1]["data"]["text/plain"].splitlines()[0].endswith("paused")
 
 
 def test_output_leaves_the_view_out_only_while_no_page_loaded_the_charts(shell):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 import ipywidgets as widgets
@@ -40,6 +41,10 @@ def _time(value: Any) -> str:
     return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
 
+#: While a panel plays, the cells that end publish its picture at most this often (seconds).
+PLAYING_PICTURE_EVERY_S = 10.0
+
+
 class ReplayPanel(widgets.VBox):
     """Controls and live monitor of one replay experiment.
 
@@ -62,6 +67,12 @@ class ReplayPanel(widgets.VBox):
     ``late_rows()`` follows Spark's rules for windowed, session-window and plain
     aggregations and for deduplication (none are dropped in complete mode); for joins and
     ``applyInPandasWithState`` it applies the plain rule (event time behind the watermark).
+
+    Shown in a notebook, the panel's output also gains a picture of its charts and its
+    counters as text, for a saved notebook and front ends without widgets: after each cell
+    (or button) that stepped, paused or reset the run; while it plays, at most every
+    :data:`PLAYING_PICTURE_EVERY_S` seconds (each picture costs the kernel about 0.4 s of CPU,
+    and a page without the workbench's extension a new view of the panel).
 
     Examples
     --------
@@ -112,6 +123,7 @@ class ReplayPanel(widgets.VBox):
         # counters as text, published after the cell (or the button's action) that moved the run.
         self._output = StaticOutput(self, text=self.summary, picture=self._picture, after_cell=self._publish_due)
         self._published: Any = None
+        self._published_at = 0.0
         run.on_reset.append(self._attach)
         self._attach()
 
@@ -206,10 +218,14 @@ class ReplayPanel(widgets.VBox):
         if not self._output.displayed or self.monitor is None or self.run.progress.last_batch_id is None:
             return False  # nothing drawn yet: no picture of empty charts
         key = (id(self.monitor), self.run.progress.last_batch_id, self.run.status)
-        if key != self._published:
-            self.monitor.refresh()
-            self._output.publish(key)
-            self._published = key
+        if key == self._published:
+            return False
+        still_playing = key[2] == "playing" and self._published is not None and self._published[2] == "playing"
+        if still_playing and time.monotonic() - self._published_at < PLAYING_PICTURE_EVERY_S:
+            return False  # the newer picture comes with a later cell, or the pause
+        self.monitor.refresh()
+        self._output.publish(key)
+        self._published, self._published_at = key, time.monotonic()
         return False  # the panel lives on: keep publishing after later cells
 
     def _ipython_display_(self) -> None:
