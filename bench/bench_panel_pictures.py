@@ -86,7 +86,8 @@ def main() -> None:
     for name, phases in results.items():
         for key in ("cpu ms/cell", "pictures/min", "kernel cpu %"):
             values = [phase[key] for phase in phases]
-            print(f"  {name:11} {key:13} {' '.join(f'{v:7.1f}' for v in values)}   median {statistics.median(values):7.1f}")
+            each = " ".join(f"{v:7.1f}" for v in values)
+            print(f"  {name:11} {key:13} {each}   median {statistics.median(values):7.1f}")
 
 
 if __name__ == "__main__":

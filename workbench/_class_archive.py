@@ -392,8 +392,8 @@ def prune(folder: Path, now: float | None = None) -> list[Path]:
     An archive goes with its note when the note's Spark installation or Java no longer
     exists, or when that installation's jars have changed since (its archive would have
     another name now). An archive without a note goes when older than
-    :data:`UNNOTED_AFTER_S`; a note without an archive (nor a recording under way) goes too. Removing an archive a running JVM maps is safe: the JVM keeps
-    its mapping.
+    :data:`UNNOTED_AFTER_S`; a note without an archive (nor a recording under way) goes
+    too. Removing an archive a running JVM maps is safe: the JVM keeps its mapping.
 
     Examples
     --------
