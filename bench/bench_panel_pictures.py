@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def one_phase(shell, panel, seconds: float) -> dict[str, float]:
+def one_phase(shell, seconds: float) -> dict[str, float]:
     """Cells every 0.5 s for ``seconds`` while the panel plays: kernel CPU per cell, pictures per minute."""
     outputs = shell.display_pub.outputs
     before = len([o for o in outputs if o.get("update")])
@@ -70,11 +70,11 @@ def main() -> None:
         shell.user_ns["panel"] = panel
         shell.run_cell("panel")
         shell.run_cell("panel.play(1.0)")
-        one_phase(shell, panel, 5.0)  # the first batches and picture: not measured
+        one_phase(shell, 5.0)  # the first batches and picture: not measured
         for _ in range(args.rounds):
             for name, every in arms.items():
                 replay_panel.PLAYING_PICTURE_EVERY_S = every
-                results[name].append(one_phase(shell, panel, args.seconds))
+                results[name].append(one_phase(shell, args.seconds))
                 print(f"  {name}: {results[name][-1]}", flush=True)
         shell.run_cell("panel.pause();")
     finally:

@@ -56,8 +56,7 @@ def a_noted_archive(folder: Path, home: Path, java: str = "/usr/bin/java") -> Pa
     archive = folder / class_archive.archive_path(java, "17.0.15", home=home).name
     folder.mkdir(parents=True, exist_ok=True)
     archive.write_bytes(class_archive.DYNAMIC_MAGIC)
-    archive.with_suffix(".json").write_text(json.dumps({"java": java, "java_version": "17.0.15",
-                                                        "spark_home": str(home)}))
+    assert class_archive.write_note(archive, java, "17.0.15", home=home) == archive.with_suffix(".json")
     if made:
         shutil.rmtree(home)
     return archive

@@ -366,18 +366,19 @@ def claimed(archive: Path) -> Iterator[Path]:
         _release(archive)
 
 
-def write_note(archive: Path, java: str, java_version: str) -> Path | None:
+def write_note(archive: Path, java: str, java_version: str, home: Path | None = None) -> Path | None:
     """Write the note beside ``archive``: the Java and Spark installation it was made for (see :func:`prune`).
 
-    Only for the archive of this process's Spark installation and ``java`` (:func:`archive_path`);
-    None for another (a note that did not fit would have it pruned).
+    Only for the archive of that Java and Spark installation (``home``; this process's when
+    None) as :func:`archive_path` names it; None for another (a note that did not fit would
+    have it pruned).
 
     Examples
     --------
     >>> write_note(archive_path("/usr/bin/java", "17.0.15"), "/usr/bin/java", "17.0.15")   # doctest: +SKIP
     PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-5b1bf72824b2dbf6e468.json')
     """
-    home = _spark_home()
+    home = _spark_home() if home is None else home
     if archive_path(java, java_version, home=home).name != archive.name:
         return None
     note = archive.with_suffix(".json")
@@ -386,7 +387,7 @@ def write_note(archive: Path, java: str, java_version: str) -> Path | None:
     return note
 
 
-def prune(folder: Path, now: float | None = None) -> list[Path]:
+def prune(folder: Path) -> list[Path]:
     """Remove the archives in ``folder`` whose installation is gone; the files removed.
 
     An archive goes with its note when the note's Spark installation or Java no longer
@@ -400,7 +401,7 @@ def prune(folder: Path, now: float | None = None) -> list[Path]:
     >>> prune(archive_folder())                      # doctest: +SKIP
     [PosixPath('/home/me/.cache/spark-streaming-workbench/class-archives/spark-0268ade42e5709a6959d.jsa'), ...]
     """
-    now = time.time() if now is None else now
+    now = time.time()
     _jars.cache_clear()  # an installation's jars as they are now
     removed: list[Path] = []
     for archive in sorted(folder.glob("spark-*.jsa")):
