@@ -6,7 +6,12 @@ notebooks, scripts). ``tests/suite.py`` gives them ``-XX:TieredStopAtLevel=1
 and with those options, alternating, and prints the machine's CPU time (all processes,
 from /proc/stat, so the JVMs that kernels start count too) and the wall time of each run.
 
-    .venv/bin/python bench/bench_test_jvm.py [--rounds 2]
+``--cluster`` runs the tests on a standalone cluster and a Spark Connect server instead
+(``-m cluster``), with the options for the drivers only against the options for the drivers
+and, through ``spark.executor.extraJavaOptions``, the executors the cluster's worker starts
+(``tests.suite.SUBMIT_OPTIONS``, what the suite uses).
+
+    .venv/bin/python bench/bench_test_jvm.py [--rounds 2] [--cluster]
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tests.suite import TEST_JVM_OPTIONS  # noqa: E402
+from tests.suite import SUBMIT_OPTIONS, TEST_JVM_OPTIONS  # noqa: E402
 
 TESTS = ["notebooks/04-joins.ipynb", "tests/test_streams.py", "-m", "not kernel"]
+CLUSTER_TESTS = ["tests/test_cluster.py", "tests/test_testing_remote.py", "-m", "cluster"]
 
 
 def cpu_seconds() -> float:
@@ -33,11 +39,11 @@ def cpu_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def run(options: str) -> tuple[float, float]:
+def run(options: str, tests: list[str]) -> tuple[float, float]:
     env = {**os.environ, "SPARK_SUBMIT_OPTS": options}
     # -p no:tests.suite: the plugin would add the options to the baseline arm too.
     command = [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider",
-               "-p", "no:tests.suite", *TESTS]
+               "-p", "no:tests.suite", *tests]
     cpu, wall = cpu_seconds(), time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -48,13 +54,21 @@ def run(options: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
-    rounds = parser.parse_args().rounds
-    arms = {"JVM defaults": "", "suite options": TEST_JVM_OPTIONS}
+    parser.add_argument("--cluster", action="store_true", help="the cluster tests, executors' options on and off")
+    args = parser.parse_args()
+    if args.cluster:
+        tests = CLUSTER_TESTS
+        arms = {"drivers only": TEST_JVM_OPTIONS, "and executors": SUBMIT_OPTIONS}
+    else:
+        tests = TESTS
+        arms = {"JVM defaults": "", "suite options": TEST_JVM_OPTIONS}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
-    for _ in range(rounds):
+    for _ in range(args.rounds):
         for name, options in arms.items():
-            figures[name].append(run(options))
-    print(f"{' '.join(TESTS)}, {rounds} runs each, alternating")
+            figures[name].append(run(options, tests))
+            cpu, wall = figures[name][-1]
+            print(f"  {name}: CPU {cpu:.1f} s, wall {wall:.1f} s", flush=True)
+    print(f"{' '.join(tests)}, {args.rounds} runs each, alternating")
     print(f"{'arm':<15} {'CPU s (median)':>15} {'wall s (median)':>16}")
     for name, runs in figures.items():
         print(f"{name:<15} {statistics.median(c for c, _ in runs):>15.1f} {statistics.median(w for _, w in runs):>16.1f}")

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests.suite import TEST_JVM_OPTIONS
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,8 +128,9 @@ class SparkProcesses:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOCAL_DIRS": str(self.root / "local"),
             "PYSPARK_PYTHON": sys.executable,
-            # The daemons' own heap: small, they only schedule.
+            # The daemons' own heap: small, they only schedule; their JIT as the suite's JVMs'.
             "SPARK_DAEMON_MEMORY": "512m",
+            "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTIONS,
         }
 
     # -- starting ---------------------------------------------------------------------------------

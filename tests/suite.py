@@ -4,8 +4,8 @@
   long groups first, by the seconds each file took in a measured run
   (``tests/file_seconds.json``; see :func:`pytest_collection_modifyitems`).
 * The JVMs the suite starts (each worker's session, every kernel's, notebook's and script's
-  Spark, local Spark Connect servers) compile with the JIT's first tier only and one GC
-  thread: about 40 short-lived JVMs spend a quarter less CPU that way on this 2-core
+  Spark, local Spark Connect servers, a test cluster's daemons and executors) compile with
+  the JIT's first tier only and one GC thread: about 40 short-lived JVMs spend a quarter less CPU that way on this 2-core
   machine kind (``bench/README.md`` has the measurement). Spark behaves the same; only
   how much the JVM optimises its own code changes. Users' sessions are untouched.
 
@@ -25,13 +25,18 @@ import pytest
 
 #: JVM options for the suite's short-lived JVMs (read by spark-submit from SPARK_SUBMIT_OPTS).
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: What SPARK_SUBMIT_OPTS gets: the options for the driver's JVM, and (as a ``spark.*`` system
+#: property, which the driver's SparkConf reads) for the executors a standalone cluster's
+#: worker starts for it, which live as briefly (``bench/README.md``: the cluster tests spend
+#: 15 % less CPU so).
+SUBMIT_OPTIONS = f"{TEST_JVM_OPTIONS} '-Dspark.executor.extraJavaOptions={TEST_JVM_OPTIONS}'"
 
 
 def pytest_configure(config):
     # Before any worker, kernel or script starts, so that all of them inherit it.
     options = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    if TEST_JVM_OPTIONS not in options:
-        os.environ["SPARK_SUBMIT_OPTS"] = f"{options} {TEST_JVM_OPTIONS}".strip()
+    if SUBMIT_OPTIONS not in options:
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{options} {SUBMIT_OPTIONS}".strip()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
