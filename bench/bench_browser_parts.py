@@ -19,6 +19,9 @@ differences, so every variant is measured in every round, one after the other):
   none``: their updates still arrive and change the DOM, but are not laid out or painted;
   **no status line** and **no preview**: one of them alone; **no caption**: the newest
   batch's line over the charts;
+- **a tick only**: as "no charts", and a script in the page writes a counter into a
+  small box under the monitor once a second: the least a page can draw per batch (one
+  frame, one text change), what a frame costs in this JupyterLab page whatever it draws;
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
   batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
@@ -75,6 +78,20 @@ VARIANTS = {
     # The newest batch's line over the charts.
     "no caption": f".workbench-chart-caption {HIDDEN}",
     "as before": f".workbench-chart-caption {HIDDEN}",
+    "a tick only": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
+}
+#: Variant -> (JS run in the page for its phase, JS that undoes it).
+PAGE_VARIANTS = {
+    "a tick only": (
+        """() => {
+          const tick = document.createElement('div');
+          tick.id = 'bench-tick';
+          document.querySelector('.workbench-monitor').appendChild(tick);
+          let n = 0;
+          window.benchTick = setInterval(() => { tick.textContent = `tick ${++n}`; }, 1000);
+        }""",
+        "() => { clearInterval(window.benchTick); document.getElementById('bench-tick')?.remove(); }",
+    ),
 }
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.
@@ -156,11 +173,16 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
             for name, css in variants.items():
                 on, off = KERNEL_VARIANTS.get(name, ("", ""))
                 page.evaluate(JS_STYLE, css)
+                page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
+                if page_on:
+                    page.evaluate(page_on)
                 if on:  # says how many objects it changed (0: the variant measures nothing)
                     print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
                 phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
                 if off:
                     page.evaluate(browser_cpu.JS_KERNEL, off)
+                if page_off:
+                    page.evaluate(page_off)
         page.evaluate(JS_STYLE, "")
         page.wait_for_timeout(3000)
         batches = lambda: int(page.evaluate(browser_cpu.JS_KERNEL, "print(workbench.stream('rates').progress.total)"))
