@@ -115,9 +115,7 @@ def install(session: nox.Session, *pins: str) -> None:
     # a suite-wide run): about 25 s, once per virtualenv. Without it, the first local session
     # would start making it in the background, where it competes with the tests for the two
     # cores and can outlive the session (the smokes took 121-149 s so, 73-80 s with it made).
-    session.run("python", "-c", "from workbench._class_archive import current_archive, ensure, status; "
-                "ensure(); archive = current_archive(); print('class data archive:', "
-                "status(archive) if archive else 'none (no Java)')")
+    session.run("python", "-c", "from workbench.cli import class_archive_first; class_archive_first()")
 
 
 @nox.session

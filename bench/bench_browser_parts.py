@@ -62,11 +62,13 @@ from tests.browser_support import JS_KERNEL_IDLE, LabServer  # noqa: E402
 #: The monitor's status line (the first HTML of its header row), and the rule that hides an element.
 STATUS_LINE = ".workbench-monitor > .widget-hbox:first-child > .widget-html"
 HIDDEN = "{ display: none !important; }"
+#: The chart grid hidden: the charts report that nobody sees them, so the kernel sends them nothing.
+NO_CHARTS = f".workbench-monitor .workbench-chart-grid {HIDDEN}"
 #: Variant -> CSS put on the page for its phase (none: the monitor as is).
 VARIANTS = {
     "as is": "",
     "charts not painted": ".workbench-chart { visibility: hidden !important; }",
-    "no charts": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
+    "no charts": NO_CHARTS,
     # The header row's and the diagnosis's HTML (and the result preview's): their updates
     # still arrive and change the DOM, but nothing of them is laid out or painted.
     "no header": f"{STATUS_LINE}, .workbench-monitor > .widget-html {HIDDEN}",
@@ -78,7 +80,7 @@ VARIANTS = {
     # The newest batch's line over the charts.
     "no caption": f".workbench-chart-caption {HIDDEN}",
     "as before": f".workbench-chart-caption {HIDDEN}",
-    "a tick only": ".workbench-monitor .workbench-chart-grid { display: none !important; }",
+    "a tick only": NO_CHARTS,
 }
 #: Variant -> (JS run in the page for its phase, JS that undoes it).
 PAGE_VARIANTS = {

@@ -5,8 +5,8 @@
   (``tests/file_seconds.json``; see :func:`pytest_collection_modifyitems`).
 * The JVMs the suite starts (each worker's session, every kernel's, notebook's and script's
   Spark, local Spark Connect servers, a test cluster's daemons and executors) compile with
-  the JIT's first tier only and one GC thread: about 40 short-lived JVMs spend a quarter less CPU that way on this 2-core
-  machine kind (``bench/README.md`` has the measurement). Spark behaves the same; only
+  the JIT's first tier only and one GC thread: about 40 short-lived JVMs spend a quarter
+  less CPU that way on this 2-core machine kind (``bench/README.md`` has the measurement). Spark behaves the same; only
   how much the JVM optimises its own code changes. Users' sessions are untouched.
 
 It is a plugin rather than a ``conftest.py`` hook so that it also applies when only
@@ -28,7 +28,7 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: What SPARK_SUBMIT_OPTS gets: the options for the driver's JVM, and (as a ``spark.*`` system
 #: property, which the driver's SparkConf reads) for the executors a standalone cluster's
 #: worker starts for it, which live as briefly (``bench/README.md``: the cluster tests spend
-#: 15 % less CPU so).
+#: 13 % less CPU so).
 SUBMIT_OPTIONS = f"{TEST_JVM_OPTIONS} '-Dspark.executor.extraJavaOptions={TEST_JVM_OPTIONS}'"
 
 

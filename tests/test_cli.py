@@ -285,7 +285,7 @@ def test_test_runs_pytest_in_the_repository(monkeypatch):
 
     monkeypatch.setattr(cli.subprocess, "run", fake_run)
     archives = []
-    monkeypatch.setattr(cli, "_class_archive_first", lambda java: archives.append("made first"))
+    monkeypatch.setattr(cli, "class_archive_first", lambda java: archives.append("made first"))
     assert cli.main(["test", "tests/test_cli.py", "-x"]) == 3
     assert archives == []  # a run of named tests starts few JVMs: no archive first
     calls.clear()

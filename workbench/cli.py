@@ -252,7 +252,7 @@ def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
     env = dict(os.environ) if quick else {**os.environ, "WORKBENCH_CHROMIUM": ensure_chromium()}
     command = pytest_command(extra, quick=quick)
     if not quick and not _names_tests(extra):
-        _class_archive_first(java)
+        class_archive_first(java)
     return subprocess.run(command, cwd=SOURCE_ROOT, env=env, check=False).returncode
 
 
@@ -265,8 +265,11 @@ def _names_tests(extra: Sequence[str]) -> bool:
     return any(not arg.startswith("-") and (SOURCE_ROOT / arg.split("::")[0]).exists() for arg in extra)
 
 
-def _class_archive_first(java: JavaInfo) -> None:
+def class_archive_first(java: JavaInfo | None = None) -> None:
     """Make the class data archive before a suite-wide run's JVMs start, if it is missing.
+
+    ``java`` is the Java found already; found here (or a one-line error) when None. The
+    version matrix's sessions (``noxfile.py``) call it for their own virtualenvs.
 
     Every local session's JVM maps it (``workbench/_class_archive.py``), about 1.5 s sooner
     each: the suite's ~60 JVMs gain from the first, and no test meets the background
@@ -275,6 +278,8 @@ def _class_archive_first(java: JavaInfo) -> None:
     """
     from ._class_archive import current_archive, enabled, ensure, status
 
+    if java is None:
+        java = _java_or_fail()
     archive = current_archive(java)
     if archive is None or archive.exists() or not enabled():
         return
