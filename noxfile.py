@@ -107,22 +107,31 @@ def smoke_params() -> list:
     return params
 
 
-def install(session: nox.Session, *pins: str) -> None:
-    """The workbench from this checkout with its test extra, and ``pins`` over its bounds."""
+def install(session: nox.Session, *pins: str, archive: bool = True) -> None:
+    """The workbench from this checkout with its test extra, and ``pins`` over its bounds.
+
+    ``archive``: make this virtualenv's class data archive before its tests (as `workbench
+    test` makes it before a suite-wide run), about 25 s on a quiet machine and a minute on a
+    busy one, once per virtualenv and checkout path; a suite that starts dozens of JVMs gains
+    it back many times. Without it the sessions turn archives off (``WORKBENCH_CLASS_ARCHIVE=0``)
+    rather than let the first local session start making one in the background, where it
+    competes with the tests for the two cores and can outlive the session (the smokes took
+    121-149 s so). The smoke tiers start a few JVMs: 79-84 s with the archive made, 86-90 s
+    with archives off (docs/development.md), so making one costs them more than it saves.
+    """
+    if not archive:
+        session.env["WORKBENCH_CLASS_ARCHIVE"] = "0"
     session.install("-e", ".[test]", *pins)
     session.run("python", "-m", "workbench", "doctor", success_codes=[0, 1])
-    # This virtualenv's class data archive, before its tests (as `workbench test` makes it before
-    # a suite-wide run): about 25 s, once per virtualenv. Without it, the first local session
-    # would start making it in the background, where it competes with the tests for the two
-    # cores and can outlive the session (the smokes took 121-149 s so, 73-80 s with it made).
-    session.run("python", "-c", "from workbench.cli import class_archive_first; class_archive_first()")
+    if archive:
+        session.run("python", "-c", "from workbench.cli import class_archive_first; class_archive_first()")
 
 
 @nox.session
 @nox.parametrize(("python", "pyspark"), smoke_params())
 def smoke(session: nox.Session, pyspark: str) -> None:
     """The smoke tier on one pyspark and Python (nox takes the ``python`` parameter as the interpreter)."""
-    install(session, f"pyspark[connect]=={pyspark}")
+    install(session, f"pyspark[connect]=={pyspark}", archive=False)
     session.run("workbench", "test", *SMOKE, *session.posargs)
 
 
@@ -146,7 +155,7 @@ def browser(session: nox.Session, jupyterlab: str) -> None:
 @nox.parametrize("jupyterlab", older_tagged_ci(JUPYTERLAB))
 def browser_smoke(session: nox.Session, jupyterlab: str) -> None:
     """The browser tier's quick part on one JupyterLab (:data:`BROWSER_SMOKE`)."""
-    install(session, f"jupyterlab=={jupyterlab}")
+    install(session, f"jupyterlab=={jupyterlab}", archive=False)
     session.run("workbench", "test", *BROWSER_SMOKE, *session.posargs)
 
 
