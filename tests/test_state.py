@@ -275,13 +275,16 @@ def test_rocksdb_change_feed_needs_and_gets_a_change_log(env, spark):
     assert one_line(str(caught.value))
 
 
-def test_replay_panel_handle_gives_live_columns_and_state_after_each_step(env, spark):
+def test_replay_panel_handle_gives_live_columns_and_state_after_each_step(env, spark, monkeypatch):
     import workbench
     from workbench.replay import WindowShape, scenarios, window_spans
     from workbench.spark.replay_source import build_stream, build_window_count
+    from workbench.views.static_output import StaticOutput
 
     scenario = scenarios.guide_word_count()
     panel = workbench.replay_panel(scenario, monitor=False)
+    # A page that draws widgets is connected (else the state view would not be read: below).
+    monkeypatch.setattr(StaticOutput, "page_seen_in_process", True)
     try:
         assert panel.handle.result().empty
         assert list(panel.handle.result().columns) == ["window_start", "window_end", "word", "count"]
@@ -306,6 +309,11 @@ def test_replay_panel_handle_gives_live_columns_and_state_after_each_step(env, s
         assert "State: aggregation" in panel.state_view.value
         assert panel.handle.history()["batch_id"].tolist() == [0, 1, 2, 3]
         replayed = panel.handle.result()
+        # With no page (nbconvert --execute, a script) a step reads no state for the view.
+        monkeypatch.setattr(StaticOutput, "page_seen_in_process", False)
+        panel.step()
+        assert "rows held after batch 3" in panel.state_view.value  # as the last page saw it
+        assert panel.handle.history()["batch_id"].tolist()[-1] >= 4
     finally:
         panel.close()
 

@@ -170,7 +170,10 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
         marks = next(t for t in first.monitor.figures["watermark"].data if t.name == "timers fired or deleted")
         marked = [batch for batch, y in zip(marks.x, marks.y) if y is not None]
         assert marked == history.query("timers_deleted > 0")["batch_id"].tolist()
-        # The panel's state view shows each variable and the timers.
+        # The panel's state view shows each variable and the timers, read once a page loads the
+        # panel (its charts say "ready"): no page saw the steps, so none was read for the view.
+        assert first.state_view.value == ""
+        first.monitor.charts._handle_custom_msg({"kind": "ready"}, [])
         view = first.state_view.value
         for title in ("count (value)", "pages (list)", "timers (event time)"):
             assert f"State: transformWithStateInPandas, {title}</b>" in view

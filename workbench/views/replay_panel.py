@@ -20,7 +20,7 @@ import pandas as pd
 
 from .charts import ChartGrid, figure_spec
 from .pictures import figures_picture, grid_picture
-from .static_output import StaticOutput
+from .static_output import StaticOutput, widget_front_end_connected
 
 __all__ = ["ReplayPanel", "comparison_figure", "Comparison", "state_view_html"]
 
@@ -110,8 +110,11 @@ class ReplayPanel(widgets.VBox):
         saving = widgets.HBox([self.test_path, self.test_button])
         super().__init__([buttons, saving, self.counters, self.late, self.message, self.monitor_box])
         self.add_class("workbench-replay-panel")
-        #: The "State" view, beside the monitor's results: refreshed after every step and pause.
+        #: The "State" view, beside the monitor's results: refreshed after every step and pause
+        #: while a page shows the panel (see :meth:`_update_state`).
         self.state_view = widgets.HTML()
+        self._state_lock = threading.Lock()
+        self._state_stale = False
         self.children = (*self.children, self.state_view)
         self.play_button.on_click(lambda _b: self._in_background(self.play))
         self.pause_button.on_click(lambda _b: self._in_background(self.pause))
@@ -138,11 +141,14 @@ class ReplayPanel(widgets.VBox):
             old, self.monitor = self.monitor, self.run.stream.monitor()
             self.monitor_box.children = (self.monitor,)
             self._output.watch_page(self.monitor.charts)
+            self.monitor.charts.on_msg(self._on_page_message)
             if old is not None:
                 old.close()
         self._update_counters()
         self.late.value = ""
-        self.state_view.value = ""
+        with self._state_lock:
+            self.state_view.value = ""
+            self._state_stale = False
 
     def _in_background(self, action: Callable[[], Any]) -> None:
         if not self._busy.acquire(blocking=False):
@@ -305,8 +311,36 @@ class ReplayPanel(widgets.VBox):
         self._update_state()
 
     def _update_state(self) -> None:
-        """The "State" view: what each stateful operator holds after the latest batch."""
-        self.state_view.value = state_view_html(self.run)
+        """The "State" view: what each stateful operator holds after the latest batch.
+
+        Read only while a page can show it: reading the state is a Spark job per operator (per
+        join side, per transformWithState variable), a third to a half of a step's Spark work.
+        Where no page has loaded the panel (``nbconvert --execute``, papermill, a script, a
+        panel never displayed) the view is left stale, and read once when a page loads it
+        (its monitor's charts say ``ready``). :meth:`state` reads on demand either way.
+        """
+        with self._state_lock:
+            if not self._page_shows_panel():
+                self._state_stale = True
+                return
+            self._state_stale = False
+            self.state_view.value = state_view_html(self.run)
+
+    def _page_shows_panel(self) -> bool:
+        """Whether a page loaded this panel (its monitor's charts said ``ready``); without a
+        monitor, whether a page that draws widgets is connected to the kernel at all."""
+        if self.monitor is not None:
+            return self._output.seen_by_page
+        return widget_front_end_connected()
+
+    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # A page loaded the panel's charts after steps it did not see (a cell that stepped
+        # before the panel was shown, Run All): bring its state view up to date once.
+        if isinstance(content, dict) and content.get("kind") == "ready" and self._state_stale:
+            try:
+                self._update_state()
+            except Exception:  # the view must not break the page's message handling
+                log.debug("refreshing the state view failed", exc_info=True)
 
     @property
     def handle(self) -> Any:
