@@ -116,8 +116,8 @@ def install(session: nox.Session, *pins: str, archive: bool = True) -> None:
     it back many times. Without it the sessions turn archives off (``WORKBENCH_CLASS_ARCHIVE=0``)
     rather than let the first local session start making one in the background, where it
     competes with the tests for the two cores and can outlive the session (the smokes took
-    121-149 s so). The smoke tiers start a few JVMs: 79-84 s with the archive made, 86-90 s
-    with archives off (docs/development.md), so making one costs them more than it saves.
+    121-149 s so). The smoke tiers start a few JVMs: 76-81 s of tests with the archive made,
+    83-87 s with archives off (docs/development.md), so making one costs them more than it saves.
     """
     if not archive:
         session.env["WORKBENCH_CLASS_ARCHIVE"] = "0"
