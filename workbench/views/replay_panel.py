@@ -127,6 +127,7 @@ class ReplayPanel(widgets.VBox):
         self._output = StaticOutput(self, text=self.summary, picture=self._picture, after_cell=self._publish_due)
         self._published: Any = None
         self._published_at = 0.0
+        self._output.on_page(self._on_page_loaded)
         run.on_reset.append(self._attach)
         self._attach()
 
@@ -141,7 +142,6 @@ class ReplayPanel(widgets.VBox):
             old, self.monitor = self.monitor, self.run.stream.monitor()
             self.monitor_box.children = (self.monitor,)
             self._output.watch_page(self.monitor.charts)
-            self.monitor.charts.on_msg(self._on_page_message)
             if old is not None:
                 old.close()
         self._update_counters()
@@ -333,10 +333,10 @@ class ReplayPanel(widgets.VBox):
             return self._output.seen_by_page
         return widget_front_end_connected()
 
-    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_page_loaded(self) -> None:
         # A page loaded the panel's charts after steps it did not see (a cell that stepped
         # before the panel was shown, Run All): bring its state view up to date once.
-        if isinstance(content, dict) and content.get("kind") == "ready" and self._state_stale:
+        if self._state_stale:
             try:
                 self._update_state()
             except Exception:  # the view must not break the page's message handling

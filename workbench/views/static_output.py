@@ -121,6 +121,7 @@ class StaticOutput:
         self._cells_started = 0  # cells started since the first display
         self._shell: Any = None
         self._watched = False  # a chart model tells when a page loads it (watch_page)
+        self._page_callbacks: list[Callable[[], None]] = []  # see on_page
         self._published = False
         self._sent_view: bool | None = None  # whether the last update carried the widget view
 
@@ -178,8 +179,14 @@ class StaticOutput:
                         # The page's "ready" came after cells it had queued (Run All): the
                         # view was left out meanwhile; put it back.
                         self._update()
+                for callback in list(self._page_callbacks):
+                    callback()
 
         widget.on_msg(on_message)
+
+    def on_page(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the kernel's comm thread) each time a page loads the watched charts."""
+        self._page_callbacks.append(callback)
 
     def display(self) -> None:
         """Show the widget as a new output with a display id (what ``_ipython_display_`` calls)."""
