@@ -6,9 +6,25 @@ streams are all stopped after the test, and checked to be).
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _page_seen_flag_per_test():
+    """Each test starts as a new kernel does: no page has loaded a workbench chart yet.
+
+    ``StaticOutput.page_seen_in_process`` is process-wide (a kernel learns it once); a test
+    that plays a page's ``ready`` would otherwise leave it set for the later tests of its worker.
+    """
+    module = sys.modules.get("workbench.views.static_output")
+    before = module.StaticOutput.page_seen_in_process if module else False
+    yield
+    module = sys.modules.get("workbench.views.static_output")
+    if module:
+        module.StaticOutput.page_seen_in_process = before
 
 
 @pytest.fixture(scope="session")
