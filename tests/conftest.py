@@ -19,12 +19,10 @@ def _page_seen_flag_per_test():
     ``StaticOutput.page_seen_in_process`` is process-wide (a kernel learns it once); a test
     that plays a page's ``ready`` would otherwise leave it set for the later tests of its worker.
     """
-    module = sys.modules.get("workbench.views.static_output")
-    before = module.StaticOutput.page_seen_in_process if module else False
     yield
-    module = sys.modules.get("workbench.views.static_output")
+    module = sys.modules.get("workbench.views.static_output")  # not imported: nothing to reset
     if module:
-        module.StaticOutput.page_seen_in_process = before
+        module.StaticOutput.page_seen_in_process = False
 
 
 @pytest.fixture(scope="session")
