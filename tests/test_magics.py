@@ -240,7 +240,7 @@ def test_sql_cell_starts_a_memory_stream_and_shows_its_monitor(shell, magics, sp
 
     shell.run_line_magic("stream", "stop counts")
     assert handle.status == "stopped" and not spark.streams.active
-    wait_for(lambda: not monitor.running, 10, message="the monitor to end with its stream")
+    wait_for(lambda: not monitor.running, message="the monitor to end with its stream")
     assert shell.run_line_magic("stream", "list").set_index("name").loc["counts", "status"] == "stopped"
 
 

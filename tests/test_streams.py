@@ -328,7 +328,7 @@ def test_failed_query_reports_the_users_error(env, spark, rate_stream):
     # The JVM's trace of the cause is one attribute away (Spark's own message carries only its text).
     assert "\n\nCaused by: org.apache.spark.api.python.PythonException" in handle.error_details
     assert "\tat org.apache.spark." in handle.error_details
-    wait_for(lambda: not handle.poller.running, timeout=5, message="the poller to end")
+    wait_for(lambda: not handle.poller.running, message="the poller to end")
     row = env.streams().set_index("name").loc["fails"]
     assert row["status"] == "failed" and row["error"] == handle.error
     assert list(handle.history()["batch_id"]) == [0]  # batch 0 succeeded before the failure
