@@ -254,7 +254,7 @@ def test_state_columns_sum_over_operators(env, rate_stream):
     # Batches before the first watermark show none (Spark's epoch-0 placeholder); then it is
     # known. How many batches run before it depends on the machine's load, so wait for it.
     wait_for(
-        lambda: handle.progress.total >= 3 and handle.history()["watermark"].notna().iloc[-1],
+        lambda: handle.progress.total >= 3 and handle.progress.last().known_watermark is not None,
         message="3 batches, the last with a watermark",
     )
     handle.stop()
