@@ -197,10 +197,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
             browser_cpu.print_trace("as is", browser_cpu._trace(browser, page, cdp, trace_seconds))
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
-        context.close()
-        for session in lab.api("GET", "/api/sessions") or []:
-            if session.get("path", "").endswith(browser_cpu.NOTEBOOK):
-                lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=60)
+        browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
     return phases, {kind: n / count for kind, n in kinds.most_common()}
 
 

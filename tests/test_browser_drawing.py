@@ -11,6 +11,9 @@ attribute counts its drawn updates; the chart's plotly data (``div.data``) is wh
 * hidden (the notebook's tab behind a Launcher, the grid scrolled out of view, the cell's
   output collapsed), the grid keeps taking points but draws nothing; shown again, it draws
   the latest window at once, in one update (not a replay of each missed point).
+* two grids fed points in turn, faster than the page's draw passes: they draw together in
+  passes at least ``PASS_GAP`` ms apart (fewer frames for the page), and each ends showing
+  its latest window.
 
 Not timed: the settling waits only give the page time to do something it must not do.
 """
@@ -45,6 +48,12 @@ PUBLISHED_CELL = (f'from workbench.views.charts import ChartGrid\n'
                   f'output = StaticOutput(grid, text=lambda: "a chart", picture=lambda: grid_picture(grid))\n'
                   f'output.watch_page(grid)\n'
                   f'output.display()')
+#: Two grids under one cell, fed in turn (the page's draw passes).
+PASSES = "passes.ipynb"
+TWO_GRIDS_CELL = (f'import ipywidgets\nfrom workbench.views.charts import ChartGrid\n'
+                  f'grids = [ChartGrid({SPECS}, window={WINDOW}) for _ in range(2)]\nipywidgets.VBox(grids)')
+#: extensions/src/charts.ts: the least time between two of the page's draw passes, ms.
+PASS_GAP = 250
 SPACER_CELL = ('from IPython.display import HTML\n'
                'HTML(\'<div style="height: 4000px">spacer</div>\')')
 #: Seconds given to the page to do what it must not (draw while hidden) before checking.
@@ -101,6 +110,7 @@ page = test_browser.page
 def lab(tmp_path: Path) -> Iterator[LabServer]:
     write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
     write_notebook(tmp_path / REPUBLISHED, PUBLISHED_CELL)
+    write_notebook(tmp_path / PASSES, TWO_GRIDS_CELL)
     with served(tmp_path) as server:
         yield server
 
@@ -228,3 +238,48 @@ def test_a_published_picture_leaves_the_live_view_as_it_is(lab: LabServer, page:
             assert page.evaluate(JS_FIRST_OUTPUT)["views"] == 1, "the output's renderer holds more than one view"
             _send(page, last, last)  # the live view goes on drawing
             _wait_drawn(page, last, f"after publish {key}")
+
+
+#: From now on, note each draw of the page's grids: [ms, grid index, pass number].
+JS_NOTE_DRAWS = """() => {
+  const grids = [...document.querySelectorAll('.workbench-chart-grid')];
+  window.noted = [];
+  new MutationObserver(records => {
+    for (const record of records) {
+      window.noted.push([performance.now(), grids.indexOf(record.target), Number(record.target.dataset.pass)]);
+    }
+  }).observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-pass']});
+}"""
+#: The x values each grid's chart holds.
+JS_GRID_XS = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
+  .map(plot => plot.data ? Array.from(plot.data[0].x || []) : null)"""
+
+
+def test_grids_draw_together_in_passes_apart(lab: LabServer, page: Any) -> None:
+    # Two grids get a point each in turn every 40 ms, 24 points each: a page drawing each
+    # message in a frame of its own would take 48 frames; the page's passes take both grids'
+    # points together, at most one pass per PASS_GAP.
+    with evidence_on_failure(page, lab, "passes"):
+        _open_and_run_all(page, lab, PASSES)
+        page.wait_for_function("() => [...document.querySelectorAll('.workbench-chart-grid')]"
+                               ".filter(g => Number(g.dataset.draws) >= 1).length === 2", timeout=60_000, polling=200)
+        page.evaluate(JS_NOTE_DRAWS)
+        points = 48
+        page.evaluate(JS_KERNEL_RUN, f"import time\nfor i in range({points}):\n"
+                      f"    grids[i % 2].extend({{'rates': ([i], [[float(i % 3)]])}})\n    time.sleep(0.04)")
+        expected = [list(range(points - 2 * WINDOW + g, points, 2)) for g in (0, 1)]
+        wait_for(lambda: page.evaluate(JS_GRID_XS) == expected, 60, 0.2,
+                 text=lambda: f"the grids drew {page.evaluate(JS_GRID_XS)}, expected {expected}")
+        noted = page.evaluate("() => window.noted")
+        passes: dict[int, tuple[float, set[int]]] = {}
+        for at, grid, number in noted:
+            passes.setdefault(number, (at, set()))[1].add(grid)
+        times = [at for at, _ in sorted(passes.values())]
+        draws = [sum(1 for _, grid, _ in noted if grid == g) for g in (0, 1)]
+        # A pass's note comes after its draws, so two notes may be closer than their passes
+        # by the first pass's drawing time (half the gap is room for a slow one); a page
+        # drawing a frame per message would note draws 40 ms apart here.
+        gaps = [round(b - a) for a, b in zip(times, times[1:])]
+        assert len(times) >= 2 and min(gaps) >= PASS_GAP / 2, f"passes closer than {PASS_GAP} ms: {gaps}"
+        assert any(grids == {0, 1} for _, grids in passes.values()), f"no pass drew both grids: {passes}"
+        assert max(draws) <= points // 4, f"a grid drew {draws} times for {points // 2} points each"
