@@ -67,8 +67,9 @@ CELLS = [
     "threading.Thread(target=feed, daemon=True).start()\n"
     "ipywidgets.VBox(grids)",
 ]
-#: How many draw passes the page has made (a field of its one DrawPasses).
-JS_PASSES = "() => (window.workbenchDrawPasses || {passes: 0}).passes"
+#: The page's newest draw pass that drew a grid (each grid's ``data-pass`` names the pass of its latest draw).
+JS_PASSES = """() => Math.max(0, ...[...document.querySelectorAll('.workbench-chart-grid')]
+  .map(grid => Number(grid.dataset.pass || 0)))"""
 VARIANTS = {"passes": "() => { delete document.documentElement.dataset.workbenchPasses; }",
             "a frame each": "() => { document.documentElement.dataset.workbenchPasses = 'frame'; }"}
 

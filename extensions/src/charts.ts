@@ -15,7 +15,8 @@
 // whether it can be seen ({kind: "seen", view, visible}), and the kernel sends no points (and
 // no header or preview updates) while none of a widget's views can: a hidden monitor costs
 // the page nothing; when one shows again the kernel sends the whole window once. The grid's
-// `data-draws` attribute counts the drawn updates (what the browser tests watch).
+// `data-draws` attribute counts the drawn updates and `data-pass` names the page's draw
+// pass of the latest (what the browser tests and bench/bench_draw_passes.py watch).
 //
 // A grid may have a caption, one line of HTML over its charts (the monitor's newest batch,
 // rates and watermark): it comes in the data messages with the points and is written in
@@ -269,7 +270,7 @@ function contain(div: HTMLDivElement, spec: IChartSpec): void {
 }
 
 /** The least time between two of the page's draw passes, in milliseconds. */
-export const PASS_GAP = 250;
+const PASS_GAP = 250;
 
 /** What a view asks of the page's draw passes (kept on the window: one per page). */
 interface IDrawPasses {
