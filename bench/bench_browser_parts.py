@@ -81,6 +81,10 @@ VARIANTS = {
     "no caption": f".workbench-chart-caption {HIDDEN}",
     "as before": f".workbench-chart-caption {HIDDEN}",
     "a tick only": NO_CHARTS,
+    # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
+    # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
+    "charts layered": ".workbench-chart { will-change: transform; }",
+    "grid layered": ".workbench-chart-grid { will-change: transform; }",
 }
 #: Variant -> (JS run in the page for its phase, JS that undoes it).
 PAGE_VARIANTS = {

@@ -25,6 +25,9 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **no monitor**: the same stream started with ``--no-monitor`` (the page's floor);
 - **replay panel**: a replay panel (``workbench.replay_panel`` over a generated ``Replay``, a
   windowed count) playing a batch a second, on screen, with the bare stream still running;
+- **panel, counters apart**: the same, with the panel's counters also written into a line of
+  their own with every batch (a kernel-side toggle): the panel as it was before its counters
+  became the caption over its charts, one widget message and one frame more per batch;
 - **compare**: the panel paused and ``workbench.compare``'s chart of two runs on screen (drawn
   once: the page's floor is its target);
 - **ten monitors**: ten monitors of that stream on one page, all on screen (a window tall
@@ -81,6 +84,11 @@ CELLS = [
 PANEL_CELL, COMPARE_CELL, TEN_CELL = 4, 5, 6
 #: The replay panel's batches so far (a replay run is not one of ``workbench.streams()``).
 PANEL_BATCHES = "print(panel.run.progress.total)"
+#: The panel's counters written into a line of their own with every batch (kernel code), and undone.
+COUNTERS_APART = ("panel._bench_apart = panel.run.progress.subscribe(lambda _r: setattr(panel.counters, 'value', "
+                  "f'<b>{panel.run.name}</b> · {panel.run.status} · ' + __import__('html').escape(panel._counters())))"
+                  "\nprint(1)")
+COUNTERS_TOGETHER = "panel._bench_apart()\npanel._update_counters()\nprint(1)"
 METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "LayoutCount")
 #: Targets: browser CPU per batch (visible), seconds per minute (visible, hidden above the floor).
 TARGET_BATCH_MS, TARGET_VISIBLE, TARGET_HIDDEN = 30.0, 2.0, 0.3
@@ -390,6 +398,9 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         _show_cell(page, PANEL_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 4", timeout=300_000, polling=250)
         results["replay panel"] = _phase(page, cdp, "played", seconds, PANEL_BATCHES)
+        page.evaluate(JS_KERNEL, COUNTERS_APART)
+        results["panel, counters apart"] = _phase(page, cdp, "played", seconds, PANEL_BATCHES)
+        page.evaluate(JS_KERNEL, COUNTERS_TOGETHER)
         # workbench.compare's chart, paused panel above it: drawn once, then nothing per batch.
         _run_cell(page, COMPARE_CELL)
         _show_cell(page, COMPARE_CELL)
@@ -453,7 +464,8 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
         return
     print(f"browser CPU of one monitor, %%stream rates --trigger '1 second' (rate 50 rows/s), "
           f"{seconds:.0f} s per phase, per minute unless said")
-    print(f"{'':26}" + "".join(f"{phase:>14}" for phase in phases) + f"{'target':>26}")
+    widths = [max(10, len(phase) + 2) for phase in phases]  # each column as wide as its phase's name
+    print(f"{'':26}" + "".join(f"{phase:>{width}}" for phase, width in zip(phases, widths)) + f"{'target':>28}")
     floor = phases.get("no monitor", {}).get("cpu s/min", 0.0)
     targets = {"cpu s/min": f"<= {TARGET_VISIBLE:.1f} visible, <= {floor + TARGET_HIDDEN:.2f} not",
                "cpu ms/batch": f"<= {TARGET_BATCH_MS:.0f} ms visible"}
@@ -470,8 +482,9 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
             ("  of which patched", "patched draws/batch", "{:.2f}"),
             ("chart axis moves per batch", "axis draws/batch", "{:.2f}")]
     for label, key, form in rows:
-        print(f"{label:26}" + "".join(f"{form.format(r.get(key, float('nan'))):>14}" for r in phases.values())
-              + f"{targets.get(key, ''):>26}")
+        print(f"{label:26}" + "".join(f"{form.format(r.get(key, float('nan'))):>{width}}"
+                                      for r, width in zip(phases.values(), widths))
+              + f"{targets.get(key, ''):>28}")
     ten = phases.get("ten monitors")
     if ten:
         print(f"ten monitors: {ten['cpu s/min'] / 60 * 100:.0f} % of one core (target < {TARGET_TEN / 60 * 100:.0f} %), "

@@ -169,6 +169,7 @@ CASES = [
     ("monitor window", monitor(window=2.5), ValueError, 'window must be a positive whole number, got 2.5'),
     ("monitor interval", monitor(interval=-1), ValueError, 'interval must be a positive number of seconds, got -1'),
     ("monitor quiet seconds", monitor(quiet_seconds="10"), ValueError, "quiet_seconds must be a number of seconds >= 0, got '10'"),
+    ("monitor caption", monitor(caption="batch {id}"), TypeError, "caption must be a function of the newest batch's progress, got 'batch {id}'"),
 ]
 
 

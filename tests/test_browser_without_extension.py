@@ -253,6 +253,11 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         scroll_into_view(panel)
         wait_for(lambda: len(_charts_with_points(panel)) == len(CHART_TITLES), 60, 0.25,
                  text=lambda: f"the replay panel's monitor drew charts with points {_charts_with_points(panel)}")
+        # Its counters are the line over its charts, drawn with the step's points.
+        caption = panel.locator(".workbench-chart-caption")
+        wait_for(lambda: (caption.text_content() or "").startswith(
+                     "batch 0 (1 data batches) · watermark none yet → 2024-01-01 11:58:00 · rows in 2"), 60, 0.25,
+                 text=lambda: f"the replay panel's caption reads {caption.text_content()!r}")
         comparison = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, COMPARISON)).locator(
             ".workbench-charts")
         scroll_into_view(comparison)

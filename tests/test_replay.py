@@ -37,7 +37,10 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
         # Batch 0 runs before any watermark: the report says so, not Spark's 1970-01-01 (kept raw).
         assert str(first).startswith("batch 0: watermark none yet -> 2024-01-01 11:58:00, 2 rows in"), str(first)
         assert first.watermark_before == datetime(1970, 1, 1, tzinfo=UTC)
-        assert "watermark none yet → 2024-01-01 11:58:00" in panel.counters.value, panel.counters.value
+        # The counters are the line over the monitor's charts, drawn with the batch's points.
+        caption = panel.monitor.charts.caption
+        assert caption.startswith("batch 0 (1 data batches) · watermark none yet → 2024-01-01 11:58:00"), caption
+        assert panel.counters.value == f"<b>{panel.run.name}</b> · paused", panel.counters.value
         for _ in range(2):
             panel.step()
         panel.step_button.click()  # the button path runs on a background thread
@@ -52,7 +55,8 @@ def test_guide_example_steps_late_fates_match_sparks_output(env, tmp_path):
         # Scripted rows, not the rate source's padding (the longest batch has 4 rows).
         assert list(history["num_input_rows"]) == [2, 2, 4, 4]
         assert list(history["spark_num_input_rows"]) == [4, 4, 4, 4]
-        assert "rows in 12" in panel.counters.value and "rows emitted 6" in panel.counters.value
+        caption = panel.monitor.charts.caption
+        assert "batch 3 (4 data batches)" in caption and "rows in 12 · rows emitted 6" in caption, caption
 
         results = panel.results()
         counts = {(r.window_start.strftime("%H:%M"), r.word): (r.count, r.batch_id) for r in results.itertuples()}
@@ -282,6 +286,9 @@ def test_speed_control_paces_play_and_pause_keeps_state(env):
         # The control shows its first choice until one is picked.
         assert (panel.speed.label, panel.speed.value) == ("as fast as possible", None)
         panel.step()
+        # Without a monitor the counters follow the name and status on the panel's own line.
+        assert panel.counters.value.startswith(f"<b>{panel.run.name}</b> · paused · batch 0 (1 data batches)"), \
+            panel.counters.value
         panel.speed.value = 2  # batches per second
         panel.play_button.click()
         wait_for(lambda: panel.run.data_batches >= 4, timeout=120, message="4 batches at 2 per second")

@@ -81,6 +81,10 @@ class StreamMonitor(widgets.VBox):
         Least seconds between two reads of the result table (each read runs two small
         Spark jobs and costs the kernel ~6 ms of CPU, so a fast stream's preview is
         refreshed at most this often, never more often than a batch outputs rows).
+    caption : callable, optional
+        What the line over the charts says, given the newest batch they show (None before
+        the first): HTML, drawn with the batch's points in one message. Defaults to the
+        batch's id, rates and watermark; a replay panel puts its counters there.
 
     Attributes
     ----------
@@ -121,6 +125,7 @@ class StreamMonitor(widgets.VBox):
         min_batches: int = 3,
         quiet_seconds: float = 10.0,
         preview_every: float = 2.0,
+        caption: Callable[[BatchProgress | None], str] | None = None,
     ) -> None:
         self.rows = _check_positive("rows", rows)
         self.window = _check_positive("window", window)
@@ -134,6 +139,9 @@ class StreamMonitor(widgets.VBox):
         if isinstance(preview_every, bool) or not isinstance(preview_every, (int, float)) or preview_every < 0:
             raise ValueError(f"preview_every must be a number of seconds >= 0, got {preview_every!r}")
         self.preview_every = float(preview_every)
+        if caption is not None and not callable(caption):
+            raise TypeError(f"caption must be a function of the newest batch's progress, got {caption!r}")
+        self._caption = caption or caption_html
         self._last_preview = float("-inf")  # time.monotonic() of the last read of the table
         self.handle = handle
         self.interval = float(interval)
@@ -176,7 +184,7 @@ class StreamMonitor(widgets.VBox):
         specs = chart_specs()
         specs[0]["traces"] += input_traces(self._input_names)
         self.charts = ChartGrid(specs, window=self.window)
-        self.charts.set_caption(caption_html(None))
+        self.charts.set_caption(self._caption(None))
         self._timer_traces = TimerTraces()  # a transformWithState processor's timers and TTL
         self._timers = TimerReader(handle)  # its timers, for "why no output?"
         self.preview = widgets.HTML()
@@ -344,7 +352,7 @@ class StreamMonitor(widgets.VBox):
                     values = [self._input_lanes.get(batch, [None] * len(self._input_names)) for batch in x]
                 lanes += [list(column) for column in zip(*values)] if values else [[] for _ in self._input_names]
             self._timer_traces.draw(self.charts, records, points)
-            caption = caption_html(records[-1]) if records else None
+            caption = self._caption(records[-1]) if records else None
             if reset:
                 self.charts.reset(points, caption=caption)
             else:

@@ -56,7 +56,9 @@ class ReplayPanel(widgets.VBox):
     run : ReplayRun
         The controller.
     monitor : bool, default True
-        Embed the live stream monitor.
+        Embed the live stream monitor; the line over its charts shows the counters (the
+        newest batch, data batches, the watermark before and after, rows in and emitted),
+        drawn with each batch's points. Without one they follow the name and status.
 
     Notes
     -----
@@ -139,7 +141,7 @@ class ReplayPanel(widgets.VBox):
             self._unsubscribe()
         self._unsubscribe = self.run.progress.subscribe(lambda _records: self._update_counters())
         if self._with_monitor:
-            old, self.monitor = self.monitor, self.run.stream.monitor()
+            old, self.monitor = self.monitor, self.run.stream.monitor(caption=self._caption)
             self.monitor_box.children = (self.monitor,)
             self._output.watch_page(self.monitor.charts)
             if old is not None:
@@ -203,8 +205,18 @@ class ReplayPanel(widgets.VBox):
                 f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}")
 
     def _update_counters(self, report: Any = None) -> None:
-        self.counters.value = (f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)} · "
-                               + html.escape(self._counters()))
+        line = f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)}"
+        if self.monitor is None:  # else the counters are the monitor's caption (:meth:`_caption`)
+            line += " · " + html.escape(self._counters())
+        self.counters.value = line
+
+    def _caption(self, _last: Any) -> str:
+        """The line over the monitor's charts: the counters, drawn with each batch's points.
+
+        One message and one frame of the page per batch, where a counters line of its own
+        cost a second of each (``bench/README.md``, "The replay panel's counters over its charts").
+        """
+        return html.escape(self._counters()) if _last is not None else "no batch yet"
 
     def summary(self) -> str:
         """The panel as plain text: name, status, counters and the last step's report."""
