@@ -45,8 +45,9 @@ def record(archive: Path, timeout: float = 300.0) -> bool:
             raise RuntimeError(f"a JVM does not start with it: {check.stderr.strip()[-300:]}")
         class_archive.write_note(archive, java.path, java.version or "")
         os.replace(tmp, archive)
-    # A new archive in: those of installations that are gone (a deleted virtualenv) go out.
-    class_archive.prune(archive.parent)
+        # A new archive in: those of installations that are gone (a deleted virtualenv) go out,
+        # before the claim goes, so that whoever waits for the claim to go finds the folder settled.
+        class_archive.prune(archive.parent)
     return archive.exists()
 
 
