@@ -195,13 +195,12 @@ class ReplayPanel(widgets.VBox):
     def _counters(self) -> str:
         """The counters line after the name and status (plain text)."""
         records = self.run.progress.records()
-        data = [r for r in records if r.num_input_rows or r.batch_id in set(self.run._data_batches)]
         last = records[-1] if records else None
         rows_in = sum(r.num_input_rows for r in records)
         rows_out = sum(r.num_output_rows or 0 for r in records)
         before = last.watermark if last else None
         after = self.run.next_watermark()
-        return (f"batch {last.batch_id if last else '–'} ({len(data)} data batches) · "
+        return (f"batch {last.batch_id if last else '–'} ({self.run.data_batches} data batches) · "
                 f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}")
 
     def _update_counters(self, report: Any = None) -> None:
