@@ -183,8 +183,10 @@ def _page_metrics(cdp: Any) -> dict[str, float]:
 #: most runs, at the floor in some.
 SETTLE_S = 25
 
-
-#: Seconds a new page is left to settle before its first phase (``measure_browser_cpu_without_extension``).
+#: Seconds a new page is left after its first chart before its first phase
+#: (``measure_browser_cpu_without_extension``): a page's first minute carries its start
+#: (that page's plotly.js came from the kernel a moment before). Out of view, two 20 s phases
+#: in a row measured 1.68 and 0.78 s/min, then 0.51 after a visible phase (the floor 0.48).
 NEW_PAGE_S = 45
 
 
@@ -455,11 +457,7 @@ def measure_browser_cpu_without_extension(
     results: dict[str, dict[str, float]] = {}
     try:
         _show_first_monitor(page)
-        # A new page's first minute carries its start (this page's plotly.js came from the
-        # kernel a moment ago): out of view, two 20 s phases in a row measured 1.68 and 0.78
-        # s/min, then 0.51 after a visible phase (the floor 0.48). Wait it out, as the other
-        # page's phases before these do.
-        page.wait_for_timeout(NEW_PAGE_S * 1000)
+        page.wait_for_timeout(NEW_PAGE_S * 1000)  # the new page's start passes (the other page's earlier phases wait it out)
         results["no extension"] = _phase(page, cdp, "rates", seconds)
         page.evaluate(JS_SCROLL_TO_END)
         results["no ext., out of view"] = _phase(page, cdp, "rates", seconds)

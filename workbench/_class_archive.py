@@ -394,7 +394,9 @@ def prune(folder: Path) -> list[Path]:
     exists, or when that installation's jars have changed since (its archive would have
     another name now). An archive without a note goes when older than
     :data:`UNNOTED_AFTER_S`; a note without an archive (nor a recording under way) goes
-    too. Removing an archive a running JVM maps is safe: the JVM keeps its mapping.
+    too. Removing an archive a running JVM maps is safe: the JVM keeps its mapping. It
+    never raises: what it cannot check or remove stays (a recording calls it while it holds
+    its claim, and must not count a clean-up's failure as its own).
 
     Examples
     --------
@@ -423,7 +425,11 @@ def prune(folder: Path) -> list[Path]:
             log.debug("could not check %s", archive, exc_info=True)
     for note in folder.glob("spark-*.json"):  # of a recording that failed after writing it
         if not note.with_suffix(".jsa").exists() and not note.with_suffix(".lock").exists():
-            note.unlink(missing_ok=True)
+            try:
+                note.unlink(missing_ok=True)
+            except OSError:
+                log.debug("could not remove %s", note, exc_info=True)
+                continue
             removed.append(note)
     if removed:
         log.info("removed class data archives of installations that are gone: %s", [str(p) for p in removed])

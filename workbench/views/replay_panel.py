@@ -209,13 +209,13 @@ class ReplayPanel(widgets.VBox):
             line += " · " + html.escape(self._counters())
         self.counters.value = line
 
-    def _caption(self, _last: Any) -> str:
+    def _caption(self, last: Any) -> str:
         """The line over the monitor's charts: the counters, drawn with each batch's points.
 
         One message and one frame of the page per batch, where a counters line of its own
         cost a second of each (``bench/README.md``, "The replay panel's counters over its charts").
         """
-        return html.escape(self._counters()) if _last is not None else "no batch yet"
+        return html.escape(self._counters()) if last is not None else "no batch yet"
 
     def summary(self) -> str:
         """The panel as plain text: name, status, counters and the last step's report."""
