@@ -22,6 +22,12 @@ differences, so every variant is measured in every round, one after the other):
 - **a tick only**: as "no charts", and a script in the page writes a counter into a
   small box under the monitor once a second: the least a page can draw per batch (one
   frame, one text change), what a frame costs in this JupyterLab page whatever it draws;
+  **a tick outside**: the same text change in a box fixed over the page, outside
+  JupyterLab's widgets; **a tick moved**: a box of its own compositing layer moved once a
+  second (a transform): a frame with nothing to paint or rasterise, only to composite;
+- **axes fixed**: the charts' axes never move once drawn (``data-workbench-draw="fixed-axes"``,
+  ``extensions/src/draw.ts``; points past them are patched but not seen): what moving the
+  axes costs;
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
   batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
@@ -30,7 +36,8 @@ differences, so every variant is measured in every round, one after the other):
 The first three run by default; ``--variants`` picks others (comma-separated names, in that order).
 ``--trace SECONDS`` then records a Chromium trace and a JS profile of the page as is
 (``bench_browser.py``'s ``--trace-seconds``): where the main thread, the compositor and the
-GPU process spend their time, event by event.
+GPU process spend their time, event by event; ``--trace-variants`` names other variants
+to trace in turn (those switched by CSS or a page script, not the kernel's).
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -81,23 +88,47 @@ VARIANTS = {
     "no caption": f".workbench-chart-caption {HIDDEN}",
     "as before": f".workbench-chart-caption {HIDDEN}",
     "a tick only": NO_CHARTS,
+    "a tick outside": NO_CHARTS,
+    "a tick moved": NO_CHARTS,
+    "axes fixed": "",
     # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
     # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
     "charts layered": ".workbench-chart { will-change: transform; }",
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
 }
-#: Variant -> (JS run in the page for its phase, JS that undoes it).
-PAGE_VARIANTS = {
-    "a tick only": (
-        """() => {
+def _tick(change: str, parent: str = "document.querySelector('.workbench-monitor')",
+          style: str = "{}") -> tuple[str, str]:
+    """A page variant: a box under the monitor (or in ``parent``, styled ``style``) that
+    ``change`` (JS of ``tick`` and a count ``n``) changes once a second; and the JS that removes it."""
+    return (f"""() => {{
           const tick = document.createElement('div');
           tick.id = 'bench-tick';
-          document.querySelector('.workbench-monitor').appendChild(tick);
+          Object.assign(tick.style, {style});
+          {parent}.appendChild(tick);
           let n = 0;
-          window.benchTick = setInterval(() => { tick.textContent = `tick ${++n}`; }, 1000);
-        }""",
-        "() => { clearInterval(window.benchTick); document.getElementById('bench-tick')?.remove(); }",
-    ),
+          window.benchTick = setInterval(() => {{ {change}; }}, 1000);
+        }}""",
+            "() => { clearInterval(window.benchTick); document.getElementById('bench-tick')?.remove(); }")
+
+
+TEXT_TICK = "tick.textContent = `tick ${++n}`"
+#: A small box fixed over the page's bottom left corner, outside JupyterLab's widgets.
+FIXED_BOX = "{position: 'fixed', left: '8px', bottom: '8px', zIndex: 10000, height: '20px', "
+#: Variant -> (JS run in the page for its phase, JS that undoes it).
+PAGE_VARIANTS = {
+    "a tick only": _tick(TEXT_TICK),
+    # The same text change in a box fixed over the page, outside JupyterLab's widgets: what
+    # the frame costs when nothing of the notebook is restyled, laid out or repainted.
+    "a tick outside": _tick(TEXT_TICK, "document.body",
+                            FIXED_BOX + "width: '80px', background: 'white', contain: 'strict'}"),
+    # A box of its own layer moved once a second (a transform): a frame with nothing to
+    # paint or rasterise, only to composite.
+    "a tick moved": _tick("tick.style.transform = `translateX(${(++n % 2) * 30}px)`", "document.body",
+                          FIXED_BOX + "width: '20px', background: 'red', willChange: 'transform'}"),
+    # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
+    # what moving them costs (points past the axes are patched but not seen).
+    "axes fixed": ("() => { document.documentElement.dataset.workbenchDraw = 'fixed-axes'; }",
+                   "() => { delete document.documentElement.dataset.workbenchDraw; }"),
 }
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.
@@ -155,8 +186,13 @@ def message_kind(payload: Any) -> str:
 
 
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
-            trace_seconds: float = 0.0) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
-    """Each variant's phases (in rounds), then the messages per batch by kind (the monitor as is)."""
+            trace_seconds: float = 0.0, trace_variants: tuple[str, ...] = ("as is",),
+            ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
+    """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), then the traces.
+
+    ``trace_seconds`` > 0 traces the page in each of ``trace_variants`` (CSS and page
+    variants only), one after another.
+    """
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
     page = context.new_page()
@@ -197,8 +233,16 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         count = max(1, batches() - start)
         kinds = Counter(f"{socket}: {message_kind(payload) if socket == 'kernel' else 'any'}"
                         for socket, payload in frames[first:])
-        if trace_seconds:
-            browser_cpu.print_trace("as is", browser_cpu._trace(browser, page, cdp, trace_seconds))
+        for name in trace_variants if trace_seconds else ():
+            page.evaluate(JS_STYLE, VARIANTS[name])
+            page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
+            if page_on:
+                page.evaluate(page_on)
+            page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
+            browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
+            if page_off:
+                page.evaluate(page_off)
+            page.evaluate(JS_STYLE, "")
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
@@ -213,14 +257,19 @@ def main() -> None:
                         help=f"comma-separated variants to measure, of: {', '.join(VARIANTS)}")
     parser.add_argument("--trace", type=float, default=0.0, metavar="SECONDS",
                         help="then a Chromium trace and a JS profile of the page as is, SECONDS each")
+    parser.add_argument("--trace-variants", default="as is",
+                        help="comma-separated variants that --trace records, one after another")
     args = parser.parse_args()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
-    unknown = [name for name in names if name not in VARIANTS]
+    traced = tuple(name.strip() for name in args.trace_variants.split(",") if name.strip())
+    unknown = [name for name in (*names, *traced) if name not in VARIANTS]
+    unknown += [name for name in traced if name in KERNEL_VARIANTS]  # a trace switches no kernel toggle
     if unknown or not names:
-        parser.error(f"--variants: unknown {unknown or args.variants!r}; choose from {', '.join(VARIANTS)}")
+        parser.error(f"--variants/--trace-variants: unknown {unknown or args.variants!r}; choose from "
+                     f"{', '.join(VARIANTS)} (--trace-variants: not {', '.join(KERNEL_VARIANTS)})")
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
-        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants, args.trace)
+        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),

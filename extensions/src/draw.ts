@@ -77,13 +77,15 @@ const drawn = new WeakMap<HTMLElement, IDrawn>();
 
 /**
  * How the page asked for updates to be drawn (`data-workbench-draw` on the document element),
- * what bench/browser_cpu.py compares with: `plotly` has plotly draw every update, `full-axes`
- * has plotly draw the whole chart whenever its axes move; otherwise new points are patched
- * and moved axes drawn alone.
+ * what bench/browser_cpu.py and bench/bench_browser_parts.py compare with: `plotly` has
+ * plotly draw every update, `full-axes` has plotly draw the whole chart whenever its axes
+ * move, `fixed-axes` never moves the axes of a patched chart (points past them are not
+ * seen: what the axes' moves cost); otherwise new points are patched and moved axes drawn
+ * alone.
  */
-function draws(): 'plotly' | 'full-axes' | 'patch' {
+function draws(): 'plotly' | 'full-axes' | 'fixed-axes' | 'patch' {
   const asked = document.documentElement.dataset.workbenchDraw;
-  return asked === 'plotly' || asked === 'full-axes' ? asked : 'patch';
+  return asked === 'plotly' || asked === 'full-axes' || asked === 'fixed-axes' ? asked : 'patch';
 }
 
 /**
@@ -133,7 +135,8 @@ export function drawChart(
   const gd = div as any;
   const pointsOnly = onlyPointsChanged(before, gd, { spec, fallback, traces: traces.length, modes, points }) &&
     live.length > 0;
-  if (pointsOnly && within(before, spec.layout, traces, window)) {
+  const fixed = pointsOnly && before.patched && draws() === 'fixed-axes';
+  if (pointsOnly && (fixed || within(before, spec.layout, traces, window))) {
     // They fit the axes: write them into the SVG, or redraw the traces alone with plotly;
     // when plotly has yet to make a shape they need (a line that had no points at its last
     // full draw), draw in full below, which makes it.
