@@ -26,8 +26,8 @@ differences, so every variant is measured in every round, one after the other):
   JupyterLab's widgets; **a tick moved**: a box of its own compositing layer moved once a
   second (a transform): a frame with nothing to paint or rasterise, only to composite;
 - **axes fixed**: the charts' axes never move once drawn (``data-workbench-draw="fixed-axes"``,
-  ``extensions/src/draw.ts``; points past them are patched but not seen): what moving the
-  axes costs;
+  ``extensions/src/draw.ts``; points past them are patched but not seen): no axis moves,
+  and once the points pass the axes no new points repainted on screen;
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
   batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
@@ -96,6 +96,8 @@ VARIANTS = {
     "charts layered": ".workbench-chart { will-change: transform; }",
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
 }
+
+
 def _tick(change: str, parent: str = "document.querySelector('.workbench-monitor')",
           style: str = "{}") -> tuple[str, str]:
     """A page variant: a box under the monitor (or in ``parent``, styled ``style``) that
@@ -126,7 +128,7 @@ PAGE_VARIANTS = {
     "a tick moved": _tick("tick.style.transform = `translateX(${(++n % 2) * 30}px)`", "document.body",
                           FIXED_BOX + "width: '20px', background: 'red', willChange: 'transform'}"),
     # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
-    # what moving them costs (points past the axes are patched but not seen).
+    # no moves, and points past the axes are patched but not seen.
     "axes fixed": ("() => { document.documentElement.dataset.workbenchDraw = 'fixed-axes'; }",
                    "() => { delete document.documentElement.dataset.workbenchDraw; }"),
 }

@@ -79,9 +79,8 @@ const drawn = new WeakMap<HTMLElement, IDrawn>();
  * How the page asked for updates to be drawn (`data-workbench-draw` on the document element),
  * what bench/browser_cpu.py and bench/bench_browser_parts.py compare with: `plotly` has
  * plotly draw every update, `full-axes` has plotly draw the whole chart whenever its axes
- * move, `fixed-axes` never moves the axes of a patched chart (points past them are not
- * seen: what the axes' moves cost); otherwise new points are patched and moved axes drawn
- * alone.
+ * move, `fixed-axes` never moves the axes of a patched chart (points past them are patched
+ * but not seen); otherwise new points are patched and moved axes drawn alone.
  */
 function draws(): 'plotly' | 'full-axes' | 'fixed-axes' | 'patch' {
   const asked = document.documentElement.dataset.workbenchDraw;
