@@ -37,7 +37,7 @@ The first three run by default; ``--variants`` picks others (comma-separated nam
 ``--trace SECONDS`` then records a Chromium trace and a JS profile of the page as is
 (``bench_browser.py``'s ``--trace-seconds``): where the main thread, the compositor and the
 GPU process spend their time, event by event; ``--trace-variants`` names other variants
-to trace in turn (those switched by CSS or a page script, not the kernel's).
+to trace in turn.
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -55,8 +55,9 @@ import statistics
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -187,13 +188,32 @@ def message_kind(payload: Any) -> str:
     return kind
 
 
+@contextmanager
+def _variant(page: Any, name: str) -> Iterator[None]:
+    """Variant ``name`` switched on in the page (its CSS, page script and kernel toggle), then off."""
+    on, off = KERNEL_VARIANTS.get(name, ("", ""))
+    page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
+    page.evaluate(JS_STYLE, VARIANTS[name])
+    if page_on:
+        page.evaluate(page_on)
+    if on:  # says how many objects it changed (0: the variant measures nothing)
+        print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
+    try:
+        yield
+    finally:
+        if off:
+            page.evaluate(browser_cpu.JS_KERNEL, off)
+        if page_off:
+            page.evaluate(page_off)
+        page.evaluate(JS_STYLE, "")
+
+
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
             trace_seconds: float = 0.0, trace_variants: tuple[str, ...] = ("as is",),
             ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
     """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), then the traces.
 
-    ``trace_seconds`` > 0 traces the page in each of ``trace_variants`` (CSS and page
-    variants only), one after another.
+    ``trace_seconds`` > 0 traces the page in each of ``trace_variants``, one after another.
     """
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -214,20 +234,9 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
         for _ in range(rounds):
-            for name, css in variants.items():
-                on, off = KERNEL_VARIANTS.get(name, ("", ""))
-                page.evaluate(JS_STYLE, css)
-                page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
-                if page_on:
-                    page.evaluate(page_on)
-                if on:  # says how many objects it changed (0: the variant measures nothing)
-                    print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
-                phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
-                if off:
-                    page.evaluate(browser_cpu.JS_KERNEL, off)
-                if page_off:
-                    page.evaluate(page_off)
-        page.evaluate(JS_STYLE, "")
+            for name in variants:
+                with _variant(page, name):
+                    phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
         page.wait_for_timeout(3000)
         batches = lambda: int(page.evaluate(browser_cpu.JS_KERNEL, "print(workbench.stream('rates').progress.total)"))
         start, first = batches(), len(frames)
@@ -236,15 +245,9 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         kinds = Counter(f"{socket}: {message_kind(payload) if socket == 'kernel' else 'any'}"
                         for socket, payload in frames[first:])
         for name in trace_variants if trace_seconds else ():
-            page.evaluate(JS_STYLE, VARIANTS[name])
-            page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
-            if page_on:
-                page.evaluate(page_on)
-            page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
-            browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
-            if page_off:
-                page.evaluate(page_off)
-            page.evaluate(JS_STYLE, "")
+            with _variant(page, name):
+                page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
+                browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
@@ -265,10 +268,9 @@ def main() -> None:
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
     traced = tuple(name.strip() for name in args.trace_variants.split(",") if name.strip())
     unknown = [name for name in (*names, *traced) if name not in VARIANTS]
-    unknown += [name for name in traced if name in KERNEL_VARIANTS]  # a trace switches no kernel toggle
     if unknown or not names:
-        parser.error(f"--variants/--trace-variants: unknown {unknown or args.variants!r}; choose from "
-                     f"{', '.join(VARIANTS)} (--trace-variants: not {', '.join(KERNEL_VARIANTS)})")
+        parser.error(f"--variants/--trace-variants: unknown {unknown or args.variants!r}; "
+                     f"choose from {', '.join(VARIANTS)}")
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
         phases, messages = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced)

@@ -134,12 +134,13 @@ export function drawChart(
   const gd = div as any;
   const pointsOnly = onlyPointsChanged(before, gd, { spec, fallback, traces: traces.length, modes, points }) &&
     live.length > 0;
-  const fixed = pointsOnly && before.patched && draws() === 'fixed-axes';
+  const asked = draws();
+  const fixed = pointsOnly && before.patched && asked === 'fixed-axes';
   if (pointsOnly && (fixed || within(before, spec.layout, traces, window))) {
     // They fit the axes: write them into the SVG, or redraw the traces alone with plotly;
     // when plotly has yet to make a shape they need (a line that had no points at its last
     // full draw), draw in full below, which makes it.
-    const patched = !before.inside && draws() !== 'plotly' ? patchPoints(gd, traces, live) : 'plotly';
+    const patched = !before.inside && asked !== 'plotly' ? patchPoints(gd, traces, live) : 'plotly';
     if (patched !== 'missing') {
       count(div, 'pointDraws');
       before.patched = patched === 'patched';
@@ -156,7 +157,7 @@ export function drawChart(
       Promise.resolve(update).catch(() => undefined);
       return;
     }
-  } else if (pointsOnly && before.patched && !before.inside && draws() === 'patch') {
+  } else if (pointsOnly && before.patched && !before.inside && asked === 'patch') {
     // They left the axes, and the points before were patched: move the axes alone.
     if (moveAxes(plotly, gd, before, spec.layout, traces, live, window)) {
       count(div, 'axisDraws');
