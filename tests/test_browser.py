@@ -18,6 +18,10 @@ checks what a user sees:
   budget, and the whole run stays within a small byte budget (it was 20.6 MB when each chart
   shipped its own plotly.js); the saved notebook stays under 1 MB.
 
+Then, in the same page (one quickstart run for both tests), the final stop cell runs and the
+notebook is saved, reopened once its kernel is gone and exported to HTML: the checks of
+``tests/test_browser_saved.py``, which runs them without the extension.
+
 A screenshot of the live monitor is written to ``test-artifacts/monitor.png`` (the README's
 picture comes from it). On failure a full-page screenshot, the server log and the cells'
 execution times go to ``test-artifacts/quickstart-*``. The server, kernel, Spark and
@@ -35,6 +39,7 @@ import json
 import re
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -75,14 +80,9 @@ JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')
                                plot.closest('.jp-OutputArea-output').getBoundingClientRect().right))}))"""
 
 
-@pytest.fixture
-def lab() -> Iterator[LabServer]:
-    with served(REPO_ROOT / "notebooks") as server:
-        yield server
-
-
-@pytest.fixture
-def page(lab: LabServer) -> Iterator[Any]:
+@contextmanager
+def _chromium_page(lab: LabServer) -> Iterator[Any]:
+    """A page of headless Chromium, its profile in ``lab``'s folder; Chromium ends on exit."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -91,6 +91,27 @@ def page(lab: LabServer) -> Iterator[Any]:
             yield context.pages[0] if context.pages else context.new_page()
         finally:
             context.close()
+
+
+@pytest.fixture
+def page(lab: LabServer) -> Iterator[Any]:
+    """A Chromium page for the requesting module's ``lab`` (tests/test_browser_*.py take it)."""
+    with _chromium_page(lab) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def quickstart() -> Iterator[tuple[LabServer, Any, Traffic]]:
+    """The quickstart run in a page up to its stop cell, with its live checks (``_run_quickstart``).
+
+    One run for this module's two tests, in file order: the live page's checks, then its
+    stop cell, save, reopening and export. Either test alone runs it too.
+    """
+    with served(REPO_ROOT / "notebooks") as lab, _chromium_page(lab) as opened:
+        traffic = Traffic(opened)
+        with evidence_on_failure(opened, lab, "quickstart"):
+            _run_quickstart(opened, lab)
+        yield lab, opened, traffic
 
 
 def _plotly_chunk() -> str:
@@ -123,10 +144,9 @@ class Traffic:
             self.plotly_files.append(response.url)
 
 
-def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:
-    traffic = Traffic(page)
+def test_quickstart_in_jupyterlab(quickstart: tuple[LabServer, Any, Traffic]) -> None:
+    lab, page, traffic = quickstart
     with evidence_on_failure(page, lab, "quickstart"):
-        _run_quickstart(page, lab)
         clipped = _charts_clipped_when_narrow(page)
         assert not clipped, f"at {NARROW_WIDTH} px with the file browser open the monitor clips its charts: {clipped}"
 
@@ -148,6 +168,18 @@ def test_quickstart_in_jupyterlab(lab: LabServer, page: Any) -> None:
         stderr = [(index, output.get("text", "")[:300]) for index, cell in enumerate(cells)
                   for output in cell.get("outputs", []) if output.get("name") == "stderr"]
         assert not stderr, f"the executed quickstart shows stderr output: {stderr}"
+
+
+def test_quickstart_saved_reopened_and_exported(quickstart: tuple[LabServer, Any, Traffic], tmp_path: Path) -> None:
+    """The live quickstart's page runs its stop cell and saves the notebook; reopened once its
+    kernel is gone (with a new kernel, and with none) and exported to HTML, it shows the
+    monitor's picture and the console's tables (``tests/test_browser_saved.py``, which does the
+    same without the extension)."""
+    from . import test_browser_saved
+
+    lab, page, _ = quickstart
+    notebook = test_browser_saved.stop_and_save(lab, page)
+    test_browser_saved.reopened_and_exported(lab, page.context, notebook, tmp_path)
 
 
 @contextmanager

@@ -12,7 +12,9 @@ The saved file's ``nbconvert --to html``, opened offline, shows the same.
 
 Both with the workbench's extension (it shows the picture in place of the dead widget; the
 file keeps the widget view too) and with it disabled (the server then saves those outputs
-without their widget view).
+without their widget view). With the extension, ``tests/test_browser.py`` runs these checks
+on the page of its live quickstart (:func:`stop_and_save`, :func:`reopened_and_exported`),
+so that the quickstart runs there once for both.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ JS_ALL_RAN = """() => window.jupyterapp.shell.currentWidget.content.widgets
 
 
 def _saved(path: Path) -> dict[str, Any] | None:
-    """The saved notebook once the monitor's picture and the console's tables are in it."""
+    """The saved notebook once every code cell ran and the monitor's picture and the console's tables are in it."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
+    if any(cell["cell_type"] == "code" and cell.get("execution_count") is None for cell in notebook["cells"]):
+        return None  # saved before the stop cell ran (tests/test_browser.py saves the live quickstart)
     try:
         monitor, console = _monitor_output(notebook)["data"], _console_output(notebook)["data"]
     except (StopIteration, ValueError):
@@ -70,20 +74,26 @@ def _saved(path: Path) -> dict[str, Any] | None:
     return notebook if "image/png" in monitor and CONSOLE_TEXT in _plain(console) else None
 
 
-def _run_and_save(lab: LabServer, browser: Any) -> dict[str, Any]:
-    """Run the quickstart in a page, check the live outputs, save from the page; the saved notebook."""
-    page = browser.new_page()
+def _run_above_the_stop(lab: LabServer, page: Any) -> None:
+    """Run the quickstart in ``page`` up to its stop cell, until the console sink has printed."""
     with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-live"):
         page.goto(lab.notebook_url(NOTEBOOK))
         page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        # Up to the stop cell, until the console sink has printed (a loaded machine could
-        # otherwise stop its stream before its batch), then the rest.
+        # Until the console sink has printed: a loaded machine could otherwise stop its
+        # stream before its batch.
         _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=240)
         console = page.locator(".workbench-console")
         scroll_into_view(console)
         wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 60, 0.25,
                  text=lambda: f"the console shows {console.inner_text()!r}")
+
+
+def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
+    """Run the rest of the quickstart (its stop cell) in ``page``, which ran the cells above it;
+    check the live outputs, save from the page, close it and shut the kernel down; the saved notebook."""
+    console = page.locator(".workbench-console")
+    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-live"):
         page.evaluate(JS_ACTIVATE_CELL, STOP_CELL)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-below'); }")
         wait_for(lambda: page.evaluate(JS_ALL_RAN), 240, 0.5, text="the quickstart did not finish running")
@@ -194,21 +204,28 @@ def _exported(notebook: dict[str, Any], browser: Any, tmp_path: Path) -> None:
         page.close()
 
 
-@pytest.mark.parametrize("server", [LabServer, WithoutExtension], ids=["extension", "no-extension"])
-def test_saved_in_jupyterlab_then_reopened_and_exported(server: type[LabServer], browser: Any, tmp_path: Path):
-    lab = server(REPO_ROOT / "notebooks").start()
+def reopened_and_exported(lab: LabServer, browser: Any, notebook: dict[str, Any], tmp_path: Path) -> None:
+    """The saved notebook's outputs, and the notebook reopened (with a new kernel and with none) and exported."""
+    monitor, console = _monitor_output(notebook), _console_output(notebook)
+    if isinstance(lab, WithoutExtension):  # no page-side fallback: the file holds what to show
+        assert sorted(monitor["data"]) == ["image/png", "text/plain"]
+        assert sorted(console["data"]) == ["text/plain"]
+    else:  # the file keeps the live view; the extension shows the picture when it is dead
+        assert sorted(monitor["data"]) == [WIDGET_VIEW, "image/png", "text/plain"]
+        assert sorted(console["data"]) == [WIDGET_VIEW, "text/plain"]
+    _reopen(lab, browser)
+    _reopen_without_kernel(lab, browser, notebook)
+    _exported(notebook, browser, tmp_path)
+
+
+# With the extension: tests/test_browser.py's test_quickstart_saved_reopened_and_exported,
+# on the page of its live quickstart.
+def test_saved_without_the_extension_then_reopened_and_exported(browser: Any, tmp_path: Path):
+    lab = WithoutExtension(REPO_ROOT / "notebooks").start()
     try:
-        notebook = _run_and_save(lab, browser)
-        monitor, console = _monitor_output(notebook), _console_output(notebook)
-        if server is WithoutExtension:  # no page-side fallback: the file holds what to show
-            assert sorted(monitor["data"]) == ["image/png", "text/plain"]
-            assert sorted(console["data"]) == ["text/plain"]
-        else:  # the file keeps the live view; the extension shows the picture when it is dead
-            assert sorted(monitor["data"]) == [WIDGET_VIEW, "image/png", "text/plain"]
-            assert sorted(console["data"]) == [WIDGET_VIEW, "text/plain"]
-        _reopen(lab, browser)
-        _reopen_without_kernel(lab, browser, notebook)
-        _exported(notebook, browser, tmp_path)
+        page = browser.new_page()
+        _run_above_the_stop(lab, page)
+        reopened_and_exported(lab, browser, stop_and_save(lab, page), tmp_path)
     finally:
         problems = lab.stop()
     assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
