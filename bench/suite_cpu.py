@@ -1,0 +1,203 @@
+"""Where the test suite's CPU goes: every process's CPU time, by test file and by kind of process.
+
+The suite is bound by its CPU on two cores (its two workers stay busy to the end), so the
+seconds to take off are CPU-seconds, not waits. This runs a test command (by default the
+full suite, ``workbench test``) and samples every process of the machine twice a second
+(``/proc/PID/stat``). Each process's CPU is put down to its kind (JVM, Chromium, kernel,
+JupyterLab server, pyspark's Python workers, pytest) and to a test file: the one a pytest
+worker was running when the process (or the first of its ancestors below that worker) was
+started, which a small plugin of this script writes down as each test starts. So a
+JupyterLab server, the kernels it starts and their Spark JVMs, and Chromium, all count for
+the test file that started the server. A worker's own local Spark (its JVM) is its shared
+session, and the workers' own CPU (the tests that run in their process) is counted apart too.
+The machine's busy CPU over the run (``/proc/stat``) is printed beside the total, so that what
+the sampling missed (processes shorter than half a second, the last half second of each) shows.
+
+    .venv/bin/python bench/suite_cpu.py                        # the full suite
+    .venv/bin/python bench/suite_cpu.py -- --quick             # any `workbench test` arguments
+    .venv/bin/python bench/suite_cpu.py --top 40 -- tests/test_state.py
+
+Figures from a run are in ``docs/development.md`` ("Where the time goes").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TICK = os.sysconf("SC_CLK_TCK")
+#: The folder where each pytest process writes the test file it runs (a file named by its pid).
+RUNNING = "SUITE_CPU_RUNNING"
+SHARED_SESSIONS = "(the workers' shared sessions)"
+NO_TEST = "(no test running)"
+WORKERS = "(the pytest workers themselves)"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    """In each pytest process: write down the test file (or notebook) about to run."""
+    folder = os.environ.get(RUNNING)
+    if folder:
+        Path(folder, str(os.getpid())).write_text(nodeid.split("::", 1)[0].split("@", 1)[0], encoding="utf-8")
+
+
+def busy_seconds() -> float:
+    """The machine's busy CPU time so far (user, nice, system, irq, softirq, steal), in seconds."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+def kind_of(command: str) -> str:
+    """What a process is, from its command line."""
+    program = command.split(" ", 1)[0]
+    if program.endswith("java"):
+        return "JVM"
+    if "chrom" in program:
+        return "Chromium"
+    for needle, kind in (("ipykernel", "kernel"), ("pyspark.daemon", "pyspark worker"), ("jupyter", "JupyterLab"),
+                         ("pytest", "pytest"), ("exec(eval(", "pytest"), ("python", "Python")):
+        if needle in command:
+            return kind
+    return os.path.basename(program) or "other"
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+class Sampler:
+    """Samples every process's CPU time; ``files`` and ``kinds`` hold the CPU-seconds so far."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self.interval = interval
+        self.files: Counter[str] = Counter()
+        self.kinds: Counter[str] = Counter()
+        self._seen: dict[tuple[int, str], list] = {}  # (pid, start) -> [comm, label, kind, ticks]
+        self._by_pid: dict[int, list] = {}
+        self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+        self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="suite-cpu-sampler", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def _label(self, pid: int, parent: int) -> tuple[str, str] | None:
+        try:
+            command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return None
+        kind = kind_of(command)
+        if kind == "pytest":  # a pytest worker (or the process that runs them): its own tests
+            return WORKERS, kind
+        if kind == "JVM" and "pyspark-shell" in command and self._running(parent) is not None:
+            return SHARED_SESSIONS, kind  # the local Spark of a worker's own process
+        for ancestor in self._ancestors(parent):
+            if (running := self._running(ancestor)) is not None:
+                return running or NO_TEST, kind
+            if (entry := self._by_pid.get(ancestor)) is not None:  # labelled when it started
+                return entry[1], kind
+        return NO_TEST, kind
+
+    def _running(self, pid: int) -> str | None:
+        """The test file pytest process ``pid`` last started a test of, or None if it is no pytest process."""
+        try:
+            return (self.folder / str(pid)).read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    @staticmethod
+    def _ancestors(pid: int) -> list[int]:
+        found = []
+        while pid > 1 and len(found) < 30:
+            found.append(pid)
+            try:
+                stat = _read(f"/proc/{pid}/stat").decode(errors="replace")
+            except OSError:
+                break
+            pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        return found
+
+    def sample(self) -> None:
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                stat = _read(f"/proc/{name}/stat").decode(errors="replace")
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            ticks, start = int(rest[11]) + int(rest[12]), rest[19]
+            entry = self._seen.get((int(name), start))
+            if entry is None or entry[0] != comm:  # new, or it has exec'd another program since
+                label = self._label(int(name), int(rest[1]))
+                if label is None:
+                    continue
+                if entry is None:
+                    # A process born during the run counts from its start, one found running from now.
+                    entry = [comm, *label, 0 if int(start) > self._born else ticks]
+                    self._seen[(int(name), start)] = entry
+                    self._by_pid[int(name)] = entry
+                else:
+                    entry[0:3] = [comm, *label]
+            _, file, kind, last = entry
+            if ticks > last:
+                self.files[file] += (ticks - last) / TICK
+                self.kinds[kind] += (ticks - last) / TICK
+                entry[3] = ticks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top", type=int, default=30, help="test files to list (default 30)")
+    parser.add_argument("--log", type=Path, help="write the test command's whole output here")
+    parser.add_argument("arguments", nargs="*", help="arguments for `workbench test` (after --)")
+    args = parser.parse_args()
+    command = [str(Path(sys.executable).with_name("workbench")), "test", "-p", "suite_cpu", *args.arguments]
+    busy, wall = busy_seconds(), time.monotonic()
+    with Sampler() as sampler:
+        env = {**os.environ, RUNNING: str(sampler.folder),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
+        done = subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    busy, wall = busy_seconds() - busy, time.monotonic() - wall
+    if args.log:
+        args.log.write_text(done.stdout, encoding="utf-8")
+    print("\n".join(done.stdout.rstrip().splitlines()[-3:]))
+    counted = sum(sampler.files.values())
+    print(f"\n{' '.join(command[1:])}: {wall / 60:.1f} min, the machine busy {busy:.0f} CPU-s, "
+          f"{counted:.0f} of them put down to a process below ({os.cpu_count()} cores)")
+    print("\nCPU-s  share  by kind of process")
+    for kind, seconds in sampler.kinds.most_common():
+        print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {kind}")
+    print(f"\nCPU-s  share  by the test file that started the process (the first {args.top})")
+    for file, seconds in sampler.files.most_common(args.top):
+        print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {file}")
+    sys.exit(done.returncode)
+
+
+if __name__ == "__main__":
+    main()
