@@ -112,7 +112,7 @@ class Sampler:
         except OSError:
             return None
         kind = kind_of(command)
-        if kind == "pytest":  # a pytest worker (or the process that runs them): its own tests
+        if "exec(eval(" in command or "--dist" in command:  # a pytest-xdist worker, or their controller
             return WORKERS, kind
         if kind == "JVM" and "pyspark-shell" in command and self._running(parent) is not None:
             return SHARED_SESSIONS, kind  # the local Spark of a worker's own process
