@@ -31,13 +31,13 @@ import json, sys, time
 from pathlib import Path
 sys.path.insert(0, "bench")
 import workbench
-from bench_test_jvm import cpu_seconds
+from machine_cpu import busy_seconds
 from pyspark.sql import functions as F
 from workbench.spark.session import CHECKPOINT_MANAGER
 
 def machine():
     forks = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("processes"))
-    return cpu_seconds(), int(forks.split()[1])
+    return busy_seconds(), int(forks.split()[1])
 
 manager, batches = sys.argv[1], int(sys.argv[2])
 spark = workbench.session(**({CHECKPOINT_MANAGER: manager} if manager else {}))

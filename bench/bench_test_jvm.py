@@ -26,17 +26,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from machine_cpu import busy_seconds  # noqa: E402
 from tests.suite import SUBMIT_OPTIONS, TEST_JVM_OPTIONS  # noqa: E402
 
 TESTS = ["notebooks/04-joins.ipynb", "tests/test_streams.py", "-m", "not kernel"]
 CLUSTER_TESTS = ["tests/test_cluster.py", "tests/test_testing_remote.py", "-m", "cluster"]
-
-
-def cpu_seconds() -> float:
-    """CPU time of the whole machine (user, nice, system, irq, softirq), in seconds."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[:7])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def run(options: str, tests: list[str]) -> tuple[float, float]:
@@ -44,11 +38,11 @@ def run(options: str, tests: list[str]) -> tuple[float, float]:
     # -p no:tests.suite: the plugin would add the options to the baseline arm too.
     command = [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider",
                "-p", "no:tests.suite", *tests]
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    cpu, wall = busy_seconds(), time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the tests failed with {options!r}:\n{done.stdout[-2000:]}")
-    return cpu_seconds() - cpu, time.perf_counter() - wall
+    return busy_seconds() - cpu, time.perf_counter() - wall
 
 
 def main() -> None:

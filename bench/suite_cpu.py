@@ -34,9 +34,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from machine_cpu import TICK, busy_seconds
 
 REPO = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
 #: The folder where each pytest process writes the test file it runs (a file named by its pid).
 RUNNING = "SUITE_CPU_RUNNING"
 SHARED_SESSIONS = "(the workers' shared sessions)"
@@ -50,13 +50,6 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     folder = os.environ.get(RUNNING)
     if folder:
         Path(folder, str(os.getpid())).write_text(nodeid.split("::", 1)[0].split("@", 1)[0], encoding="utf-8")
-
-
-def busy_seconds() -> float:
-    """The machine's busy CPU time so far (user, nice, system, irq, softirq, steal), in seconds."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / TICK
 
 
 def kind_of(command: str) -> str:
@@ -86,7 +79,6 @@ class Sampler:
         self.files: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
         self._seen: dict[tuple[int, str], list] = {}  # (pid, start) -> [comm, label, kind, ticks]
-        self._by_pid: dict[int, list] = {}
         self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
         self._stop = threading.Event()
@@ -116,10 +108,10 @@ class Sampler:
             return WORKERS, kind
         if kind == "JVM" and "pyspark-shell" in command and self._running(parent) is not None:
             return SHARED_SESSIONS, kind  # the local Spark of a worker's own process
-        for ancestor in self._ancestors(parent):
+        for ancestor, start in self._ancestors(parent):
             if (running := self._running(ancestor)) is not None:
                 return running or NO_TEST, kind
-            if (entry := self._by_pid.get(ancestor)) is not None:  # labelled when it started
+            if (entry := self._seen.get((ancestor, start))) is not None:  # labelled when it started
                 return entry[1], kind
         return NO_TEST, kind
 
@@ -131,15 +123,16 @@ class Sampler:
             return None
 
     @staticmethod
-    def _ancestors(pid: int) -> list[int]:
+    def _ancestors(pid: int) -> list[tuple[int, str]]:
+        """``pid`` and its ancestors, each with its start time (a pid reused since is another process)."""
         found = []
         while pid > 1 and len(found) < 30:
-            found.append(pid)
             try:
-                stat = _read(f"/proc/{pid}/stat").decode(errors="replace")
-            except OSError:
+                rest = _read(f"/proc/{pid}/stat").decode(errors="replace").rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
                 break
-            pid = int(stat[stat.rindex(")") + 2:].split()[1])
+            found.append((pid, rest[19]))
+            pid = int(rest[1])
         return found
 
     def sample(self) -> None:
@@ -161,7 +154,6 @@ class Sampler:
                     # A process born during the run counts from its start, one found running from now.
                     entry = [comm, *label, 0 if int(start) > self._born else ticks]
                     self._seen[(int(name), start)] = entry
-                    self._by_pid[int(name)] = entry
                 else:
                     entry[0:3] = [comm, *label]
             _, file, kind, last = entry
