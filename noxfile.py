@@ -70,7 +70,7 @@ SMOKE = [
 #: and the pages the browser tests drive (the quickstart's monitor, the Streams panel, the
 #: quickstart without the extension and in Notebook 7, a notebook saved and reopened).
 BROWSER = ["tests/test_extension.py", "tests/test_browser.py", "tests/test_browser_panel.py",
-           "tests/test_browser_without_extension.py", "tests/test_browser_saved.py"]
+           "tests/test_browser_without_extension.py"]
 #: The browser tier's quick part, which ``.ci/run`` runs on the oldest JupyterLab: the
 #: extension's install and the quickstart's live charts in JupyterLab.
 BROWSER_SMOKE = ["tests/test_extension.py", "tests/test_browser.py::test_quickstart_in_jupyterlab"]

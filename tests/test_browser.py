@@ -20,7 +20,8 @@ checks what a user sees:
 
 Then, in the same page (one quickstart run for both tests), the final stop cell runs and the
 notebook is saved, reopened once its kernel is gone and exported to HTML: the checks of
-``tests/test_browser_saved.py``, which runs them without the extension.
+``tests/saved_pages.py``, which ``tests/test_browser_without_extension.py`` runs without the
+extension.
 
 A screenshot of the live monitor is written to ``test-artifacts/monitor.png`` (the README's
 picture comes from it). On failure a full-page screenshot, the server log and the cells'
@@ -173,13 +174,13 @@ def test_quickstart_in_jupyterlab(quickstart: tuple[LabServer, Any, Traffic]) ->
 def test_quickstart_saved_reopened_and_exported(quickstart: tuple[LabServer, Any, Traffic], tmp_path: Path) -> None:
     """The live quickstart's page runs its stop cell and saves the notebook; reopened once its
     kernel is gone (with a new kernel, and with none) and exported to HTML, it shows the
-    monitor's picture and the console's tables (``tests/test_browser_saved.py``, which does the
-    same without the extension)."""
-    from . import test_browser_saved
+    monitor's picture and the console's tables (``tests/saved_pages.py``; the same without the
+    extension in ``tests/test_browser_without_extension.py``)."""
+    from . import saved_pages
 
     lab, page, _ = quickstart
-    notebook = test_browser_saved.stop_and_save(lab, page)
-    test_browser_saved.reopened_and_exported(lab, page.context, notebook, tmp_path)
+    notebook = saved_pages.stop_and_save(lab, page)
+    saved_pages.reopened_and_exported(lab, page.context, notebook, tmp_path, extension=True)
 
 
 @contextmanager

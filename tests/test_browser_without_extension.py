@@ -17,6 +17,11 @@ console table, Stop), with:
   plotly.js still sent once;
 * no "Exception opening new comm" or "No version of module" in the browser's console.
 
+Then, in the same page (one quickstart run for both tests), the cells added above are
+removed, the final stop cell runs and the notebook is saved, reopened once its kernel is gone
+and exported to HTML: the checks of ``tests/saved_pages.py``, where the saved file holds the
+pictures and texts without the widgets' views.
+
 Notebook 7 (``jupyter notebook``) with the extension, as a second front end: the quickstart's
 monitor draws its four charts there too, with no error box.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any, Iterator
 from unittest import mock
 
@@ -40,7 +46,8 @@ from .browser_support import (
 )
 from .helpers import wait_for
 from .test_browser import (
-    CHART_TITLES, MONITOR_CELL, STOP_CELL, _cell, _plotly_chunk, _run_above, _run_quickstart, evidence_on_failure,
+    CHART_TITLES, MONITOR_CELL, NOTEBOOK, STOP_CELL, _cell, _chromium_page, _plotly_chunk, _run_above, _run_quickstart,
+    evidence_on_failure,
 )
 
 pytestmark = pytest.mark.browser
@@ -62,6 +69,12 @@ JS_APPEND_AND_RUN = """async (source) => {
   const index = notebook.activeCellIndex;
   app.commands.execute('notebook:run-cell');
   return index;
+}"""
+
+#: Remove the current notebook's cells from the given index on (the ones a test added).
+JS_REMOVE_CELLS_FROM = """(start) => {
+  const model = window.jupyterapp.shell.currentWidget.content.model;
+  if (model.cells.length > start) model.sharedModel.deleteCellRange(start, model.cells.length);
 }"""
 
 #: What the browser's console says when a widget's front-end code is missing.
@@ -146,6 +159,32 @@ def lab(request) -> Iterator[LabServer]:
 page = test_browser.page
 
 
+class Quickstart:
+    """The quickstart run without the extension in a page up to its stop cell, with the live checks
+    of ``_run_quickstart``; what the page received and the console's complaints counted from its start."""
+
+    def __init__(self, lab: LabServer, page: Any) -> None:
+        self.lab, self.page = lab, page
+        self.frames = Frames(page)
+        self.console_errors = _console_errors(page)
+        with evidence_on_failure(page, lab, "no-extension"):
+            _run_quickstart(page, lab)  # charts drawn and growing, console table, Stop
+        self.first = self.frames.total
+
+
+@pytest.fixture(scope="module")
+def quickstart() -> Iterator[Quickstart]:
+    """One quickstart run for this module's two tests on it, in file order: the live page's
+    checks, then its stop cell, save, reopening and export. Either test alone runs it too."""
+    server = WithoutExtension(REPO_ROOT / "notebooks").start()
+    try:
+        with _chromium_page(server) as opened:
+            yield Quickstart(server, opened)
+    finally:
+        problems = server.stop()
+    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+
+
 def _append_and_run(page: Any, source: str, timeout: float = 120) -> int:
     index = page.evaluate(JS_APPEND_AND_RUN, source)
     wait_for(lambda: any(c["index"] == index and c["count"] is not None for c in page.evaluate(JS_CODE_CELLS)),
@@ -180,12 +219,29 @@ def _console_errors(page: Any) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("lab", [WithoutExtension], indirect=True)
-def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
-    frames = Frames(page)
-    console_errors = _console_errors(page)
+# First in the file: its page's Playwright must end before the module's quickstart starts its own.
+@pytest.mark.parametrize("lab", [Notebook7], indirect=True)
+def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
+    with evidence_on_failure(page, lab, "notebook7"):
+        page.goto(lab.notebook_url("00-quickstart.ipynb"))
+        wait_for(lambda: page.evaluate(JS_KERNEL_IDLE), 90, 0.5, text="the Notebook 7 kernel did not start")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=120)
+        assert page.evaluate(JS_ERRORS) == []
+        monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
+        scroll_into_view(monitor)  # out of view, charts keep their points undrawn
+        wait_for(lambda: len(monitor.locator(".js-plotly-plot .gtitle").all_text_contents()) == len(CHART_TITLES),
+                 60, 0.25, text=lambda: f"Notebook 7 drew {monitor.locator('.js-plotly-plot .gtitle').all_text_contents()}")
+        text = page.locator(".jp-Notebook").text_content() or ""
+        assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
+        # With the extension the Spark UI button opens its tab (enabled while Spark runs).
+        assert monitor.locator(".jp-workbench-SparkUIButton button").is_enabled()
+        page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
+
+
+def test_quickstart_without_the_extension(quickstart: Quickstart) -> None:
+    lab, page, frames, console_errors = quickstart.lab, quickstart.page, quickstart.frames, quickstart.console_errors
     with evidence_on_failure(page, lab, "no-extension"):
-        _run_quickstart(page, lab)  # charts drawn and growing, console table, Stop
         text = page.locator(".jp-Notebook").text_content() or ""
         assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
         assert not page.evaluate("() => document.querySelectorAll('.jp-Notebook .widget-error').length")
@@ -199,7 +255,7 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
         assert not outside, f"the page fetched from elsewhere: {outside}"
         code_frames = [size for size in frames.sizes if size > CODE_FRAME]
         assert len(code_frames) == 1, f"frames over 1 MB (chart code with plotly.js): {code_frames}"
-        first = frames.total
+        first = quickstart.first
         assert first <= FIRST_MONITOR_BUDGET, f"the quickstart's first monitor took {first} bytes"
 
         # The monitor's Spark UI button says where it works instead of failing.
@@ -276,20 +332,16 @@ def test_quickstart_without_the_extension(lab: LabServer, page: Any) -> None:
               f"per batch {per_batch:.0f}")
 
 
-@pytest.mark.parametrize("lab", [Notebook7], indirect=True)
-def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
-    with evidence_on_failure(page, lab, "notebook7"):
-        page.goto(lab.notebook_url("00-quickstart.ipynb"))
-        wait_for(lambda: page.evaluate(JS_KERNEL_IDLE), 90, 0.5, text="the Notebook 7 kernel did not start")
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=120)
-        assert page.evaluate(JS_ERRORS) == []
-        monitor = _cell(page, MONITOR_CELL).locator(".workbench-monitor")
-        scroll_into_view(monitor)  # out of view, charts keep their points undrawn
-        wait_for(lambda: len(monitor.locator(".js-plotly-plot .gtitle").all_text_contents()) == len(CHART_TITLES),
-                 60, 0.25, text=lambda: f"Notebook 7 drew {monitor.locator('.js-plotly-plot .gtitle').all_text_contents()}")
-        text = page.locator(".jp-Notebook").text_content() or ""
-        assert not [e for e in WIDGET_ERRORS if e in text], f"error boxes on the page: {text[:2000]!r}"
-        # With the extension the Spark UI button opens its tab (enabled while Spark runs).
-        assert monitor.locator(".jp-workbench-SparkUIButton button").is_enabled()
-        page.evaluate(JS_KERNEL_PRINT, "workbench.stop_all()")
+def test_quickstart_without_the_extension_saved_reopened_and_exported(quickstart: Quickstart, tmp_path: Path) -> None:
+    """Without the extension, the live quickstart's page (the cells the test above added
+    removed) runs its stop cell and saves the notebook; reopened once its kernel is gone (with
+    a new kernel, and with none) and exported to HTML, it shows the monitor's picture and the
+    console's tables, kept in the file without the widgets' views (``tests/saved_pages.py``)."""
+    from . import saved_pages
+
+    lab, page = quickstart.lab, quickstart.page
+    cells = len(json.loads((REPO_ROOT / "notebooks" / NOTEBOOK).read_text(encoding="utf-8"))["cells"])
+    page.evaluate(JS_REMOVE_CELLS_FROM, cells)
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets.length") == cells
+    notebook = saved_pages.stop_and_save(lab, page)
+    saved_pages.reopened_and_exported(lab, page.context, notebook, tmp_path, extension=False)

@@ -4,8 +4,9 @@ The quickstart is executed with ``jupyter nbconvert --to notebook --execute`` (n
 pictures are drawn in the kernel), exported with ``--to html`` and opened in Chromium with
 every network request refused, then opened in a fresh JupyterLab page without running it.
 In both the monitor shows its final charts as a picture, the console sink its tables as text,
-and nothing shows an error box. A notebook run and saved in JupyterLab itself is
-``tests/test_browser_saved.py``.
+and nothing shows an error box. A notebook run and saved in JupyterLab itself is checked by
+``tests/saved_pages.py`` (from ``tests/test_browser.py`` and
+``tests/test_browser_without_extension.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A notebook run and saved in JupyterLab, reopened once its kernel is gone, and exported to HTML.
+"""Checks of a notebook run and saved in JupyterLab, reopened once its kernel is gone, and exported to HTML.
 
-The quickstart runs in a private JupyterLab (headless Chromium). While its kernel lives, the
+The browser tests' quickstart runs in a private JupyterLab (headless Chromium). While its kernel lives, the
 monitor stays a live widget after its stream stops and its output gains the picture; the
 console sink's output gains the batches' text. The page saves the notebook (as a user's
 Ctrl+S; the file, pictures included, stays under 1 MB), the kernel is shut down, and the
@@ -11,10 +11,10 @@ displaying widget: model not found"; the same in a page that opens it with no ke
 The saved file's ``nbconvert --to html``, opened offline, shows the same.
 
 Both with the workbench's extension (it shows the picture in place of the dead widget; the
-file keeps the widget view too) and with it disabled (the server then saves those outputs
-without their widget view). With the extension, ``tests/test_browser.py`` runs these checks
-on the page of its live quickstart (:func:`stop_and_save`, :func:`reopened_and_exported`),
-so that the quickstart runs there once for both.
+file keeps the widget view too; ``tests/test_browser.py``) and with it disabled (the server
+then saves those outputs without their widget view; ``tests/test_browser_without_extension.py``).
+Each runs these checks (:func:`stop_and_save`, :func:`reopened_and_exported`) on the page of
+its live quickstart, so that the quickstart runs once for its live and its saved checks.
 """
 
 from __future__ import annotations
@@ -23,23 +23,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .browser_support import (JS_ACTIVATE_CELL, JS_KERNEL_IDLE, REPO_ROOT, LabServer, save_screenshot,
-                              scroll_into_view)
+from .browser_support import JS_ACTIVATE_CELL, JS_KERNEL_IDLE, LabServer, save_screenshot, scroll_into_view
 from .helpers import wait_for
-from .test_browser import STOP_CELL, _run_above, evidence_on_failure
-from .test_browser_without_extension import WithoutExtension
-from . import test_saved_notebooks
+from .test_browser import STOP_CELL, evidence_on_failure
 from .test_saved_notebooks import (
     ERROR_TEXTS, JS_PICTURES, PICTURE_SIZE, SAVED_BUDGET, _console_output, _environment, _monitor_output, _nbconvert,
     _no_error_boxes, _plain,
 )
-
-pytestmark = [pytest.mark.browser, pytest.mark.kernel]
-
-#: Headless Chromium for this module, as in tests/test_saved_notebooks.py.
-browser = test_saved_notebooks.browser
 
 NOTEBOOK = "00-quickstart.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -74,21 +64,6 @@ def _saved(path: Path) -> dict[str, Any] | None:
     return notebook if "image/png" in monitor and CONSOLE_TEXT in _plain(console) else None
 
 
-def _run_above_the_stop(lab: LabServer, page: Any) -> None:
-    """Run the quickstart in ``page`` up to its stop cell, until the console sink has printed."""
-    with evidence_on_failure(page, lab, f"saved-{type(lab).__name__}-live"):
-        page.goto(lab.notebook_url(NOTEBOOK))
-        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        # Until the console sink has printed: a loaded machine could otherwise stop its
-        # stream before its batch.
-        _run_above(page, page.evaluate(JS_ACTIVATE_CELL, STOP_CELL), timeout=240)
-        console = page.locator(".workbench-console")
-        scroll_into_view(console)
-        wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 60, 0.25,
-                 text=lambda: f"the console shows {console.inner_text()!r}")
-
-
 def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
     """Run the rest of the quickstart (its stop cell) in ``page``, which ran the cells above it;
     check the live outputs, save from the page, close it and shut the kernel down; the saved notebook."""
@@ -109,7 +84,10 @@ def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
         scroll_into_view(monitor)  # out of view, its charts would stay undrawn
         wait_for(lambda: monitor.locator(".js-plotly-plot").count() == 4, 30, 0.25,
                  text=lambda: f"the monitor drew {monitor.locator('.js-plotly-plot').count()} charts, not 4")
-        assert "stopped" in monitor.locator(".widget-html").first.inner_text()
+        # Its header, once the view has come back (a view redrawn a moment ago reads empty).
+        header = monitor.locator(".widget-html").first
+        wait_for(lambda: "stopped" in header.inner_text(), 30, 0.25,
+                 text=lambda: f"the monitor's header reads {header.inner_text()!r}")
         assert not page.locator(".jp-OutputArea-output img").count()
         scroll_into_view(console)  # out of view, its text is not laid out
         wait_for(lambda: CONSOLE_TEXT in console.inner_text(), 30, 0.25,
@@ -204,10 +182,14 @@ def _exported(notebook: dict[str, Any], browser: Any, tmp_path: Path) -> None:
         page.close()
 
 
-def reopened_and_exported(lab: LabServer, browser: Any, notebook: dict[str, Any], tmp_path: Path) -> None:
-    """The saved notebook's outputs, and the notebook reopened (with a new kernel and with none) and exported."""
+def reopened_and_exported(lab: LabServer, browser: Any, notebook: dict[str, Any], tmp_path: Path, *,
+                          extension: bool) -> None:
+    """The saved notebook's outputs, and the notebook reopened (with a new kernel and with none) and exported.
+
+    ``extension`` says whether ``lab``'s page has the workbench's extension.
+    """
     monitor, console = _monitor_output(notebook), _console_output(notebook)
-    if isinstance(lab, WithoutExtension):  # no page-side fallback: the file holds what to show
+    if not extension:  # no page-side fallback: the file holds what to show
         assert sorted(monitor["data"]) == ["image/png", "text/plain"]
         assert sorted(console["data"]) == ["text/plain"]
     else:  # the file keeps the live view; the extension shows the picture when it is dead
@@ -216,16 +198,3 @@ def reopened_and_exported(lab: LabServer, browser: Any, notebook: dict[str, Any]
     _reopen(lab, browser)
     _reopen_without_kernel(lab, browser, notebook)
     _exported(notebook, browser, tmp_path)
-
-
-# With the extension: tests/test_browser.py's test_quickstart_saved_reopened_and_exported,
-# on the page of its live quickstart.
-def test_saved_without_the_extension_then_reopened_and_exported(browser: Any, tmp_path: Path):
-    lab = WithoutExtension(REPO_ROOT / "notebooks").start()
-    try:
-        page = browser.new_page()
-        _run_above_the_stop(lab, page)
-        reopened_and_exported(lab, browser, stop_and_save(lab, page), tmp_path)
-    finally:
-        problems = lab.stop()
-    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
