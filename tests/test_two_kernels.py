@@ -41,12 +41,12 @@ rate = spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 5).loa
 
 # Two streams with monitors: one named the same in both kernels, one named after the kernel.
 STREAMS = """\
-%%stream ticks --trigger 0.3 seconds
+%%stream ticks --trigger 1 second
 rate
 """
 
 OWN = """\
-%%stream {name} --mode complete --trigger 0.3 seconds
+%%stream {name} --mode complete --trigger 1 second
 rate.groupBy((rate.value % 3).alias('k')).count()
 """
 
@@ -194,7 +194,7 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
     port = free_port()  # not 15002: another program on the machine may use that one
     a, b = two_kernels(SPARK_REMOTE="local[2]", WORKBENCH_CONNECT_PORT=str(port))
     a.run(SETUP, timeout=400)
-    a.run("%%stream ticks --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
+    a.run("%%stream ticks --no-monitor --trigger 1 second\nrate\n", timeout=240)
     fa = json.loads(a.stdout_of(a.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
     assert fa["kind"] == "pyspark.sql.connect.session" and fa["batches"] >= 2, fa
     server = [pid for pid, name in family_of(fa["pid"]).items() if name == "java"]
@@ -215,8 +215,8 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
 
     # With the port it suggests, B gets its own server; both stream, each lists only its own.
     b.run(f"%env WORKBENCH_CONNECT_PORT={suggested}\n" + SETUP.replace("%load_ext workbench\n", ""), timeout=400)
-    b.run("%%stream ticks --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
-    b.run("%%stream only_b --no-monitor --trigger 0.3 seconds\nrate\n", timeout=240)
+    b.run("%%stream ticks --no-monitor --trigger 1 second\nrate\n", timeout=240)
+    b.run("%%stream only_b --no-monitor --trigger 1 second\nrate\n", timeout=240)
     fb = json.loads(b.stdout_of(b.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
     assert fb["streams"] == ["only_b", "ticks"] and fb["batches"] >= 2, fb
     assert listening_on_loopback_only(suggested)
