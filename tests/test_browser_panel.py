@@ -59,11 +59,11 @@ PANEL = "#workbench-streams"
 STATUS = ".jp-workbench-StreamsStatus"
 
 LOAD = "import workbench\nspark = workbench.session()\n%load_ext workbench"
-NUMBERS = '%%stream numbers --trigger "0.5 seconds" --no-monitor\n' \
+NUMBERS = '%%stream numbers --trigger "1 second" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()'
-LETTERS = '%%stream letters --trigger "0.5 seconds" --no-monitor\n' \
+LETTERS = '%%stream letters --trigger "1 second" --no-monitor\n' \
           'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()'
-TICKS = '%%stream ticks --trigger "0.5 seconds" --no-monitor\n' \
+TICKS = '%%stream ticks --trigger "1 second" --no-monitor\n' \
         'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()'
 #: A local Spark Connect server, started by pyspark in the kernel (its JVM has a Spark UI of
 #: its own, which the Connect session cannot tell the kernel about).
