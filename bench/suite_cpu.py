@@ -9,7 +9,9 @@ worker was running when the process (or the first of its ancestors below that wo
 started, which a small plugin of this script writes down as each test starts. So a
 JupyterLab server, the kernels it starts and their Spark JVMs, and Chromium, all count for
 the test file that started the server. A worker's own local Spark (its JVM) is its shared
-session, and the workers' own CPU (the tests that run in their process) is counted apart too.
+session, and the workers' own CPU (the tests that run in their process) is counted apart too;
+a last table splits the shared sessions' CPU by the test file their worker was running at
+each sample (to half a second: a test's last batches may count for the next).
 The machine's busy CPU over the run (``/proc/stat``) is printed beside the total, so that what
 the sampling missed (processes shorter than half a second, the last half second of each) shows.
 
@@ -78,6 +80,8 @@ class Sampler:
         self.interval = interval
         self.files: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
+        #: The shared sessions' CPU by the test file their worker was running when it was sampled.
+        self.shared: Counter[str] = Counter()
         self._seen: dict[tuple[int, str], list] = {}  # (pid, start) -> [comm, label, kind, ticks]
         self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
@@ -160,6 +164,8 @@ class Sampler:
             if ticks > last:
                 self.files[file] += (ticks - last) / TICK
                 self.kinds[kind] += (ticks - last) / TICK
+                if file == SHARED_SESSIONS:  # what its worker runs now asked for it (since the last sample)
+                    self.shared[self._running(int(rest[1])) or NO_TEST] += (ticks - last) / TICK
                 entry[3] = ticks
 
 
@@ -187,6 +193,9 @@ def main() -> None:
         print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {kind}")
     print(f"\nCPU-s  share  by the test file that started the process (the first {args.top})")
     for file, seconds in sampler.files.most_common(args.top):
+        print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {file}")
+    print(f"\nCPU-s  share  {SHARED_SESSIONS} by the test file their worker was running (the first {args.top})")
+    for file, seconds in sampler.shared.most_common(args.top):
         print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {file}")
     sys.exit(done.returncode)
 
