@@ -82,6 +82,7 @@ class Sampler:
         self.kinds: Counter[str] = Counter()
         #: The shared sessions' CPU by the test file their worker was running when it was sampled.
         self.shared: Counter[str] = Counter()
+        self._workers: dict[tuple[int, str], int | None] = {}
         self._seen: dict[tuple[int, str], list] = {}  # (pid, start) -> [comm, label, kind, ticks]
         self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
@@ -118,6 +119,13 @@ class Sampler:
             if (entry := self._seen.get((ancestor, start))) is not None:  # labelled when it started
                 return entry[1], kind
         return NO_TEST, kind
+
+    def _worker_of(self, pid: int, start: str, parent: int) -> int | None:
+        """The pytest process above a shared session's process (its JVM, or the JVM's Python workers)."""
+        if (pid, start) not in self._workers:
+            self._workers[(pid, start)] = next(
+                (ancestor for ancestor, _ in self._ancestors(parent) if self._running(ancestor) is not None), None)
+        return self._workers[(pid, start)]
 
     def _running(self, pid: int) -> str | None:
         """The test file pytest process ``pid`` last started a test of, or None if it is no pytest process."""
@@ -165,7 +173,8 @@ class Sampler:
                 self.files[file] += (ticks - last) / TICK
                 self.kinds[kind] += (ticks - last) / TICK
                 if file == SHARED_SESSIONS:  # what its worker runs now asked for it (since the last sample)
-                    self.shared[self._running(int(rest[1])) or NO_TEST] += (ticks - last) / TICK
+                    worker = self._worker_of(int(name), start, int(rest[1]))
+                    self.shared[(self._running(worker) if worker else None) or NO_TEST] += (ticks - last) / TICK
                 entry[3] = ticks
 
 
