@@ -285,8 +285,8 @@ def write_notebook(path: Path, *sources: str) -> Path:
 
 
 @contextmanager
-def served(notebooks: Path) -> Iterator[LabServer]:
-    """A started :class:`LabServer` for ``notebooks``, stopped on exit, which must be clean.
+def served(notebooks: Path, server: type[LabServer] | None = None) -> Iterator[LabServer]:
+    """A started :class:`LabServer` (or ``server``, a subclass) for ``notebooks``, stopped on exit, which must be clean.
 
     Raises
     ------
@@ -301,11 +301,11 @@ def served(notebooks: Path) -> Iterator[LabServer]:
     ...     with served(tmp_path) as server:
     ...         yield server
     """
-    server = LabServer(notebooks).start()
+    started = (server or LabServer)(notebooks).start()
     try:
-        yield server
+        yield started
     finally:
-        problems = server.stop()
+        problems = started.stop()
     assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 

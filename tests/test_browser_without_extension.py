@@ -42,7 +42,7 @@ from workbench.cli import lab_command
 from . import browser_support, test_browser
 from .browser_support import (
     JS_ACTIVATE_CELL, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
-    scroll_into_view,
+    scroll_into_view, served,
 )
 from .helpers import wait_for
 from .test_browser import (
@@ -147,12 +147,8 @@ class Notebook7(LabServer):
 @pytest.fixture
 def lab(request) -> Iterator[LabServer]:
     """The server the test names with ``@pytest.mark.parametrize("lab", [cls], indirect=True)``."""
-    server = request.param(REPO_ROOT / "notebooks").start()
-    try:
+    with served(REPO_ROOT / "notebooks", request.param) as server:
         yield server
-    finally:
-        problems = server.stop()
-    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
 
 
 #: Chromium on this server's page, as in tests/test_browser.py (it takes this module's ``lab``).
@@ -176,13 +172,8 @@ class Quickstart:
 def quickstart() -> Iterator[Quickstart]:
     """One quickstart run for this module's two tests on it, in file order: the live page's
     checks, then its stop cell, save, reopening and export. Either test alone runs it too."""
-    server = WithoutExtension(REPO_ROOT / "notebooks").start()
-    try:
-        with _chromium_page(server) as opened:
-            yield Quickstart(server, opened)
-    finally:
-        problems = server.stop()
-    assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+    with served(REPO_ROOT / "notebooks", WithoutExtension) as server, _chromium_page(server) as opened:
+        yield Quickstart(server, opened)
 
 
 def _append_and_run(page: Any, source: str, timeout: float = 120) -> int:
