@@ -82,8 +82,8 @@ class Sampler:
         self.kinds: Counter[str] = Counter()
         #: The shared sessions' CPU by the test file their worker was running when it was sampled.
         self.shared: Counter[str] = Counter()
-        self._workers: dict[tuple[int, str], int | None] = {}
-        self._seen: dict[tuple[int, str], list] = {}  # (pid, start) -> [comm, label, kind, ticks]
+        # (pid, start) -> [comm, label, kind, ticks, the pytest process above a shared session's process]
+        self._seen: dict[tuple[int, str], list] = {}
         self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
         self._stop = threading.Event()
@@ -103,29 +103,23 @@ class Sampler:
         while not self._stop.wait(self.interval):
             self.sample()
 
-    def _label(self, pid: int, parent: int) -> tuple[str, str] | None:
+    def _label(self, pid: int, parent: int) -> tuple[str, str, int | None] | None:
+        """The process's test file (or group), its kind, and for a shared session's process its pytest worker."""
         try:
             command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             return None
         kind = kind_of(command)
         if "exec(eval(" in command or "--dist" in command:  # a pytest-xdist worker, or their controller
-            return WORKERS, kind
+            return WORKERS, kind, None
         if kind == "JVM" and "pyspark-shell" in command and self._running(parent) is not None:
-            return SHARED_SESSIONS, kind  # the local Spark of a worker's own process
+            return SHARED_SESSIONS, kind, parent  # the local Spark of a worker's own process
         for ancestor, start in self._ancestors(parent):
             if (running := self._running(ancestor)) is not None:
-                return running or NO_TEST, kind
+                return running or NO_TEST, kind, None
             if (entry := self._seen.get((ancestor, start))) is not None:  # labelled when it started
-                return entry[1], kind
-        return NO_TEST, kind
-
-    def _worker_of(self, pid: int, start: str, parent: int) -> int | None:
-        """The pytest process above a shared session's process (its JVM, or the JVM's Python workers)."""
-        if (pid, start) not in self._workers:
-            self._workers[(pid, start)] = next(
-                (ancestor for ancestor, _ in self._ancestors(parent) if self._running(ancestor) is not None), None)
-        return self._workers[(pid, start)]
+                return entry[1], kind, entry[4]  # a shared session's Python workers keep its worker
+        return NO_TEST, kind, None
 
     def _running(self, pid: int) -> str | None:
         """The test file pytest process ``pid`` last started a test of, or None if it is no pytest process."""
@@ -164,17 +158,17 @@ class Sampler:
                     continue
                 if entry is None:
                     # A process born during the run counts from its start, one found running from now.
-                    entry = [comm, *label, 0 if int(start) > self._born else ticks]
+                    entry = [comm, label[0], label[1], 0 if int(start) > self._born else ticks, label[2]]
                     self._seen[(int(name), start)] = entry
                 else:
-                    entry[0:3] = [comm, *label]
-            _, file, kind, last = entry
+                    entry[0:3], entry[4] = [comm, label[0], label[1]], label[2]
+            _, file, kind, last, worker = entry
             if ticks > last:
-                self.files[file] += (ticks - last) / TICK
-                self.kinds[kind] += (ticks - last) / TICK
-                if file == SHARED_SESSIONS:  # what its worker runs now asked for it (since the last sample)
-                    worker = self._worker_of(int(name), start, int(rest[1]))
-                    self.shared[(self._running(worker) if worker else None) or NO_TEST] += (ticks - last) / TICK
+                seconds = (ticks - last) / TICK
+                self.files[file] += seconds
+                self.kinds[kind] += seconds
+                if worker is not None:  # what its worker runs now asked for it (since the last sample)
+                    self.shared[self._running(worker) or NO_TEST] += seconds
                 entry[3] = ticks
 
 
