@@ -204,6 +204,12 @@ def test_event_time_processor_state_and_timers_batch_by_batch(env, spark):
     fired = handle.result().query("fired")
     # Each fired row came out in the batch that ran with the watermark its handler saw.
     batch_of_mark = {int(mark.timestamp() * 1000): b for b, mark in marks.items() if pd.notna(mark)}
+    # Unless the stop cut the batch after its rows reached the memory table: no progress record
+    # has its watermark, and the handle names it (its rows are the table's, not the history's).
+    reported = fired["watermark_ms"].astype("int64").isin(batch_of_mark)
+    if not reported.all():
+        assert handle.cut_batch is not None and handle.cut_batch.batch_id == last + 1, (handle.cut_batch, last)
+        fired = fired[reported]
     fired_in = {int(r.k): batch_of_mark[int(r.watermark_ms)] for r in fired.itertuples()}
     final_expiry, checks = {}, []
     for batch_id in range(last + 1):
