@@ -25,6 +25,17 @@ def _page_seen_flag_per_test():
         module.StaticOutput.page_seen_in_process = False
 
 
+@pytest.fixture(scope="module")
+def playwright():
+    """The browser module's Playwright, for every page it opens (those of its module-scoped
+    fixtures and its tests' own alike): the sync API allows one live Playwright at a time in a
+    thread, so a module that started a second one beside the first would fail."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as running:
+        yield running
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one local SparkSession of the test run (workbench defaults)."""

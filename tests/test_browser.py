@@ -82,33 +82,30 @@ JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')
 
 
 @contextmanager
-def _chromium_page(lab: LabServer) -> Iterator[Any]:
-    """A page of headless Chromium, its profile in ``lab``'s folder; Chromium ends on exit."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
-        try:
-            yield context.pages[0] if context.pages else context.new_page()
-        finally:
-            context.close()
+def _chromium_page(playwright: Any, lab: LabServer) -> Iterator[Any]:
+    """A page of headless Chromium (``playwright``: the module's), its profile in ``lab``'s folder; Chromium ends on exit."""
+    context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
+    try:
+        yield context.pages[0] if context.pages else context.new_page()
+    finally:
+        context.close()
 
 
 @pytest.fixture
-def page(lab: LabServer) -> Iterator[Any]:
+def page(playwright: Any, lab: LabServer) -> Iterator[Any]:
     """A Chromium page for the requesting module's ``lab`` (tests/test_browser_*.py take it)."""
-    with _chromium_page(lab) as opened:
+    with _chromium_page(playwright, lab) as opened:
         yield opened
 
 
 @pytest.fixture(scope="module")
-def quickstart() -> Iterator[tuple[LabServer, Any, Traffic]]:
+def quickstart(playwright: Any) -> Iterator[tuple[LabServer, Any, Traffic]]:
     """The quickstart run in a page up to its stop cell, with its live checks (``_run_quickstart``).
 
     One run for this module's two tests, in file order: the live page's checks, then its
     stop cell, save, reopening and export. Either test alone runs it too.
     """
-    with served(REPO_ROOT / "notebooks") as lab, _chromium_page(lab) as opened:
+    with served(REPO_ROOT / "notebooks") as lab, _chromium_page(playwright, lab) as opened:
         traffic = Traffic(opened)
         with evidence_on_failure(opened, lab, "quickstart"):
             _run_quickstart(opened, lab)

@@ -114,16 +114,13 @@ class Console:
 
 
 @pytest.fixture(scope="module")
-def browser(lab: LabServer) -> Iterator[tuple[Any, Console]]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            yield page, Console(page)
-        finally:
-            context.close()
+def browser(playwright: Any, lab: LabServer) -> Iterator[tuple[Any, Console]]:
+    context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
+    try:
+        page = context.pages[0] if context.pages else context.new_page()
+        yield page, Console(page)
+    finally:
+        context.close()
 
 
 @pytest.fixture

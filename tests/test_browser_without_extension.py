@@ -169,10 +169,10 @@ class Quickstart:
 
 
 @pytest.fixture(scope="module")
-def quickstart() -> Iterator[Quickstart]:
+def quickstart(playwright: Any) -> Iterator[Quickstart]:
     """One quickstart run for this module's two tests on it, in file order: the live page's
     checks, then its stop cell, save, reopening and export. Either test alone runs it too."""
-    with served(REPO_ROOT / "notebooks", WithoutExtension) as server, _chromium_page(server) as opened:
+    with served(REPO_ROOT / "notebooks", WithoutExtension) as server, _chromium_page(playwright, server) as opened:
         yield Quickstart(server, opened)
 
 
@@ -210,7 +210,6 @@ def _console_errors(page: Any) -> list[str]:
     return seen
 
 
-# First in the file: its page's Playwright must end before the module's quickstart starts its own.
 @pytest.mark.parametrize("lab", [Notebook7], indirect=True)
 def test_quickstart_in_notebook_7(lab: LabServer, page: Any) -> None:
     with evidence_on_failure(page, lab, "notebook7"):

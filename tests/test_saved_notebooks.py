@@ -113,16 +113,12 @@ def test_executed_quickstart_keeps_a_picture_and_text_of_its_monitor(executed):
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"),
-                                  viewport={"width": 1400, "height": 1000})
-        try:
-            yield context
-        finally:
-            context.close()
+def browser(playwright: Any, tmp_path_factory) -> Iterator[Any]:
+    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"), viewport={"width": 1400, "height": 1000})
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 def _no_error_boxes(page: Any) -> None:
