@@ -44,6 +44,9 @@ class Scripted:
     def recent_progress(self):
         return list(self.recent)
 
+    def heard_after(self, batch_id: int) -> None:
+        return None  # hears no progress events: the poller fetches the recent list
+
 
 @pytest.fixture
 def scripted():

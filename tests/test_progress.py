@@ -157,6 +157,9 @@ class ScriptedSource:
         self.recent_calls += 1
         return list(self.recent)
 
+    def heard_after(self, batch_id: int) -> None:
+        return None  # hears no progress events: the poller fetches the recent list
+
 
 class TestPollerLogic:
     def setup_method(self):

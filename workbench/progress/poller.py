@@ -7,7 +7,7 @@ sooner when :meth:`ProgressPoller.wake` says a batch has ended (Spark's progress
 then the batch reaches the history within milliseconds instead of up to an interval later.
 Wakes are coalesced (at most one tick per ``min_gap`` seconds), so a fast stream does not
 mean a tick, and a redraw, per batch. A source that also hears Spark's progress events
-(an optional ``heard_after(batch_id)``, see :class:`ProgressSource`) spares a tick that
+(``heard_after(batch_id)``, see :class:`ProgressSource`) spares a tick that
 finds several new batches the fetch: what the listener heard is read instead, when it
 continues the history without a gap. The poller knows nothing of Spark: it reads a :class:`ProgressSource`, so its logic
 is tested with scripted progress.
@@ -40,11 +40,11 @@ class ProgressSource(Protocol):
     def recent_progress(self) -> Sequence[Mapping[str, Any]]:
         """The recent progress dictionaries, oldest first (expensive)."""
 
-    # Optional (the poller looks it up with getattr):
-    # def heard_after(self, batch_id: int) -> Sequence[Mapping[str, Any]] | None:
-    #     """The progress of the batches after ``batch_id`` that the source heard of without
-    #     asking (Spark's progress events), oldest first, when they start at batch_id + 1
-    #     without a gap; None when it cannot say (the poller then fetches the recent list)."""
+    def heard_after(self, batch_id: int) -> Sequence[Mapping[str, Any]] | None:
+        """The progress of the batches after ``batch_id`` that the source heard of without
+        asking (Spark's progress events), oldest first, when they start at batch_id + 1
+        without a gap; None when it cannot say, or hears nothing (the poller then fetches
+        the recent list)."""
 
 
 class ProgressPoller:
@@ -78,6 +78,7 @@ class ProgressPoller:
     ...     def is_active(self): return True
     ...     def last_progress(self): return self.last
     ...     def recent_progress(self): return self.recent
+    ...     def heard_after(self, batch_id): return None   # it hears no progress events
     >>> batch = lambda i: {"batchId": i, "numInputRows": 1, "durationMs": {"addBatch": 1}}
     >>> source, history = Scripted(), ProgressHistory()
     >>> poller = ProgressPoller(source, history)
@@ -140,10 +141,9 @@ class ProgressPoller:
 
     def _heard_after(self, known: int | None) -> list[BatchProgress]:
         """What the source heard after batch ``known``, when it continues the history without a gap."""
-        read = getattr(self.source, "heard_after", None)
-        if read is None or known is None:  # a run's first batches may predate what was heard
+        if known is None:  # a run's first batches may predate what was heard
             return []
-        records = [BatchProgress.from_json(raw) for raw in read(known) or ()]
+        records = [BatchProgress.from_json(raw) for raw in self.source.heard_after(known) or ()]
         ids = [record.batch_id for record in records]
         return records if ids and ids == list(range(known + 1, known + 1 + len(ids))) else []
 
