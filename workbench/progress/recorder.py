@@ -13,6 +13,7 @@ the bookkeeping is tested without Spark.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict, deque
@@ -174,7 +175,7 @@ class QueryRecorder:
         if waker is not None:
             _wake(waker)
 
-    def release(self, run_id: str, wake: Callable[[], None] | None = None) -> None:
+    def release(self, run_id: str, wake: Callable[[], None] | None = None) -> Callable[[], list[Mapping[str, Any]]]:
         """Stop recording run ``run_id``: its owner (a stream the workbench started) keeps its own history.
 
         Parameters
@@ -189,11 +190,17 @@ class QueryRecorder:
             gives it the run's newest reports as the listener heard them, for batches that
             have already left Spark's recent list when it reads.
 
+        Returns
+        -------
+        callable
+            ``heard`` for this run (no arguments): what the owner's poller reads besides
+            Spark's recent list. Empty when released without ``wake``.
+
         Examples
         --------
         >>> recorder = QueryRecorder()
         >>> heard = []
-        >>> recorder.release("r", wake=lambda: heard.append("batch"))
+        >>> reports = recorder.release("r", wake=lambda: heard.append("batch"))
         >>> recorder.started("q", "r", None)
         >>> recorder.get("r") is None
         True
@@ -201,7 +208,7 @@ class QueryRecorder:
         ...                    "durationMs": {"addBatch": 1}})
         >>> heard, recorder.get("r") is None
         (['batch'], True)
-        >>> [raw["batchId"] for raw in recorder.heard("r")]
+        >>> [raw["batchId"] for raw in reports()]
         [0]
         """
         with self._lock:
@@ -212,6 +219,7 @@ class QueryRecorder:
                 self._heard.setdefault(run_id, deque(maxlen=HEARD_LIMIT))
         if wake is not None and known is not None and len(known.history):
             _wake(wake)  # a batch ended before the owner took over
+        return functools.partial(self.heard, run_id)
 
     # -- readers --------------------------------------------------------------------------------------
 

@@ -132,8 +132,8 @@ class StreamHandle:
     def hear_from(self, heard: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
         """Let the poller also read the reports the session's listener heard for this run.
 
-        ``heard`` returns them (``QueryRecorder.heard``); a poll then misses no batch that
-        left Spark's recent list before it read.
+        ``heard`` returns them (what ``QueryRecorder.release`` returns for the run); a poll
+        then misses no batch that left Spark's recent list before it read.
         """
         self._source.heard = heard
 

@@ -10,7 +10,6 @@ replay controller.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 from typing import Any, Callable
@@ -154,8 +153,7 @@ def start_stream(
                 # know, such as the console sink's row counts): no second copy. The listener
                 # wakes the poller as each batch ends, so that it is drawn without waiting a tick,
                 # and keeps the run's reports for a poll that comes after a burst of batches.
-                watcher.recorder.release(handle.run_id, wake=handle.poller.wake)
-                handle.hear_from(functools.partial(watcher.recorder.heard, handle.run_id))
+                handle.hear_from(watcher.recorder.release(handle.run_id, wake=handle.poller.wake))
         except KeyboardInterrupt:
             # Started but not yet registered: nobody could stop it later, so stop it now.
             _undo_start(handle, remove_checkpoint=checkpoint is None)
