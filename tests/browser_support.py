@@ -14,7 +14,7 @@ private folder, and returns what it had to clean up by force.
 
 :func:`served` is the tests' fixture body: a started server that must shut down cleanly.
 
-:func:`launch_chromium` starts the Chromium ``workbench test`` uses (``WORKBENCH_CHROMIUM``,
+:func:`chromium_context` starts the Chromium ``workbench test`` uses (``WORKBENCH_CHROMIUM``,
 ``/usr/bin/chromium`` or ``chromium`` on ``PATH``) through Playwright, with its profile in a
 given folder; Playwright's own browser download is never used.
 """
@@ -363,15 +363,25 @@ def scroll_into_view(locator: Any, timeout: float = 60.0) -> None:
     wait_for(scrolled, timeout, 0.25, message=f"{locator} in view")
 
 
-def launch_chromium(playwright: Any, profile: Path, **context: Any) -> Any:
+@contextmanager
+def chromium_context(playwright: Any, profile: Path, **context: Any) -> Iterator[Any]:
     """Headless Chromium from the system (never Playwright's download), as a browser context.
 
     The profile lives in ``profile`` (inside the caller's temporary folder); ``context``
-    takes ``new_context`` options such as ``viewport``. Closing the context ends Chromium.
+    takes ``new_context`` options such as ``viewport``. Chromium ends on exit.
     """
-    return playwright.chromium.launch_persistent_context(
+    opened = playwright.chromium.launch_persistent_context(
         str(profile), executable_path=chromium_executable(), headless=True, args=CHROMIUM_ARGS, **context,
     )
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def first_page(context: Any) -> Any:
+    """The page a persistent context opened with, or a new one."""
+    return context.pages[0] if context.pages else context.new_page()
 
 
 @contextmanager

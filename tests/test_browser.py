@@ -48,8 +48,8 @@ import pytest
 from .helpers import wait_for
 from .browser_support import (
     ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
-    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, launch_chromium, save_screenshot, scroll_into_view,
-    served,
+    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, chromium_context, first_page, save_screenshot,
+    scroll_into_view, served,
 )
 
 pytestmark = pytest.mark.browser
@@ -83,12 +83,9 @@ JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')
 
 @contextmanager
 def _chromium_page(playwright: Any, lab: LabServer) -> Iterator[Any]:
-    """A page of headless Chromium (``playwright``: the module's), its profile in ``lab``'s folder; Chromium ends on exit."""
-    context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
-    try:
-        yield context.pages[0] if context.pages else context.new_page()
-    finally:
-        context.close()
+    """A page of headless Chromium (``playwright``: the module's), its profile in ``lab``'s folder; it ends on exit."""
+    with chromium_context(playwright, lab.root / "chromium", viewport=VIEWPORT) as context:
+        yield first_page(context)
 
 
 @pytest.fixture

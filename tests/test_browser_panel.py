@@ -47,7 +47,7 @@ import psutil
 import pytest
 
 from .browser_support import (
-    ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, launch_chromium,
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, chromium_context, first_page,
     save_screenshot, served, write_notebook,
 )
 from .helpers import family_of, wait_for
@@ -115,12 +115,9 @@ class Console:
 
 @pytest.fixture(scope="module")
 def browser(playwright: Any, lab: LabServer) -> Iterator[tuple[Any, Console]]:
-    context = launch_chromium(playwright, lab.root / "chromium", viewport=VIEWPORT)
-    try:
-        page = context.pages[0] if context.pages else context.new_page()
+    with chromium_context(playwright, lab.root / "chromium", viewport=VIEWPORT) as context:
+        page = first_page(context)
         yield page, Console(page)
-    finally:
-        context.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from workbench.progress import ProgressHistory, ProgressPoller
+from workbench.progress import ProgressHistory, ProgressPoller, ProgressSource
 from workbench.progress.recorder import QueryRecorder
 from tests.helpers import wait_for
 
@@ -25,7 +25,7 @@ def batch(i: int, run: str = "r") -> dict:
     return {"id": "q", "runId": run, "batchId": i, "numInputRows": 1, "durationMs": {"addBatch": 1}}
 
 
-class Scripted:
+class Scripted(ProgressSource):  # hears no progress events: the poller fetches the recent list
     """A progress source whose batches the test sets; counts the cheap reads."""
 
     def __init__(self) -> None:
@@ -43,9 +43,6 @@ class Scripted:
 
     def recent_progress(self):
         return list(self.recent)
-
-    def heard_after(self, batch_id: int) -> None:
-        return None  # hears no progress events: the poller fetches the recent list
 
 
 @pytest.fixture

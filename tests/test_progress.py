@@ -13,6 +13,7 @@ from workbench.progress import (
     BatchProgress,
     ProgressHistory,
     ProgressPoller,
+    ProgressSource,
 )
 from tests.helpers import wait_for
 
@@ -134,7 +135,7 @@ class TestHistory:
         assert h.last_batch_id == 0
 
 
-class ScriptedSource:
+class ScriptedSource(ProgressSource):  # hears no progress events: the poller fetches the recent list
     """A progress source driven by the test: what Spark would report at each tick."""
 
     def __init__(self) -> None:
@@ -156,9 +157,6 @@ class ScriptedSource:
     def recent_progress(self):
         self.recent_calls += 1
         return list(self.recent)
-
-    def heard_after(self, batch_id: int) -> None:
-        return None  # hears no progress events: the poller fetches the recent list
 
 
 class TestPollerLogic:

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, REPO_ROOT, launch_chromium, save_screenshot, served
+from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, REPO_ROOT, chromium_context, save_screenshot, served
 from .helpers import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
@@ -114,11 +114,9 @@ def test_executed_quickstart_keeps_a_picture_and_text_of_its_monitor(executed):
 
 @pytest.fixture(scope="module")
 def browser(playwright: Any, tmp_path_factory) -> Iterator[Any]:
-    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"), viewport={"width": 1400, "height": 1000})
-    try:
+    profile = tmp_path_factory.mktemp("chromium")
+    with chromium_context(playwright, profile, viewport={"width": 1400, "height": 1000}) as context:
         yield context
-    finally:
-        context.close()
 
 
 def _no_error_boxes(page: Any) -> None:

@@ -44,7 +44,9 @@ class ProgressSource(Protocol):
         """The progress of the batches after ``batch_id`` that the source heard of without
         asking (Spark's progress events), oldest first, when they start at batch_id + 1
         without a gap; None when it cannot say, or hears nothing (the poller then fetches
-        the recent list)."""
+        the recent list). A source that subclasses this protocol hears nothing unless it
+        says otherwise."""
+        return None
 
 
 class ProgressPoller:
@@ -73,12 +75,11 @@ class ProgressPoller:
     --------
     A source that reports batch 0, then batch 2 (batch 1 is only in the recent list):
 
-    >>> class Scripted:
+    >>> class Scripted(ProgressSource):   # hears no progress events (heard_after: None)
     ...     def __init__(self): self.last = None; self.recent = []
     ...     def is_active(self): return True
     ...     def last_progress(self): return self.last
     ...     def recent_progress(self): return self.recent
-    ...     def heard_after(self, batch_id): return None   # it hears no progress events
     >>> batch = lambda i: {"batchId": i, "numInputRows": 1, "durationMs": {"addBatch": 1}}
     >>> source, history = Scripted(), ProgressHistory()
     >>> poller = ProgressPoller(source, history)
