@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -87,6 +88,42 @@ def test_windowed_state_holds_exactly_the_windows_not_yet_emitted(env, spark):
     assert summary.to_dict("records") == [{
         "operator": 0, "operator_name": "stateStoreSave", "kind": "aggregation", "sides": "", "stores": "default",
         "num_partitions": 2, "min_batch_id": 0, "max_batch_id": last}]
+
+
+def _spark_jobs(spark, read):
+    """``read()``'s result and the Spark jobs it ran (their number)."""
+    context = spark.sparkContext
+    group = f"workbench-test-{id(read)}"
+    context.setJobGroup(group, "counted")
+    try:
+        result = read()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_operators_are_read_again_only_when_the_checkpoint_changed(env, spark):
+    counts = rate(spark, 4).withWatermark("timestamp", "2 minutes").groupBy(F.window("timestamp", "2 minutes")).count()
+    handle = env.start(counts, "operators_read", trigger="200 ms")
+    wait_for(lambda: handle.progress.total >= 2, 120, text=lambda: f"{handle.progress.total} batches")
+    running = handle.state_summary().loc[0, "max_batch_id"]
+    # A running query commits batch after batch: each read sees the newest.
+    wait_for(lambda: handle.progress.total >= running + 4, 120, text=lambda: f"{handle.progress.total} batches")
+    assert handle.state_summary().loc[0, "max_batch_id"] >= running + 2
+    handle.stop(grace=120)
+    last = handle.progress.last_batch_id
+    first, jobs = _spark_jobs(spark, handle.state_summary)
+    assert first.loc[0, "max_batch_id"] == last and jobs >= 1
+    # Stopped, its checkpoint no longer changes: the operators and their batch ranges are known.
+    again, jobs = _spark_jobs(spark, handle.state_summary)
+    assert jobs == 0 and again.equals(first)
+    state, jobs = _spark_jobs(spark, lambda: handle.state(batch_id=last - 1))
+    assert jobs >= 1 and not state.empty  # the state itself is read each time
+    # Files removed from the checkpoint (older state versions) are seen: read again.
+    oldest = sorted(f for f in (Path(handle.checkpoint) / "commits").iterdir() if f.name.isdigit())[0]
+    oldest.unlink()
+    _, jobs = _spark_jobs(spark, handle.state_summary)
+    assert jobs >= 1
 
 
 def test_change_feed_deletes_match_num_rows_removed_and_carry_their_watermark(env, spark):

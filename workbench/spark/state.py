@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -38,6 +39,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from ..errors import summarize_error
+from .checkpoint_log import checkpoint_files
 from .frames import utc_times
 from .tws_state import TWS_OPERATORS, processor_state, timer_columns, timer_frame, variable_reading
 
@@ -125,6 +127,15 @@ def _listdir(folder: str) -> list[str]:
     return os.listdir(folder) if os.path.isdir(folder) else []
 
 
+#: Operators last read per local checkpoint, with what their files were then
+#: (:func:`checkpoint_files`): a stopped query's state is read many times (a batch after
+#: another, each variable of a processor) and its operators do not change in between.
+_OPERATORS_READ: dict[str, tuple[tuple, list["StateOperator"]]] = {}
+_OPERATORS_LOCK = threading.Lock()
+#: Checkpoints whose operators are kept at most (the oldest read is forgotten first).
+_OPERATORS_KEPT = 32
+
+
 def _check_batch(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{what} must be a batch id (a whole number >= 0), got {value!r}")
@@ -178,6 +189,22 @@ class StateInspector:
         if local is not None and not os.path.isdir(local):
             raise ValueError(f"the checkpoint of stream {self.name!r} ({self.checkpoint}) was removed: "
                              "its state can no longer be read")
+        files = checkpoint_files(local) if local is not None else None
+        with _OPERATORS_LOCK:
+            known = _OPERATORS_READ.get(local) if files is not None else None
+        if known is not None and known[0] == files:
+            return list(known[1])  # the files are as they were: no Spark job
+        operators = self._read_operators(local)
+        if files is not None:
+            with _OPERATORS_LOCK:
+                _OPERATORS_READ.pop(local, None)
+                _OPERATORS_READ[local] = (files, operators)
+                while len(_OPERATORS_READ) > _OPERATORS_KEPT:
+                    del _OPERATORS_READ[next(iter(_OPERATORS_READ))]
+        return list(operators)
+
+    def _read_operators(self, local: str | None) -> list[StateOperator]:
+        """:meth:`operators`, read with Spark's ``state-metadata`` reader."""
         try:
             rows = self._spark.read.format("state-metadata").load(self.checkpoint).collect()
         except Exception as exc:
