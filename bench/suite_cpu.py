@@ -73,6 +73,47 @@ def _read(path: str) -> bytes:
         return file.read()
 
 
+def environ_of(pid: int) -> dict[str, str]:
+    """Process ``pid``'s environment as it started (empty when it cannot be read)."""
+    try:
+        entries = _read(f"/proc/{pid}/environ").split(b"\0")
+    except OSError:
+        return {}
+    pairs = (entry.decode(errors="replace").partition("=") for entry in entries if b"=" in entry)
+    return {name: value for name, _, value in pairs}
+
+
+def test_file(current_test: str) -> str:
+    """The test file (or notebook) of a ``PYTEST_CURRENT_TEST`` value, or "".
+
+    >>> test_file("tests/test_cluster.py::test_console_sink[cluster] (setup)")
+    'tests/test_cluster.py'
+    >>> test_file("notebooks/04-joins.ipynb::Cell 3@notebooks/04-joins_ipynb (call)")
+    'notebooks/04-joins.ipynb'
+    >>> test_file("")
+    ''
+    """
+    return current_test.split("::", 1)[0].split("@", 1)[0] if "::" in current_test else ""
+
+
+def short_command(command: str) -> str:
+    """A process's command, short: a JVM's main class (or pyspark's shell), else its program and first argument.
+
+    >>> short_command("/usr/bin/java -cp a:b -Xmx1g org.apache.spark.deploy.worker.Worker spark://x")
+    'java org.apache.spark.deploy.worker.Worker'
+    >>> short_command("/venv/bin/python -m ipykernel_launcher -f k.json")
+    'python -m'
+    """
+    words = command.split()
+    if not words:
+        return "?"
+    program = os.path.basename(words[0])
+    if program == "java":
+        main = next((w for w in words[1:] if w.startswith("org.") or w == "pyspark-shell"), "")
+        return f"java {main}".strip()
+    return " ".join([program, *words[1:2]])
+
+
 class Sampler:
     """Samples every process's CPU time; ``files`` and ``kinds`` hold the CPU-seconds so far."""
 
@@ -82,7 +123,10 @@ class Sampler:
         self.kinds: Counter[str] = Counter()
         #: The shared sessions' CPU by the test file their worker was running when it was sampled.
         self.shared: Counter[str] = Counter()
-        # (pid, start) -> [comm, label, kind, ticks, the pytest process above a shared session's process]
+        #: The CPU of processes put down to no test, by their short command.
+        self.unplaced: Counter[str] = Counter()
+        # (pid, start) -> [comm, label, kind, ticks, the pytest process above a shared session's process,
+        # short command]
         self._seen: dict[tuple[int, str], list] = {}
         self.folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
         self._born = float(Path("/proc/uptime").read_text().split()[0]) * TICK
@@ -119,7 +163,16 @@ class Sampler:
                 return running or NO_TEST, kind, None
             if (entry := self._seen.get((ancestor, start))) is not None:  # labelled when it started
                 return entry[1], kind, entry[4]  # a shared session's Python workers keep its worker
-        return NO_TEST, kind, None
+        # No pytest process above it (a daemon whose parent ended before it was sampled): the
+        # test that was running when an ancestor started it, which its environment inherited.
+        return test_file(environ_of(pid).get("PYTEST_CURRENT_TEST", "")) or NO_TEST, kind, None
+
+    @staticmethod
+    def _command(pid: int) -> str:
+        try:
+            return short_command(_read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            return "?"
 
     def _running(self, pid: int) -> str | None:
         """The test file pytest process ``pid`` last started a test of, or None if it is no pytest process."""
@@ -158,17 +211,20 @@ class Sampler:
                     continue
                 if entry is None:
                     # A process born during the run counts from its start, one found running from now.
-                    entry = [comm, label[0], label[1], 0 if int(start) > self._born else ticks, label[2]]
+                    entry = [comm, label[0], label[1], 0 if int(start) > self._born else ticks, label[2],
+                             self._command(int(name))]
                     self._seen[(int(name), start)] = entry
                 else:
-                    entry[0:3], entry[4] = [comm, label[0], label[1]], label[2]
-            _, file, kind, last, worker = entry
+                    entry[0:3], entry[4], entry[5] = [comm, label[0], label[1]], label[2], self._command(int(name))
+            _, file, kind, last, worker, _ = entry
             if ticks > last:
                 seconds = (ticks - last) / TICK
                 self.files[file] += seconds
                 self.kinds[kind] += seconds
                 if worker is not None:  # what its worker runs now asked for it (since the last sample)
                     self.shared[self._running(worker) or NO_TEST] += seconds
+                if file == NO_TEST:
+                    self.unplaced[entry[5]] += seconds
                 entry[3] = ticks
 
 
@@ -200,6 +256,10 @@ def main() -> None:
     print(f"\nCPU-s  share  {SHARED_SESSIONS} by the test file their worker was running (the first {args.top})")
     for file, seconds in sampler.shared.most_common(args.top):
         print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {file}")
+    if sampler.unplaced:
+        print(f"\nCPU-s  share  {NO_TEST} by command")
+        for what, seconds in sampler.unplaced.most_common(10):
+            print(f"{seconds:6.0f}  {seconds / counted:5.1%}  {what}")
     sys.exit(done.returncode)
 
 
