@@ -98,7 +98,8 @@ def _spark_jobs(spark, read):
     try:
         result = read()
     finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
+        for name in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            context.setLocalProperty(name, None)  # what setJobGroup set, unset
     return result, len(context.statusTracker().getJobIdsForGroup(group))
 
 
