@@ -37,6 +37,7 @@ def batch(batch_id: int, clicks: datetime | None, views: datetime | None) -> Bat
 
 
 @pytest.mark.parametrize("module", ["workbench.progress.input_watermarks", "workbench.spark.state",
+                                    "workbench.spark.state_operators",
                                     "workbench.spark.frames"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

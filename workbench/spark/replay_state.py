@@ -16,7 +16,7 @@ import pandas as pd
 from .tws_state import processor_state
 
 if TYPE_CHECKING:
-    from .state import StateOperator
+    from .state_operators import StateOperator
 
 __all__ = ["ReplayState"]
 

@@ -28,20 +28,16 @@ Bad arguments are refused with one line before Spark reads anything.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import threading
 import warnings
-from dataclasses import dataclass
 from typing import Any, Sequence
-from urllib.parse import urlparse
 
 import pandas as pd
 
 from ..errors import summarize_error
-from .checkpoint_log import checkpoint_files
 from .frames import utc_times
-from .tws_state import TWS_OPERATORS, processor_state, timer_columns, timer_frame, variable_reading
+from .state_operators import OPERATOR_KINDS, StateOperator, state_operators
+from .tws_state import processor_state, timer_columns, timer_frame, variable_reading
 
 __all__ = ["StateInspector", "StateOperator", "SUMMARY_COLUMNS", "OPERATOR_KINDS", "inspector_for"]
 
@@ -53,87 +49,12 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 
 
-#: Spark's operator names, in the words a user knows the operators by.
-OPERATOR_KINDS: dict[str, str] = {
-    "stateStoreSave": "aggregation",
-    "sessionWindowStateStoreSaveExec": "session window aggregation",
-    "dedupe": "dropDuplicates",
-    "dedupeWithinWatermark": "dropDuplicatesWithinWatermark",
-    "symmetricHashJoin": "stream-stream join",
-    "applyInPandasWithState": "applyInPandasWithState",
-    "flatMapGroupsWithState": "flatMapGroupsWithState",
-    "transformWithStateExec": "transformWithState",
-    "transformWithStateInPandasExec": "transformWithStateInPandas",
-    "transformWithStateInPySparkExec": "transformWithState (Python)",
-}
-
 SIDES = ("left", "right")
 
 # Spark's own (camelCase) names inside state rows, as snake_case.
 _SPARK_NAMES = {"sessionStartTime": "session_start_time", "expiresAtMicros": "expires_at", "index": "value_index"}
 _JOIN_KEY = re.compile(r"field\d+")
 _GROUPING = "_groupingexpression"
-
-
-@dataclass(frozen=True)
-class StateOperator:
-    """One stateful operator of a checkpoint, from Spark's ``state-metadata``.
-
-    Examples
-    --------
-    >>> op = StateOperator(0, "dedupe", ("default",), 2, 0, 5)
-    >>> op.kind, op.is_join
-    ('dropDuplicates', False)
-    """
-
-    operator_id: int
-    name: str
-    stores: tuple[str, ...]
-    num_partitions: int
-    min_batch_id: int
-    max_batch_id: int
-    #: Spark's ``operatorProperties`` (JSON): a transformWithState operator's variables.
-    properties: str = ""
-
-    @property
-    def is_tws(self) -> bool:
-        """Whether this is a transformWithState operator (named state variables, timers)."""
-        return self.name in TWS_OPERATORS
-
-    @property
-    def kind(self) -> str:
-        """What the operator is, in the DataFrame API's words."""
-        return OPERATOR_KINDS.get(self.name, self.name)
-
-    @property
-    def is_join(self) -> bool:
-        """Whether this is a stream-stream join (state per side)."""
-        return self.name == "symmetricHashJoin"
-
-    def label(self) -> str:
-        """``0 (stateStoreSave)``: how errors name the operator."""
-        return f"{self.operator_id} ({self.name})"
-
-
-def _local_path(checkpoint: str) -> str | None:
-    """The local folder of a checkpoint URI, or None for remote storage (HDFS, S3...)."""
-    parsed = urlparse(checkpoint)
-    if parsed.scheme in ("", "file"):
-        return parsed.path if parsed.scheme else checkpoint
-    return None
-
-
-def _listdir(folder: str) -> list[str]:
-    return os.listdir(folder) if os.path.isdir(folder) else []
-
-
-#: Operators last read per local checkpoint, with what their files were then
-#: (:func:`checkpoint_files`): a stopped query's state is read many times (a batch after
-#: another, each variable of a processor) and its operators do not change in between.
-_OPERATORS_READ: dict[str, tuple[tuple, list["StateOperator"]]] = {}
-_OPERATORS_LOCK = threading.Lock()
-#: Checkpoints whose operators are kept at most (the oldest read is forgotten first).
-_OPERATORS_KEPT = 32
 
 
 def _check_batch(value: Any, what: str) -> int:
@@ -177,7 +98,7 @@ class StateInspector:
     # -- operators -----------------------------------------------------------------------------
 
     def operators(self) -> list[StateOperator]:
-        """The stateful operators in the checkpoint (one per operator, a join's stores together).
+        """The stateful operators in the checkpoint (:func:`~.state_operators.state_operators`).
 
         Raises
         ------
@@ -185,54 +106,7 @@ class StateInspector:
             When the checkpoint was removed, holds no committed batch, or the query is
             stateless.
         """
-        local = _local_path(self.checkpoint)
-        if local is not None and not os.path.isdir(local):
-            raise ValueError(f"the checkpoint of stream {self.name!r} ({self.checkpoint}) was removed: "
-                             "its state can no longer be read")
-        files = checkpoint_files(local) if local is not None else None
-        with _OPERATORS_LOCK:
-            known = _OPERATORS_READ.get(local) if files is not None else None
-        if known is not None and known[0] == files:
-            return list(known[1])  # the files are as they were: no Spark job
-        operators = self._read_operators(local)
-        if files is not None:
-            with _OPERATORS_LOCK:
-                _OPERATORS_READ.pop(local, None)
-                _OPERATORS_READ[local] = (files, operators)
-                while len(_OPERATORS_READ) > _OPERATORS_KEPT:
-                    del _OPERATORS_READ[next(iter(_OPERATORS_READ))]
-        return list(operators)
-
-    def _read_operators(self, local: str | None) -> list[StateOperator]:
-        """:meth:`operators`, read with Spark's ``state-metadata`` reader."""
-        try:
-            rows = self._spark.read.format("state-metadata").load(self.checkpoint).collect()
-        except Exception as exc:
-            raise ValueError(f"cannot read the state of stream {self.name!r}: {summarize_error(str(exc))}") from None
-        grouped: dict[int, list[Any]] = {}
-        for row in rows:
-            grouped.setdefault(int(row["operatorId"]), []).append(row)
-        if not grouped:
-            if local is not None and os.path.isdir(os.path.join(local, "state")):
-                raise ValueError(
-                    f"the state of stream {self.name!r} has no operator metadata (a checkpoint written before "
-                    "Spark 4.0?): Spark's state reader cannot read it; restart the query on a new checkpoint")
-            commits = os.path.join(local, "commits") if local is not None else None
-            if commits is not None and not any(n.isdigit() for n in _listdir(commits)):
-                raise ValueError(f"stream {self.name!r} has not committed a batch yet: there is no state to read")
-            raise ValueError(f"stream {self.name!r} keeps no state: its query has no stateful operator "
-                             "(aggregation, dropDuplicates, stream-stream join, ...WithState)")
-        return [
-            StateOperator(
-                operator_id=op_id, name=str(group[0]["operatorName"]),
-                stores=tuple(str(r["stateStoreName"]) for r in group),
-                num_partitions=int(group[0]["numPartitions"]),
-                min_batch_id=min(int(r["minBatchId"]) for r in group),
-                max_batch_id=max(int(r["maxBatchId"]) for r in group),
-                properties=str(group[0]["operatorProperties"] or ""),
-            )
-            for op_id, group in sorted(grouped.items())
-        ]
+        return state_operators(self._spark, self.checkpoint, self.name)
 
     def summary(self) -> pd.DataFrame:
         """One row per stateful operator (:data:`SUMMARY_COLUMNS`; ``variables`` too with transformWithState).

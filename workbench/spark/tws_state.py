@@ -131,7 +131,7 @@ def processor_state(properties: str | None) -> ProcessorState:
 def variable_reading(operator: Any, variable: Any, stream: str) -> tuple[dict[str, Any], Any]:
     """The state reader's options and column flattener for ``variable`` of ``operator``.
 
-    ``operator`` is a :class:`~.state.StateOperator`; for one that is not transformWithState
+    ``operator`` is a :class:`~.state_operators.StateOperator`; for one that is not transformWithState
     there are no options and ``variable`` must be None.
     """
     if operator.name in TWS_OPERATORS:
