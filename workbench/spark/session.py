@@ -19,7 +19,6 @@ import functools
 import logging
 import os
 import shutil
-import sys
 import uuid
 import zipfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from .._spark_target import SparkTarget, connect_port, require_free_connect_port
 from .. import _class_archive as class_archive
 from .jvm_launch import launch_jvm
 from .private_folders import private_folder
+from .python_workers import use_for_workers
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
@@ -276,8 +276,8 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     if is_local_master(master) or _loopback_master(master):
         # Decides where the JVM's web UI and block manager bind; read once at JVM start.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python UDF workers must use this interpreter (and so this environment's packages).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers must use this interpreter (and so this environment's packages).
+    use_for_workers(is_local_master(master))
     scratch = None
     if "spark.local.dir" not in settings and not os.environ.get("SPARK_LOCAL_DIRS"):
         scratch = _new_scratch()
@@ -382,8 +382,8 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     require_free_connect_port(port, remote)
     # pyspark starts the server JVM here; keep it on loopback as well.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Its Python UDF workers must use this interpreter (and so this environment's packages).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Its Python workers must use this interpreter (and so this environment's packages).
+    use_for_workers(True)
     scratch = _new_scratch()
     server = {
         **settings,
