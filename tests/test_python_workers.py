@@ -52,6 +52,13 @@ def test_workers_started_as_spark_starts_them_import_the_installed_pyspark(tmp_p
     assert _run(script, spark_path, where) == str(home / "__init__.py")
     assert worker_python(env) == script  # written once, then found
     assert sorted(p.name for p in (tmp_path / WORKERS_FOLDER).iterdir()) == [Path(script).name]
+    # Writing a script removes those of interpreters that are gone, and keeps the others.
+    folder = tmp_path / WORKERS_FOLDER
+    (folder / "python-gone.sh").write_text(script_text(spark_path, str(tmp_path / "deleted-venv" / "python")))
+    (folder / "python-other.sh").write_text(script_text(spark_path, sys.executable))
+    Path(script).unlink()
+    assert worker_python(env) == script
+    assert sorted(p.name for p in folder.iterdir()) == sorted([Path(script).name, "python-other.sh"])
 
 
 def test_another_spark_home_an_unwritable_cache_or_turned_off_keeps_this_interpreter(tmp_path):
@@ -60,6 +67,20 @@ def test_another_spark_home_an_unwritable_cache_or_turned_off_keeps_this_interpr
     blocked = tmp_path / "file"
     blocked.write_text("")
     assert worker_python({"XDG_CACHE_HOME": str(blocked)}) == sys.executable  # a file where the folder would go
+
+
+def test_a_cache_on_a_noexec_file_system_keeps_this_interpreter(tmp_path, monkeypatch):
+    # Mounting a file system needs root; the mount flag os.statvfs reports is what is decided on.
+    real = os.statvfs
+
+    def statvfs(path):
+        found = real(path)
+        return os.statvfs_result((*found[:8], found.f_flag | os.ST_NOEXEC, found.f_namemax))
+
+    assert worker_python({"XDG_CACHE_HOME": str(tmp_path)}) != sys.executable
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    assert worker_python({"XDG_CACHE_HOME": str(tmp_path / "other")}) == sys.executable
+    assert not (tmp_path / "other").exists()
 
 
 def test_pyspark_python_is_the_users_when_set_and_this_interpreter_for_a_cluster(tmp_path):

@@ -9,9 +9,11 @@ pyspark's modules from source again: about 0.5 s of CPU per process on two cores
 a streaming source's runner took 0.8 s against 0.25 s from the installed package).
 
 :func:`use_for_workers` points ``PYSPARK_PYTHON`` at a small shell script next to the
-workbench's class archives that drops that one leading ``PYTHONPATH`` entry and runs this
-interpreter, so workers import the installed pyspark with its cached bytecode. Only when
-that is the same pyspark (``SPARK_HOME`` unset or pip's package, the zip of the same
+workbench's class archives that drops the zip from ``PYTHONPATH`` (Spark gives a data
+source's lookup workers a second copy of the entry further on) and runs this interpreter,
+so workers import the installed pyspark with its cached bytecode. There is one script per
+interpreter and pyspark; writing one removes those of interpreters that are gone. Only
+when that is the same pyspark (``SPARK_HOME`` unset or pip's package, the zip of the same
 version), only for Spark that runs on this machine (local masters and a local Spark
 Connect server: a cluster's executors could not run a script of this machine), and never
 over a ``PYSPARK_PYTHON`` the user set; ``WORKBENCH_PYTHON_WORKERS=0`` turns it off.
@@ -114,8 +116,8 @@ def worker_python(environ: MutableMapping[str, str] | None = None, python: str |
     -------
     str
         The script's path when Spark's zip is a copy of the installed pyspark and the script
-        could be written; ``python`` otherwise (nothing to gain, nowhere to write, or
-        ``WORKBENCH_PYTHON_WORKERS=0``).
+        could be written; ``python`` otherwise (nothing to gain, nowhere to write, a cache
+        mounted noexec, or ``WORKBENCH_PYTHON_WORKERS=0``).
 
     Examples
     --------
@@ -140,16 +142,38 @@ def worker_python(environ: MutableMapping[str, str] | None = None, python: str |
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     script = Path(cache) / WORKERS_FOLDER / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}.sh"
     try:
+        if _no_exec(script.parent):
+            return python  # a cache on a file system mounted noexec: no script would start
         if not (script.is_file() and os.access(script, os.X_OK) and script.read_text() == text):
             script.parent.mkdir(parents=True, exist_ok=True)
             temporary = script.with_name(f".{script.name}.{os.getpid()}")
             temporary.write_text(text)
             temporary.chmod(0o755)
             os.replace(temporary, script)
+            _remove_orphans(script.parent)
     except OSError as exc:
         log.info("Python workers start %s as they are (the script could not be written: %s)", python, exc)
         return python
     return str(script)
+
+
+def _remove_orphans(folder: Path) -> None:
+    """Remove the scripts of interpreters that are gone (a deleted virtualenv); the others may be in use."""
+    for other in folder.glob("python-*.sh"):
+        try:
+            last = other.read_text().strip().splitlines()[-1]
+            words = shlex.split(last)
+            if words[:1] == ["exec"] and len(words) > 1 and not os.path.exists(words[1]):
+                other.unlink()
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def _no_exec(folder: Path) -> bool:
+    """Whether ``folder`` (or the nearest folder above it that exists) is on a file system mounted noexec."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return bool(os.statvfs(folder).f_flag & getattr(os, "ST_NOEXEC", 0))
 
 
 def _ours(value: str, environ: MutableMapping[str, str]) -> bool:
