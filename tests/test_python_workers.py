@@ -22,7 +22,7 @@ def _run(executable: str, pythonpath: str | None, code: str) -> str:
     return done.stdout.strip()
 
 
-def test_the_script_drops_the_leading_zip_and_keeps_the_rest_of_the_path(tmp_path):
+def test_the_script_drops_the_zip_and_keeps_the_rest_of_the_path(tmp_path):
     # A zip path with a space and a quote: the script's patterns are literal.
     zip_path = str(tmp_path / "spark's home" / "pyspark.zip")
     script = tmp_path / "python.sh"

@@ -89,16 +89,28 @@ def archive_folder(environ: Mapping[str, str] | None = None) -> Path:
     >>> archive_folder({"XDG_CACHE_HOME": "/c"}).as_posix()
     '/c/spark-streaming-workbench/class-archives'
     """
+    return cache_root(environ) / "spark-streaming-workbench" / "class-archives"
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's cache folder: ``$XDG_CACHE_HOME``, or ``~/.cache``.
+
+    >>> cache_root({"XDG_CACHE_HOME": "/c"}).as_posix()
+    '/c'
+    """
     environ = os.environ if environ is None else environ
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "spark-streaming-workbench" / "class-archives"
+    return Path(environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"))
+
+
+def installed_pyspark() -> Path | None:
+    """The installed pyspark's folder (pip's ``SPARK_HOME``), found without importing it."""
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.submodule_search_locations[0]).resolve() if spec and spec.submodule_search_locations else None
 
 
 def _spark_home() -> Path:
     # Found without importing pyspark: the command line's doctor reads the status too.
-    spec = importlib.util.find_spec("pyspark")
-    installed = spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else "."
-    return Path(os.environ.get("SPARK_HOME") or installed).resolve()
+    return Path(os.environ.get("SPARK_HOME") or installed_pyspark() or ".").resolve()
 
 
 def archive_path(java: str, java_version: str, environ: Mapping[str, str] | None = None,

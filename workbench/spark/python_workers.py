@@ -23,7 +23,6 @@ Measured side by side in ``bench/bench_python_workers.py``.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
 import shlex
@@ -31,6 +30,8 @@ import sys
 import zipfile
 from pathlib import Path
 from typing import MutableMapping
+
+from .._class_archive import cache_root, installed_pyspark
 
 __all__ = ["use_for_workers", "worker_python", "WORKERS_FOLDER"]
 
@@ -42,12 +43,15 @@ WORKERS_FOLDER = Path("spark-streaming-workbench") / "python-workers"
 
 def _installed_pyspark() -> tuple[Path, str] | None:
     """The installed pyspark's folder and version, found without importing it."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
+    home = installed_pyspark()
+    if home is None or not (home / "version.py").is_file():
         return None
-    home = Path(spec.submodule_search_locations[0]).resolve()
-    version = _version_in((home / "version.py").read_text(encoding="utf-8")) if (home / "version.py").is_file() else None
+    version = _version_in((home / "version.py").read_text(encoding="utf-8"))
     return (home, version) if version else None
+
+
+def _folder(environ: MutableMapping[str, str]) -> Path:
+    return cache_root(environ) / WORKERS_FOLDER
 
 
 def _version_in(text: str) -> str | None:
@@ -139,8 +143,7 @@ def worker_python(environ: MutableMapping[str, str] | None = None, python: str |
     if _zip_version(zip_path) != version:
         return python
     text = script_text(str(zip_path), python)
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    script = Path(cache) / WORKERS_FOLDER / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}.sh"
+    script = _folder(environ) / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}.sh"
     try:
         if _no_exec(script.parent):
             return python  # a cache on a file system mounted noexec: no script would start
@@ -177,8 +180,7 @@ def _no_exec(folder: Path) -> bool:
 
 
 def _ours(value: str, environ: MutableMapping[str, str]) -> bool:
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return value == sys.executable or Path(value).parent == Path(cache) / WORKERS_FOLDER
+    return value == sys.executable or Path(value).parent == _folder(environ)
 
 
 def use_for_workers(local: bool, environ: MutableMapping[str, str] | None = None) -> str:

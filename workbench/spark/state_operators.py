@@ -20,7 +20,7 @@ from ..errors import summarize_error
 from .checkpoint_log import checkpoint_files
 from .tws_state import TWS_OPERATORS
 
-__all__ = ["StateOperator", "OPERATOR_KINDS", "state_operators", "local_path"]
+__all__ = ["StateOperator", "OPERATOR_KINDS", "state_operators"]
 
 #: Spark's operator names, in the words a user knows the operators by.
 OPERATOR_KINDS: dict[str, str] = {
@@ -77,7 +77,7 @@ class StateOperator:
         return f"{self.operator_id} ({self.name})"
 
 
-def local_path(checkpoint: str) -> str | None:
+def _local_path(checkpoint: str) -> str | None:
     """The local folder of a checkpoint URI, or None for remote storage (HDFS, S3...)."""
     parsed = urlparse(checkpoint)
     if parsed.scheme in ("", "file"):
@@ -96,7 +96,6 @@ _READ: dict[str, tuple[tuple, list[StateOperator]]] = {}
 _LOCK = threading.Lock()
 #: Checkpoints whose operators are kept at most (the oldest read is forgotten first).
 _KEPT = 32
-
 
 
 def state_operators(spark: Any, checkpoint: str, name: str) -> list[StateOperator]:
@@ -121,7 +120,7 @@ def state_operators(spark: Any, checkpoint: str, name: str) -> list[StateOperato
     >>> [op.kind for op in state_operators(spark, handle.checkpoint, "counts")]   # doctest: +SKIP
     ['aggregation']
     """
-    local = local_path(checkpoint)
+    local = _local_path(checkpoint)
     if local is not None and not os.path.isdir(local):
         raise ValueError(f"the checkpoint of stream {name!r} ({checkpoint}) was removed: "
                          "its state can no longer be read")
