@@ -9,7 +9,13 @@ The stream and page of ``bench_browser.py``'s browser-CPU arm (``bench/browser_c
 on screen. In one page and kernel, in rounds (the machine's noise is as large as the
 differences, so every variant is measured in every round, one after the other):
 
-- **as is**: the monitor as a user sees it;
+- **as is**: the monitor as a user sees it (new points drawn by a worker into a canvas
+  over each chart, ``extensions/src/canvas.ts``);
+- **svg patches**: new points written into the charts' SVG instead
+  (``data-workbench-draw="svg"``, what a browser without ``OffscreenCanvas`` gets);
+- **points not drawn**: the charts' points arrive and are kept but not drawn
+  (``data-workbench-draw="none"``; the caption is written): what the kernel's message
+  costs the page; **points and caption not drawn**: the caption hidden too;
 - **charts not painted**: the charts' divs ``visibility: hidden``: every message arrives
   and every draw runs (script, style, layout), but nothing of the charts is painted,
   rasterised or composited;
@@ -25,6 +31,8 @@ differences, so every variant is measured in every round, one after the other):
   **a tick outside**: the same text change in a box fixed over the page, outside
   JupyterLab's widgets; **a tick moved**: a box of its own compositing layer moved once a
   second (a transform): a frame with nothing to paint or rasterise, only to composite;
+  **a worker tick**: a canvas under the monitor whose control a worker holds, the counter
+  drawn by the worker (a frame the main thread takes no part in);
 - **axes fixed**: the charts' axes never move once drawn (``data-workbench-draw="fixed-axes"``,
   ``extensions/src/draw.ts``; points past them are patched but not seen): no axis moves,
   and once the points pass the axes no new points repainted on screen;
@@ -92,6 +100,10 @@ VARIANTS = {
     "a tick outside": NO_CHARTS,
     "a tick moved": NO_CHARTS,
     "axes fixed": "",
+    "a worker tick": NO_CHARTS,
+    "points not drawn": "",
+    "svg patches": "",
+    "points and caption not drawn": f".workbench-chart-caption {HIDDEN}",
     # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
     # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
     "charts layered": ".workbench-chart { will-change: transform; }",
@@ -128,6 +140,27 @@ PAGE_VARIANTS = {
     # paint or rasterise, only to composite.
     "a tick moved": _tick("tick.style.transform = `translateX(${(++n % 2) * 30}px)`", "document.body",
                           FIXED_BOX + "width: '20px', background: 'red', willChange: 'transform'}"),
+    # A canvas under the monitor whose control a worker holds: the worker draws a counter
+    # once a second and commits it to the compositor without a main-thread frame.
+    "a worker tick": ("""() => {
+          const canvas = document.createElement('canvas');
+          canvas.id = 'bench-tick'; canvas.width = 120; canvas.height = 20;
+          document.querySelector('.workbench-monitor').appendChild(canvas);
+          const code = `onmessage = (e) => { const c = e.data.getContext('2d'); let n = 0;
+            setInterval(() => { c.clearRect(0, 0, 120, 20); c.fillText('tick ' + (++n), 4, 14); }, 1000); };`;
+          window.benchWorker = new Worker(URL.createObjectURL(new Blob([code])));
+          const off = canvas.transferControlToOffscreen();
+          window.benchWorker.postMessage(off, [off]);
+        }""", "() => { window.benchWorker.terminate(); document.getElementById('bench-tick')?.remove(); }"),
+    # The charts' points arrive and are kept but not drawn (data-workbench-draw="none"): what
+    # the kernel's message costs the page before anything is drawn.
+    "points not drawn": ("() => { document.documentElement.dataset.workbenchDraw = 'none'; }",
+                         "() => { delete document.documentElement.dataset.workbenchDraw; }"),
+    "points and caption not drawn": ("() => { document.documentElement.dataset.workbenchDraw = 'none'; }",
+                                     "() => { delete document.documentElement.dataset.workbenchDraw; }"),
+    # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
+    "svg patches": ("() => { document.documentElement.dataset.workbenchDraw = 'svg'; }",
+                    "() => { delete document.documentElement.dataset.workbenchDraw; }"),
     # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
     # no moves, and points past the axes are patched but not seen.
     "axes fixed": ("() => { document.documentElement.dataset.workbenchDraw = 'fixed-axes'; }",

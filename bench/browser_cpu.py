@@ -6,15 +6,15 @@ The stream is the one a new user tries: ``%%stream rates --trigger "1 second"`` 
 phase lasting ``--cpu-minute`` seconds (60 by default):
 
 - **visible**: the monitor drawn under its cell, on screen;
+- **SVG patches**: the same, with new points written into the charts' SVG
+  (``data-workbench-draw="svg"`` on the page, as in a browser without ``OffscreenCanvas``;
+  otherwise a worker draws them into a canvas over each chart, ``extensions/src/canvas.ts``);
 - **visible, plotly only**: the same, with every update drawn by plotly
-  (``data-workbench-draw="plotly"`` on the page; new points are otherwise written into the
-  charts' SVG, ``extensions/src/patch.ts``);
-- **visible, whole lines**: the same, with each patched line written as one path
-  (``data-workbench-draw="whole"``; otherwise a line is a path per eight batches, and only
-  the newest and oldest change per batch);
+  (``data-workbench-draw="plotly"``; new points are otherwise drawn without plotly,
+  ``extensions/src/patch.ts``);
 - **visible, axes in full**: the same, with plotly drawing a whole chart whenever its axes
-  move (``data-workbench-draw="full-axes"``; otherwise plotly moves the axes alone and the
-  new points are patched over them, ``extensions/src/draw.ts``);
+  move (``data-workbench-draw="full-axes"``, the points in the SVG; otherwise plotly moves the
+  axes alone and the new points are drawn over them, ``extensions/src/draw.ts``);
 - **visible, full**: the monitor visible again as in the first phase, its window full by now
   (the batch axis moves on every quarter window): what "axes in full", just before it, compares with;
 - **out of view**: the same, scrolled out of view (below a tall output);
@@ -33,9 +33,8 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **ten monitors**: ten monitors of that stream on one page, all on screen (a window tall
   enough for all forty charts: charts out of view get no points), then the time from a click on one's Stop button to the
   button answering (disabled by the kernel), measured in the page;
-- **ten, a frame each**: the same ten, each grid drawing in the animation frame after its
-  points arrive (``data-workbench-passes="frame"``; otherwise the page's grids draw together
-  in passes at least 250 ms apart, ``extensions/src/charts.ts``).
+- **ten, SVG patches**: the same ten, their new points written into the charts' SVG (as in
+  "SVG patches").
 
 Then, in a second JupyterLab with the workbench's extension disabled (what VS Code and Colab
 get: the chart code and plotly.js come from the kernel), the first monitor **visible** and
@@ -143,7 +142,7 @@ JS_DRAW_COUNTS = """() => {
     declined[gd.dataset.chart] = gd.dataset.patchDeclined;
   }
   return {full: sum('fullDraws'), points: sum('pointDraws'), patched: sum('patchedDraws'), axis: sum('axisDraws'),
-          byChart, declined};
+          canvas: sum('canvasDraws'), byChart, declined};
 }"""
 #: The page's running animations: their names and the classes of what they animate.
 JS_ANIMATIONS = """() => document.getAnimations().filter(a => a.playState === 'running').slice(0, 5)
@@ -218,8 +217,8 @@ def _phase(page: Any, cdp: Any, stream: str, seconds: float, batches_code: str =
     for name in METRICS:
         result[name] = (m1.get(name, 0.0) - m0.get(name, 0.0)) * per_minute
     result["layouts/batch"] = (m1.get("LayoutCount", 0.0) - m0.get("LayoutCount", 0.0)) / count
-    # Chart draws per batch: plotly's full ones, points only, of those patched, axis moves.
-    for kind in ("full", "points", "patched", "axis"):
+    # Chart draws per batch: plotly's full ones, points only, of those patched, axis moves, canvas draws.
+    for kind in ("full", "points", "patched", "axis", "canvas"):
         result[f"{kind} draws/batch"] = (d1[kind] - d0[kind]) / count
     # Per chart: full draws, and point draws plotly made (not patched).
     result["full, plotly point draws by chart"] = {
@@ -384,8 +383,8 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         results["visible"] = _phase(page, cdp, "rates", seconds)
         if trace_seconds > 0:
             print_trace("visible", _trace(browser, page, cdp, trace_seconds))
-        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'whole'; }")
-        results["whole lines"] = _phase(page, cdp, "rates", seconds)
+        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'svg'; }")
+        results["SVG patches"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'plotly'; }")
         results["plotly only"] = _phase(page, cdp, "rates", seconds)
         page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'full-axes'; }")
@@ -426,9 +425,9 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         _show_cell(page, TEN_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)
         results["ten monitors"] = _phase(page, cdp, "bare", seconds)
-        page.evaluate("() => { document.documentElement.dataset.workbenchPasses = 'frame'; }")
-        results["ten, a frame each"] = _phase(page, cdp, "bare", seconds)
-        page.evaluate("() => { delete document.documentElement.dataset.workbenchPasses; }")
+        page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'svg'; }")
+        results["ten, SVG patches"] = _phase(page, cdp, "bare", seconds)
+        page.evaluate("() => { delete document.documentElement.dataset.workbenchDraw; }")
         results["ten monitors"]["stop ms"] = page.evaluate(JS_STOP_ANSWER, TEN_CELL)
         page.evaluate(JS_KERNEL, "workbench.stop_all()")
     finally:
@@ -495,7 +494,8 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
             ("chart full draws per batch", "full draws/batch", "{:.2f}"),
             ("chart point draws per batch", "points draws/batch", "{:.2f}"),
             ("  of which patched", "patched draws/batch", "{:.2f}"),
-            ("chart axis moves per batch", "axis draws/batch", "{:.2f}")]
+            ("chart axis moves per batch", "axis draws/batch", "{:.2f}"),
+            ("chart canvas draws per batch", "canvas draws/batch", "{:.2f}")]
     for label, key, form in rows:
         print(f"{label:26}" + "".join(f"{form.format(r.get(key, float('nan'))):>{width}}"
                                       for r, width in zip(phases.values(), widths))
@@ -504,9 +504,9 @@ def print_browser_cpu(results: dict[str, dict[str, float]], seconds: float) -> N
     if ten:
         print(f"ten monitors: {ten['cpu s/min'] / 60 * 100:.0f} % of one core (target < {TARGET_TEN / 60 * 100:.0f} %), "
               f"Stop answered in {ten['stop ms']:.0f} ms (target < {TARGET_STOP_MS:.0f} ms)")
-    frames = phases.get("ten, a frame each")
-    if frames:
-        print(f"ten monitors drawing a frame each (the page's passes off): {frames['cpu s/min'] / 60 * 100:.0f} % of one core")
+    svg = phases.get("ten, SVG patches")
+    if svg:
+        print(f"ten monitors with their points in the SVG: {svg['cpu s/min'] / 60 * 100:.0f} % of one core")
     heap = results.get("heap")
     if heap:
         print(f"JS heap over {heap['minutes']:.0f} min of a visible monitor: {heap['heap start MB']:.1f} -> "

@@ -1,13 +1,14 @@
-"""New points written straight into the chart's SVG look as plotly draws them, in JupyterLab.
+"""New points drawn without plotly look as plotly draws them, in JupyterLab.
 
 The monitor's four charts (watermark band, markers and steps; state lines on two axes;
 stacked duration bars and a line; rates) in a chart grid under a cell, fed one batch at a
-time from the kernel. Points that fit the axes are written into the SVG plotly drew,
-without a plotly call (``extensions/src/patch.ts``; the chart's ``data-patched-draws``
-count). Then the pointer enters each chart: plotly redraws it from its data (its hover reads
+time from the kernel. Points that fit the axes are drawn without a plotly call
+(``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): by a worker into a
+canvas over the chart (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly
+drew left untouched, or, on a page that asks for it, written into that SVG. Then the pointer enters each chart: plotly redraws it from its data (its hover reads
 its own), and the picture must be the one the patches drew, pixel for pixel but for
 anti-aliasing, with the same points in the chart's data. Once the window is full and moves
-on, a patched batch changes only a few shapes per trace (the browser repaints only those):
+on, a patched batch changes no SVG shape (canvas), or only a few shapes per trace (the browser repaints only those):
 the newest and oldest part of each line, the shape of the batch that left reused for the
 new one, not every point's. When the points pass the axes' room, plotly moves the axes alone
 and the points are patched over them (``data-axis-draws``): no chart draws in full once its
@@ -62,6 +63,7 @@ JS_CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.workbenc
   div.dataset.chart,
   {full: Number(div.dataset.fullDraws || 0), points: Number(div.dataset.pointDraws || 0),
    patched: Number(div.dataset.patchedDraws || 0), axis: Number(div.dataset.axisDraws || 0),
+   canvas: Number(div.dataset.canvasDraws || 0),
    x: div.data ? div.data.map(trace => Array.from(trace.x || [])) : []}]))"""
 
 JS_KERNEL_RUN = """async (code) => {
@@ -151,11 +153,18 @@ def _differing(before: bytes, after: bytes) -> float:
     return sum(mask.histogram()[1:]) / (a.size[0] * a.size[1])
 
 
-def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> None:
-    with evidence_on_failure(page, lab, "patched"):
+@pytest.mark.parametrize("draw", ["canvas", "svg"])
+def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, draw: str) -> None:
+    """``canvas``: the page as users get it, a worker draws the new points into a canvas over
+    each chart and the SVG is left as plotly drew it; ``svg``: a browser without
+    ``OffscreenCanvas`` (removed from the page before the grid draws), where the new points
+    are written into the SVG."""
+    with evidence_on_failure(page, lab, f"patched-{draw}"):
         page.set_viewport_size({"width": 1400, "height": 1100})
         page.goto(lab.notebook_url(NOTEBOOK))
         page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        if draw == "svg":  # before the grid draws
+            page.evaluate("() => { delete window.OffscreenCanvas; }")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
         page.mouse.move(1, 1)  # the pointer away from the charts
@@ -172,6 +181,14 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> 
         for key, chart in drawn.items():
             assert chart["patched"] >= 40, f"{key}: points that fit the axes went through plotly: {chart}"
             assert all(len(x) == 60 for x in chart["x"]), f"{key}: a trace holds other than the window: {chart}"
+            canvases = page.locator(f'.workbench-chart[data-chart="{key}"] canvas.workbench-trace-canvas').count()
+            if draw == "canvas":
+                # Every patched batch, and each batch that moved the axes alone, drew the canvas.
+                assert chart["canvas"] == chart["patched"] + chart["axis"] and canvases == 1, (
+                    f"{key}: patched batches not drawn by the worker's canvas ({canvases} canvases): {chart}")
+            else:
+                assert chart["canvas"] == 0 and canvases == 0, (
+                    f"{key}: a canvas drew in a browser without OffscreenCanvas: {chart}, {canvases} canvases")
 
         # The window moves on: a patched batch changes a few shapes per trace, not all.
         page.evaluate(JS_WATCH_SHAPES)
@@ -191,6 +208,10 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any) -> 
                 break
         assert set(changes) == set(LIVE_TRACES), f"some chart was not patched twice in a row in 8 batches: {changes}"
         for key, count in changes.items():
+            if draw == "canvas":
+                # The canvas draws the batch: the SVG plotly drew is not touched.
+                assert count == 0, f"{key}: a batch drawn in the canvas changed {count} SVG shapes"
+                continue
             assert 0 < count <= SHAPES_PER_TRACE * LIVE_TRACES[key], (
                 f"{key}: one patched batch changed {count} shapes, more than {SHAPES_PER_TRACE} per trace "
                 f"({LIVE_TRACES[key]} traces): the whole chart repaints")

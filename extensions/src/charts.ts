@@ -29,6 +29,7 @@
 // arrive at different times share at most four frames a second instead of taking ten; one
 // monitor at a batch a second still draws each batch in the frame after it arrives.
 
+import { forgetCanvas } from './canvas';
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
 import { applyData, IDataMessage, ISeries } from './series';
@@ -173,6 +174,7 @@ class ChartGridView {
     const keys = new Set(this.specs().map(spec => spec.key));
     for (const [key, div] of this.plots) {
       if (!keys.has(key)) {
+        forgetCanvas(div);
         this.plotly?.purge(div);
         div.remove();
         this.plots.delete(key);
@@ -245,6 +247,7 @@ class ChartGridView {
       this.queued = false;
     }
     for (const div of this.plots.values()) {
+      forgetCanvas(div);
       this.plotly?.purge(div);
     }
     this.plots.clear();

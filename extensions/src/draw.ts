@@ -14,6 +14,7 @@
 // the points leave them (or the spec, the traces or the empty state change). An axis the
 // user zoomed or panned keeps the user's range until autoscaled.
 
+import { releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
 import type { ISeries, Value } from './series';
 
@@ -148,6 +149,7 @@ export function drawChart(
         count(div, 'patchedDraws');
         return;
       }
+      releaseCanvas(div);
       const update = plotly.animate(
         div,
         { data: live.map(index => ({ x: traces[index].x, y: traces[index].y })), traces: live },
@@ -208,6 +210,7 @@ export function drawChart(
       layout[name] = { ...layout[name], range: [...range], autorange: false };
     }
   }
+  releaseCanvas(div);
   plotly.react(div, traces, layout, CONFIG);
   count(div, 'fullDraws');
   if (!before && typeof gd.on === 'function') {
@@ -315,6 +318,7 @@ function onPointer(plotly: Plotly, div: HTMLElement, inside: boolean): void {
   state.inside = inside;
   if (inside && state.patched) {
     state.patched = false;
+    releaseCanvas(div);
     plotly.redraw(div);
     count(div, 'fullDraws');
   }

@@ -21,6 +21,8 @@
 // it: draw.ts has plotly draw once when the pointer enters the chart, and draws every
 // update with plotly while it stays there.
 
+import { canvasWanted, drawCanvas, releaseCanvas } from './canvas';
+import type { ILayer, IShape } from './canvas';
 import type { ITrace } from './draw';
 import type { Value } from './series';
 
@@ -29,6 +31,22 @@ interface IAxis {
   type: string;
   d2c: (value: unknown) => number;
   c2p: (value: number) => number;
+  /** Where the axis's subplot starts, and its length, in the chart's pixels. */
+  _offset: number;
+  _length: number;
+}
+
+/**
+ * The canvas's picture of the live traces (canvas.ts), made beside the SVG writes: a layer
+ * per trace (bars first, as plotly's bar layer lies under its scatter layer), and the SVG
+ * groups it stands in for. `ok` false: something the canvas does not draw as plotly would
+ * (per-point marker styles), so the SVG is written instead.
+ */
+interface IScene {
+  bars: Map<number, ILayer>;
+  lines: Map<number, ILayer>;
+  hidden: SVGGElement[];
+  ok: boolean;
 }
 
 type Point = [number, number] | null;
@@ -54,9 +72,22 @@ class Declined extends Error {}
  * the indexes of the live ones.
  */
 export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
+  if (document.documentElement.dataset.workbenchDraw === 'none') {
+    // Nothing drawn (what bench_browser_parts.py measures): the points go to the chart's data.
+    for (const index of live) {
+      gd.data[index].x = traces[index].x;
+      gd.data[index].y = traces[index].y;
+    }
+    return 'patched';
+  }
   try {
-    const writes = plan(gd, traces, live);
-    writes.forEach(write => write());
+    const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
+    const writes = plan(gd, traces, live, scene);
+    const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
+    if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden)) {
+      releaseCanvas(gd);
+      writes.forEach(write => write());
+    }
     for (const index of live) {
       // plotly's next draw (and anyone reading the chart's data) starts from these points.
       gd.data[index].x = traces[index].x;
@@ -74,7 +105,12 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchRes
   }
 }
 
-function plan(gd: any, traces: ITrace[], live: number[]): Write[] {
+/** A scene's layers by trace index, in order. */
+function sorted(layers: Map<number, ILayer>): ILayer[] {
+  return [...layers.entries()].sort((a, b) => a[0] - b[0]).map(([, layer]) => layer);
+}
+
+function plan(gd: any, traces: ITrace[], live: number[], scene: IScene | null): Write[] {
   const layout = gd._fullLayout;
   const full: any[] = gd._fullData;
   if (!layout || !full || full.length !== traces.length) {
@@ -103,10 +139,23 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] {
     }
     const xs = traces[index].x ?? [];
     const ys = traces[index].y ?? [];
+    const layer: ILayer | null = scene && {
+      clip: [xa._offset, ya._offset, xa._length, ya._length],
+      opacity: Number(trace.opacity ?? 1),
+      shapes: []
+    };
+    if (scene && layer) {
+      scene.hidden.push(group);
+      (trace.type === 'bar' ? scene.bars : scene.lines).set(index, layer);
+      const marker = trace.marker ?? {};
+      if (['color', 'size', 'symbol', 'opacity'].some(key => Array.isArray(marker[key]))) {
+        scene.ok = false; // a style per point: the SVG has it
+      }
+    }
     if (trace.type === 'scatter') {
       const points = xs.map((x, i) => pixel(xa, ya, x, ys[i]));
       pixels.set(index, points);
-      scatter(trace, group, xs, points, writes);
+      scatter(trace, group, xs, points, writes, layer);
       if (trace.fill === 'tonexty') {
         const below = index > 0 ? pixels.get(index - 1) : undefined;
         const band = below && full[index - 1].type === 'scatter' ? groups.get(index - 1) : undefined;
@@ -116,12 +165,12 @@ function plan(gd: any, traces: ITrace[], live: number[]): Write[] {
         if (!below || !band) {
           throw new Declined(`trace ${index}: a band over a trace that is not a live line`);
         }
-        fillBetween(trace, full[index - 1], band, points, below, writes);
+        fillBetween(trace, full[index - 1], band, points, below, writes, scene?.lines.get(index - 1) ?? null);
       } else if (trace.fill !== 'none') {
         throw new Declined(`trace ${index}: fill ${trace.fill}`);
       }
     } else if (trace.type === 'bar') {
-      bars(layout, trace, group, xa, ya, xs, ys, stacks, traces, live, writes);
+      bars(layout, trace, group, xa, ya, xs, ys, stacks, traces, live, writes, layer);
     } else {
       throw new Declined(`trace ${index}: type ${trace.type}`);
     }
@@ -221,7 +270,14 @@ function joined(trace: any, xs: Value[], points: Point[]): [Value[], Point[]] {
 }
 
 /** A scatter trace's line and markers. */
-function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], writes: Write[]): void {
+function scatter(
+  trace: any,
+  group: SVGGElement,
+  xs: Value[],
+  points: Point[],
+  writes: Write[],
+  layer: ILayer | null
+): void {
   const mode = String(trace.mode ?? '');
   const shape = String(trace.line?.shape ?? 'linear');
   if (shape !== 'linear' && shape !== 'hv') {
@@ -239,6 +295,10 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
     } else {
       const dash = String(trace.line?.dash ?? 'solid');
       const parts = lineParts(...joined(trace, xs, points), shape, dash !== 'solid' && dash !== '');
+      const whole = linePath(joined(trace, xs, points)[1], shape);
+      if (layer && whole) {
+        layer.shapes.push({ d: whole, ...shapeStyle(paths[0]) });
+      }
       writes.push(() => {
         const all = place(holder, paths, parts.map(([key]) => key));
         all.forEach((path, i) => write(path, 'd', parts[i][1]));
@@ -250,6 +310,10 @@ function scatter(trace: any, group: SVGGElement, xs: Value[], points: Point[], w
     const markers = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.point')) : [];
     if (!holder || (markers.length === 0 && drawn.length > 0)) {
       throw new MissingShape();
+    }
+    const template = markers[0]?.getAttribute('d');
+    if (layer && template && drawn.length > 0) {
+      layer.shapes.push({ d: template, at: drawn, ...shapeStyle(markers[0]) });
     }
     writes.push(() => {
       const all = place(holder, markers, shown.map(([, x]) => x));
@@ -265,7 +329,8 @@ function fillBetween(
   belowGroup: SVGGElement,
   points: Point[],
   below: Point[],
-  writes: Write[]
+  writes: Write[],
+  layer: ILayer | null
 ): void {
   // plotly draws a trace's tonexty band in the group of the trace before it.
   const fills = belowGroup.querySelectorAll<SVGPathElement>('.fills path.js-fill');
@@ -286,6 +351,9 @@ function fillBetween(
   const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
   const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
   const fill = fills[0];
+  if (layer && top && bottom) {
+    layer.shapes.unshift({ d, ...shapeStyle(fill) }); // under the line below's own shapes, as plotly's fills
+  }
   writes.push(() => write(fill, 'd', d));
 }
 
@@ -311,7 +379,8 @@ function bars(
   stacks: Map<string, Map<number, number>>,
   traces: ITrace[],
   live: number[],
-  writes: Write[]
+  writes: Write[],
+  layer: ILayer | null
 ): void {
   if (layout.barmode !== 'stack' || trace.orientation !== 'v' || xa.type !== 'linear' || ya.type !== 'linear') {
     throw new Declined(`bars: barmode ${layout.barmode}, orientation ${trace.orientation}, axes ${xa.type}/${ya.type}`);
@@ -345,6 +414,10 @@ function bars(
     const [x0, x1] = [xa.c2p(x - width / 2), xa.c2p(x + width / 2)];
     const [y0, y1] = [ya.c2p(base), ya.c2p(top)];
     paths.push(`M${visible(x0, x1)},${visible(y0, y1, true)}V${visible(y1, y0, true)}H${visible(x1, x0)}V${visible(y0, y1, true)}Z`);
+  }
+  const style = shapeStyle(points[0]?.firstElementChild);
+  if (layer) {
+    layer.shapes.push(...paths.filter(d => d !== 'M0,0Z').map(d => ({ d, ...style })));
   }
   writes.push(() => {
     const all = place(holder, points, xs.map(String));
@@ -381,6 +454,29 @@ function barWidth(traces: ITrace[], live: number[]): number {
     step = Math.min(step, sorted[i] - sorted[i - 1]);
   }
   return Number.isFinite(step) ? step : 1;
+}
+
+/** The paint of a shape plotly drew (its inline style), for the canvas to draw alike. */
+function shapeStyle(element: Element | null | undefined): Omit<IShape, 'd' | 'at'> {
+  const style = (element as SVGElement | null | undefined)?.style;
+  if (!style) {
+    return {};
+  }
+  const paint = (value: string) => (value && value !== 'none' ? value : undefined);
+  const number = (value: string, otherwise: number) => (value === '' || !Number.isFinite(Number(value)) ? otherwise : Number(value));
+  const opacity = number(style.opacity, 1);
+  const dash = style.strokeDasharray && style.strokeDasharray !== 'none'
+    ? style.strokeDasharray.split(/[\s,]+/).map(parseFloat).filter(Number.isFinite)
+    : undefined;
+  return {
+    fill: paint(style.fill),
+    fillOpacity: number(style.fillOpacity, 1) * opacity,
+    stroke: paint(style.stroke),
+    strokeOpacity: number(style.strokeOpacity, 1) * opacity,
+    width: parseFloat(style.strokeWidth) || 0,
+    dash,
+    miter: parseFloat(style.strokeMiterlimit || (element?.closest('g.trace') as SVGElement | null)?.style.strokeMiterlimit || '') || 4
+  };
 }
 
 /** Set an attribute only when its value changes (an unchanged shape is not repainted). */
