@@ -126,6 +126,12 @@ def _tick(change: str, parent: str = "document.querySelector('.workbench-monitor
             "() => { clearInterval(window.benchTick); document.getElementById('bench-tick')?.remove(); }")
 
 
+def _draw(how: str) -> tuple[str, str]:
+    """A page variant: the charts drawn as ``data-workbench-draw`` = ``how`` asks (draw.ts, patch.ts)."""
+    return (f"() => {{ document.documentElement.dataset.workbenchDraw = '{how}'; }}",
+            "() => { delete document.documentElement.dataset.workbenchDraw; }")
+
+
 TEXT_TICK = "tick.textContent = `tick ${++n}`"
 #: A small box fixed over the page's bottom left corner, outside JupyterLab's widgets.
 FIXED_BOX = "{position: 'fixed', left: '8px', bottom: '8px', zIndex: 10000, height: '20px', "
@@ -154,17 +160,13 @@ PAGE_VARIANTS = {
         }""", "() => { window.benchWorker.terminate(); document.getElementById('bench-tick')?.remove(); }"),
     # The charts' points arrive and are kept but not drawn (data-workbench-draw="none"): what
     # the kernel's message costs the page before anything is drawn.
-    "points not drawn": ("() => { document.documentElement.dataset.workbenchDraw = 'none'; }",
-                         "() => { delete document.documentElement.dataset.workbenchDraw; }"),
-    "points and caption not drawn": ("() => { document.documentElement.dataset.workbenchDraw = 'none'; }",
-                                     "() => { delete document.documentElement.dataset.workbenchDraw; }"),
+    "points not drawn": _draw("none"),
+    "points and caption not drawn": _draw("none"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
-    "svg patches": ("() => { document.documentElement.dataset.workbenchDraw = 'svg'; }",
-                    "() => { delete document.documentElement.dataset.workbenchDraw; }"),
+    "svg patches": _draw("svg"),
     # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
     # no moves, and points past the axes are patched but not seen.
-    "axes fixed": ("() => { document.documentElement.dataset.workbenchDraw = 'fixed-axes'; }",
-                   "() => { delete document.documentElement.dataset.workbenchDraw; }"),
+    "axes fixed": _draw("fixed-axes"),
 }
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.

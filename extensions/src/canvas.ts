@@ -124,8 +124,11 @@ function workerMain(): void {
 
 let worker: Worker | null | undefined;
 let nextId = 0;
-/** The charts whose traces a canvas draws, with their canvas and its id in the worker. */
-const canvases = new Map<HTMLElement, { canvas: HTMLCanvasElement; id: number }>();
+/**
+ * The charts whose traces a canvas draws: their canvas, its id in the worker, and whether it
+ * holds a picture now (the chart's live SVG hidden).
+ */
+const canvases = new Map<HTMLElement, { canvas: HTMLCanvasElement; id: number; shown: boolean }>();
 
 /**
  * The page's worker, started on first use; null where the browser cannot draw a canvas off
@@ -194,7 +197,7 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
     Object.assign(canvas.style, { position: 'absolute', left: '0', top: '0', pointerEvents: 'none' });
     under.after(canvas); // over the plot, under the legend and the hover labels
     const offscreen = (canvas as any).transferControlToOffscreen();
-    entry = { canvas, id: nextId++ };
+    entry = { canvas, id: nextId++, shown: false };
     target.postMessage({ id: entry.id, canvas: offscreen }, [offscreen]);
     canvases.set(gd, entry);
   }
@@ -207,6 +210,7 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
   }
   const message: IDraw = { id: entry.id, width, height, ratio: window.devicePixelRatio || 1, layers };
   target.postMessage(message);
+  entry.shown = true;
   for (const group of hidden) {
     if (group.style.visibility !== 'hidden') {
       group.style.visibility = 'hidden';
@@ -219,9 +223,10 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
 /** Plotly draws the chart's traces itself now: show their SVG again and clear the canvas. */
 export function releaseCanvas(gd: HTMLElement): void {
   const entry = canvases.get(gd);
-  if (!entry) {
-    return;
+  if (!entry?.shown) {
+    return; // no canvas, or one cleared already (plotly draws every update while the pointer is over it)
   }
+  entry.shown = false;
   for (const group of gd.querySelectorAll<SVGGElement>('g.trace')) {
     if (group.style.visibility === 'hidden') {
       group.style.visibility = '';

@@ -72,21 +72,17 @@ class Declined extends Error {}
  * the indexes of the live ones.
  */
 export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
-  if (document.documentElement.dataset.workbenchDraw === 'none') {
-    // Nothing drawn (what bench_browser_parts.py measures): the points go to the chart's data.
-    for (const index of live) {
-      gd.data[index].x = traces[index].x;
-      gd.data[index].y = traces[index].y;
-    }
-    return 'patched';
-  }
   try {
-    const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
-    const writes = plan(gd, traces, live, scene);
-    const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
-    if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden)) {
-      releaseCanvas(gd);
-      writes.forEach(write => write());
+    // `data-workbench-draw="none"`: nothing drawn, the points only kept (what
+    // bench_browser_parts.py measures).
+    if (document.documentElement.dataset.workbenchDraw !== 'none') {
+      const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
+      const writes = plan(gd, traces, live, scene);
+      const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
+      if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden)) {
+        releaseCanvas(gd);
+        writes.forEach(write => write());
+      }
     }
     for (const index of live) {
       // plotly's next draw (and anyone reading the chart's data) starts from these points.
@@ -294,12 +290,13 @@ function scatter(
       }
     } else {
       const dash = String(trace.line?.dash ?? 'solid');
-      const parts = lineParts(...joined(trace, xs, points), shape, dash !== 'solid' && dash !== '');
-      const whole = linePath(joined(trace, xs, points)[1], shape);
+      const [lineXs, linePoints] = joined(trace, xs, points);
+      const whole = layer && linePath(linePoints, shape);
       if (layer && whole) {
         layer.shapes.push({ d: whole, ...shapeStyle(paths[0]) });
       }
       writes.push(() => {
+        const parts = lineParts(lineXs, linePoints, shape, dash !== 'solid' && dash !== '');
         const all = place(holder, paths, parts.map(([key]) => key));
         all.forEach((path, i) => write(path, 'd', parts[i][1]));
       });
