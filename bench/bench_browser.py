@@ -438,8 +438,8 @@ def main() -> None:
     parser.add_argument("--heap-minutes", type=float, default=5.0,
                         help=f"minutes of the '{BROWSER_CPU}' arm's heap phase (0: none)")
     parser.add_argument("--trace-seconds", type=float, default=0.0,
-                        help=f"seconds of a Chromium trace after the '{BROWSER_CPU}' arm's visible and out-of-view "
-                             "phases, summarised by event (0: none)")
+                        help=f"seconds of a Chromium trace after the '{BROWSER_CPU}' arm's visible, out-of-view, "
+                             "no-monitor and ten-monitor phases, summarised by event (0: none)")
     parser.add_argument("--draw-timeout", type=float, default=300.0,
                         help="seconds a monitor's first draw may take")
     parser.add_argument("--ten-timeout", type=float, default=300.0,

@@ -373,8 +373,8 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
     """The phases (visible, out of view, hidden, heap, ten monitors, no monitor) in one page and kernel.
 
     ``notebook`` makes the notebook's JSON from its cells' sources; ``heap_minutes`` 0 skips
-    the heap phase; ``trace_seconds`` > 0 records a Chromium trace that long after the visible
-    out-of-view and no-monitor phases and prints its costliest events and JS functions.
+    the heap phase; ``trace_seconds`` > 0 records a Chromium trace that long after the visible,
+    out-of-view, no-monitor and ten-monitor phases and prints its costliest events and JS functions.
     """
     context, page, cdp = _open_page(lab, browser, notebook)
     results: dict[str, dict[str, float]] = {}
@@ -425,6 +425,8 @@ def measure_browser_cpu(lab: LabServer, browser: Any, seconds: float,
         _show_cell(page, TEN_CELL)
         page.wait_for_function(f"() => ({JS_CHARTS_WITH_POINTS})() >= 40", timeout=300_000, polling=500)
         results["ten monitors"] = _phase(page, cdp, "bare", seconds)
+        if trace_seconds > 0:
+            print_trace("ten monitors", _trace(browser, page, cdp, trace_seconds))
         page.evaluate("() => { document.documentElement.dataset.workbenchDraw = 'svg'; }")
         results["ten, SVG patches"] = _phase(page, cdp, "bare", seconds)
         page.evaluate("() => { delete document.documentElement.dataset.workbenchDraw; }")

@@ -13,7 +13,8 @@ the newest and oldest part of each line, the shape of the batch that left reused
 new one, not every point's. When the points pass the axes' room, plotly moves the axes alone
 and the points are patched over them (``data-axis-draws``): no chart draws in full once its
 window is full, the axes move on again and the newest points stay inside them, and the
-pictures compared are of charts whose axes moved so.
+pictures compared are of charts whose axes moved so. The grid's caption names each batch
+only once every chart shows it (the worker's pictures and the caption in one frame).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def send(batch):
         "state": ([batch], [[batch % 5 + 2], [batch % 3], [batch % 2], [0], [4000 + 100 * (batch % 4)]]),
         "latency": ([batch], [[300 + 40 * (batch % 5)], [2], [5], [20 + batch % 7], [30], [15], [400 + 40 * (batch % 5)]]),
         "rates": ([batch], [[50.0], [40.0 + 10 * (batch % 3)]]),
-    })
+    }, caption=f"batch <b>{batch}</b>")
 """
 
 #: Each chart's draw counts and the batch ids its plotly data holds.
@@ -120,6 +121,21 @@ JS_WATCH_SHAPES = """() => {
 JS_SHAPES_CHANGED = """() => Object.fromEntries(Object.entries(window.patchChanges).map(([key, changed]) => {
   const count = changed.size; changed.clear(); return [key, count];
 }))"""
+#: Record, each time the grid's caption changes, the batch it names and what each chart shows
+#: then: the newest batch in its data and whether its canvas holds every picture asked of it.
+JS_WATCH_CAPTION = """() => {
+  window.captionSeen = [];
+  const caption = document.querySelector('.workbench-chart-caption');
+  new MutationObserver(() => window.captionSeen.push({
+    caption: caption.textContent,
+    charts: Object.fromEntries([...document.querySelectorAll('.workbench-chart')].map(div => [
+      div.dataset.chart,
+      {newest: div.data[0].x[div.data[0].x.length - 1],
+       pictures: Number(div.dataset.canvasDraws || 0),
+       asked: Number(div.dataset.patchedDraws || 0) + Number(div.dataset.axisDraws || 0)}]))
+  })).observe(caption, {subtree: true, childList: true, characterData: true});
+}"""
+
 #: Live traces per chart, and the shapes a trace may change per patched batch (two line
 #: parts, a marker or bar moved to the new batch).
 LIVE_TRACES = {"watermark": 4, "state": 5, "latency": 7, "rates": 2}
@@ -143,6 +159,12 @@ def lab(tmp_path: Path) -> Iterator[LabServer]:
 
 def _charts(page: Any) -> dict[str, Any]:
     return page.evaluate(JS_CHARTS)
+
+
+def _wait_for_pictures(page: Any) -> None:
+    """Wait until every chart's canvas holds the pictures its patched batches and axis moves asked for."""
+    wait_for(lambda: all(c["canvas"] == c["patched"] + c["axis"] for c in _charts(page).values()), 10, 0.05,
+             text=lambda: f"pictures asked of the worker did not reach the canvases: {_charts(page)}")
 
 
 def _differing(before: bytes, after: bytes) -> float:
@@ -169,6 +191,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         page.wait_for_function(JS_NO_CELL_RUNNING, timeout=90_000, polling=250)
         page.mouse.move(1, 1)  # the pointer away from the charts
         page.evaluate(JS_KERNEL_RUN, SEND)
+        page.evaluate(JS_WATCH_CAPTION)
         # The window fills (shapes are added: markers, bars), then moves (old points leave).
         last = 0
         for last in range(0, 70):
@@ -176,6 +199,8 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             expected = list(range(max(0, last - 59), last + 1))
             wait_for(lambda: all(x and x[0] == expected for x in (c["x"] for c in _charts(page).values())),
                      30, 0.05, text=lambda: f"batch {last} not drawn: {_charts(page)}")
+        if draw == "canvas":  # the newest batch's pictures reach the canvases a moment after its draw
+            _wait_for_pictures(page)
         drawn = full = _charts(page)
         assert set(drawn) == {"watermark", "state", "latency", "rates"}, drawn
         for key, chart in drawn.items():
@@ -231,6 +256,19 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         outside = page.evaluate(JS_OUTSIDE)
         assert not outside, f"the newest points lie outside the axes: {outside}"
 
+        # The caption named each batch as its points showed, in the same frame: every chart's
+        # data and (canvas) picture held that batch whenever the caption changed.
+        seen = page.evaluate("() => window.captionSeen")
+        assert len(seen) >= last - 10, f"the caption changed {len(seen)} times in {last + 1} batches"
+        for record in seen:
+            batch = int(record["caption"].split()[-1])
+            for key, chart in record["charts"].items():
+                assert chart["newest"] == batch, f"{key} showed batch {chart['newest']} under caption {record}"
+                if draw == "canvas":
+                    assert chart["pictures"] == chart["asked"], f"{key}'s picture not in when the caption changed: {record}"
+
+        if draw == "canvas":
+            _wait_for_pictures(page)
         for key, chart in drawn.items():
             div = page.locator(f'.workbench-chart[data-chart="{key}"]')
             div.scroll_into_view_if_needed()

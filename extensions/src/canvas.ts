@@ -1,16 +1,20 @@
-// Live traces drawn off the main thread: a canvas over each patched chart, drawn by one
-// worker per page.
+// Live traces drawn off the main thread: a canvas over each patched chart, its pictures drawn
+// by one worker per page.
 //
 // A batch patched into the SVG (patch.ts) changes a few shapes, which the page then
-// restyles, lays out, paints and rasterises in a main-thread frame. A canvas whose control a
-// worker holds (`transferControlToOffscreen`) reaches the compositor without one: the page
-// works out the shapes (the same paths, and the styles plotly gave the SVG) and posts them;
-// the worker draws them and commits. The live traces' SVG groups are hidden meanwhile, and
-// shown again whenever plotly itself draws the chart (a full draw, the hover while the
-// pointer is over it): the canvas is then cleared. bench/README.md has what it saves.
+// restyles, lays out, paints and rasterises in a main-thread frame. A canvas's picture needs
+// none of that: the page works out the shapes (the same paths, and the styles plotly gave the
+// SVG) and posts them, all of a draw pass's charts in one message; the worker draws each
+// chart's picture and hands the pictures back (`ImageBitmap`s, not copied), and the page puts
+// them into the charts' canvases (`bitmaprenderer`) in one task, with whatever else the pass
+// shows (the grids' captions, `afterPictures`): the pass reaches the screen in one frame. The
+// live traces' SVG groups are hidden meanwhile, and shown again whenever plotly itself draws
+// the chart (a full draw, the hover while the pointer is over it): the canvas is then
+// cleared. bench/README.md has what it saves.
 //
-// Where a worker or an OffscreenCanvas is not available (an old browser, a page whose
-// content security policy forbids workers from blobs) the patches write the SVG as before.
+// Where a worker, an OffscreenCanvas or an ImageBitmap renderer is not available (an old
+// browser, a page whose content security policy forbids workers from blobs) the patches
+// write the SVG as before.
 
 /** One shape: a path (in the layer's coordinates), drawn once or at each of `at`. */
 export interface IShape {
@@ -33,12 +37,27 @@ export interface ILayer {
   shapes: IShape[];
 }
 
-interface IDraw {
+/**
+ * A picture asked of the worker: its canvas, the picture's origin and size in the chart (CSS
+ * pixels) and what it shows; `turn` comes back with it (a picture of an older turn than the
+ * canvas's is dropped: the canvas was cleared or drawn again meanwhile).
+ */
+interface IPicture {
   id: number;
+  turn: number;
+  x: number;
+  y: number;
   width: number;
   height: number;
   ratio: number;
-  layers: ILayer[] | null;
+  layers: ILayer[];
+}
+
+/** A picture the worker drew. */
+interface IDrawn {
+  id: number;
+  turn: number;
+  bitmap: ImageBitmap;
 }
 
 /**
@@ -48,7 +67,6 @@ interface IDraw {
  */
 function workerMain(): void {
   const scope = self as any;
-  const contexts = new Map<number, any>();
   const paths = new Map<string, any>();
   const path = (d: string) => {
     let found = paths.get(d);
@@ -61,38 +79,25 @@ function workerMain(): void {
     }
     return found;
   };
-  scope.onmessage = (event: MessageEvent) => {
-    const message = event.data;
-    if (message.canvas) {
-      contexts.set(message.id, message.canvas.getContext('2d'));
-      return;
-    }
-    if (message.drop) {
-      contexts.delete(message.id);
-      return;
-    }
-    const context = contexts.get(message.id);
-    if (!context) {
-      return;
-    }
-    const canvas = context.canvas;
-    if (!message.layers) {
-      context.setTransform(1, 0, 0, 1, 0, 0);
-      context.clearRect(0, 0, canvas.width, canvas.height);
-      return;
-    }
-    const width = Math.round(message.width * message.ratio);
-    const height = Math.round(message.height * message.ratio);
-    if (canvas.width !== width || canvas.height !== height) {
+  let canvas: any = null;
+  let context: any = null;
+  const draw = (picture: IPicture): ImageBitmap => {
+    const width = Math.max(1, Math.round(picture.width * picture.ratio));
+    const height = Math.max(1, Math.round(picture.height * picture.ratio));
+    if (!canvas) {
+      canvas = new scope.OffscreenCanvas(width, height);
+      context = canvas.getContext('2d');
+    } else if (canvas.width !== width || canvas.height !== height) {
       canvas.width = width;
       canvas.height = height;
     }
     context.setTransform(1, 0, 0, 1, 0, 0);
     context.clearRect(0, 0, width, height);
-    for (const layer of message.layers) {
+    for (const layer of picture.layers) {
       const [x, y, w, h] = layer.clip;
       context.save();
-      context.setTransform(message.ratio, 0, 0, message.ratio, 0, 0);
+      const ratio = picture.ratio;
+      context.setTransform(ratio, 0, 0, ratio, -picture.x * ratio, -picture.y * ratio);
       context.beginPath();
       context.rect(x, y, w, h);
       context.clip();
@@ -119,19 +124,44 @@ function workerMain(): void {
       }
       context.restore();
     }
+    return canvas.transferToImageBitmap(); // the canvas starts blank again
   };
+  // One message per draw pass, one answer with all its pictures.
+  scope.onmessage = (event: MessageEvent) => {
+    const drawn: IDrawn[] = (event.data as IPicture[]).map(picture => ({
+      id: picture.id,
+      turn: picture.turn,
+      bitmap: draw(picture)
+    }));
+    scope.postMessage(drawn, drawn.map(picture => picture.bitmap));
+  };
+}
+
+/** A chart's canvas: its picture renderer, its id, its turn, and the SVG groups it stands in for. */
+interface ICanvas {
+  gd: HTMLElement;
+  canvas: HTMLCanvasElement;
+  context: ImageBitmapRenderingContext;
+  id: number;
+  /** Counts the pictures asked and the clears: a picture is shown only if no later one was asked. */
+  turn: number;
+  /** Whether the canvas holds a picture or waits for one (the chart's live SVG hidden then). */
+  shown: boolean;
+  hidden: SVGGElement[];
 }
 
 let worker: Worker | null | undefined;
 let nextId = 0;
-/**
- * The charts whose traces a canvas draws: their canvas, its id in the worker, and whether it
- * holds a picture now (the chart's live SVG hidden).
- */
-const canvases = new Map<HTMLElement, { canvas: HTMLCanvasElement; id: number; shown: boolean }>();
+const canvases = new Map<HTMLElement, ICanvas>();
+const byId = new Map<number, ICanvas>();
+/** Pictures to ask for at the end of this task, and what waits for them to show. */
+let outbox: IPicture[] = [];
+let waiting: (() => void)[] = [];
+/** What waits for each message the worker has not answered yet, in order. */
+const answers: (() => void)[][] = [];
 
 /**
- * The page's worker, started on first use; null where the browser cannot draw a canvas off
+ * The page's worker, started on first use; null where the browser cannot draw a picture off
  * the main thread, or after the worker failed (every chart's SVG is then shown again).
  */
 function pageWorker(): Worker | null {
@@ -143,7 +173,8 @@ function pageWorker(): Worker | null {
     if (
       typeof Worker === 'undefined' ||
       typeof OffscreenCanvas === 'undefined' ||
-      typeof (HTMLCanvasElement.prototype as any).transferControlToOffscreen !== 'function' ||
+      typeof (OffscreenCanvas.prototype as any).transferToImageBitmap !== 'function' ||
+      typeof ImageBitmapRenderingContext === 'undefined' ||
       typeof Path2D === 'undefined'
     ) {
       return null;
@@ -151,13 +182,16 @@ function pageWorker(): Worker | null {
     const url = URL.createObjectURL(new Blob([`(${workerMain.toString()})()`], { type: 'text/javascript' }));
     const started = new Worker(url);
     URL.revokeObjectURL(url);
+    started.onmessage = (event: MessageEvent) => show(event.data as IDrawn[]);
     started.onerror = () => {
       worker = null;
       started.terminate();
-      for (const gd of [...canvases.keys()]) {
-        releaseCanvas(gd);
-        canvases.get(gd)?.canvas.remove();
-        canvases.delete(gd);
+      for (const entry of [...canvases.values()]) {
+        forgetCanvas(entry.gd);
+      }
+      // Nothing more will be drawn: what waited for pictures goes on without them.
+      for (const calls of [...answers.splice(0), waiting.splice(0)]) {
+        calls.forEach(call => call());
       }
     };
     worker = started;
@@ -165,6 +199,47 @@ function pageWorker(): Worker | null {
     worker = null;
   }
   return worker;
+}
+
+/** Ask the worker for the pictures this task wanted, in one message. */
+function flush(): void {
+  const pictures = outbox;
+  outbox = [];
+  answers.push(waiting);
+  waiting = [];
+  worker?.postMessage(pictures);
+}
+
+/** The worker's pictures: each into its canvas (unless a later turn came), then what waited for them. */
+function show(drawn: IDrawn[]): void {
+  for (const { id, turn, bitmap } of drawn) {
+    const entry = byId.get(id);
+    if (!entry || entry.turn !== turn || !entry.canvas.isConnected) {
+      bitmap.close();
+      continue;
+    }
+    entry.context.transferFromImageBitmap(bitmap);
+    for (const group of entry.hidden) {
+      if (group.style.visibility !== 'hidden') {
+        group.style.visibility = 'hidden';
+      }
+    }
+    entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
+  }
+  (answers.shift() ?? []).forEach(call => call());
+}
+
+/**
+ * Call `then` when the pictures asked for in this task are in their canvases (at once when
+ * none were): what a draw pass shows besides its charts then reaches the screen in the same
+ * frame.
+ */
+export function afterPictures(then: () => void): void {
+  if (outbox.length === 0 || !worker) {
+    then();
+  } else {
+    waiting.push(then);
+  }
 }
 
 /**
@@ -178,46 +253,60 @@ export function canvasWanted(): boolean {
 
 /**
  * Draw `layers` over chart `gd` (a plotly div) in its canvas, made on first use; `hidden`
- * are the SVG groups the canvas stands in for. False when there is no canvas to draw in.
+ * are the SVG groups the canvas stands in for (hidden when the picture shows). False when
+ * there is no canvas to draw in.
  */
 export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElement[]): boolean {
   const target = pageWorker();
-  const layout = (gd as any)._fullLayout;
   const under = gd.querySelector('.svg-container > svg.main-svg');
-  if (!target || !layout || !under) {
+  if (!target || !under) {
     return false;
   }
   let entry = canvases.get(gd);
   if (!entry || !entry.canvas.isConnected) {
     if (entry) {
-      target.postMessage({ id: entry.id, drop: true });
+      byId.delete(entry.id);
     }
     const canvas = document.createElement('canvas');
+    const context = canvas.getContext('bitmaprenderer');
+    if (!context) {
+      return false;
+    }
     canvas.classList.add('workbench-trace-canvas');
-    Object.assign(canvas.style, { position: 'absolute', left: '0', top: '0', pointerEvents: 'none' });
+    Object.assign(canvas.style, { position: 'absolute', pointerEvents: 'none' });
     under.after(canvas); // over the plot, under the legend and the hover labels
-    const offscreen = (canvas as any).transferControlToOffscreen();
-    entry = { canvas, id: nextId++, shown: false };
-    target.postMessage({ id: entry.id, canvas: offscreen }, [offscreen]);
+    entry = { gd, canvas, context, id: nextId++, turn: 0, shown: false, hidden: [] };
     canvases.set(gd, entry);
+    byId.set(entry.id, entry);
   }
-  const width = Number(layout.width);
-  const height = Number(layout.height);
-  const size = [`${width}px`, `${height}px`];
-  if (entry.canvas.style.width !== size[0] || entry.canvas.style.height !== size[1]) {
-    entry.canvas.style.width = size[0];
-    entry.canvas.style.height = size[1];
-  }
-  const message: IDraw = { id: entry.id, width, height, ratio: window.devicePixelRatio || 1, layers };
-  target.postMessage(message);
-  entry.shown = true;
-  for (const group of hidden) {
-    if (group.style.visibility !== 'hidden') {
-      group.style.visibility = 'hidden';
+  // The canvas covers the layers' subplots only, in whole pixels: what the compositor
+  // redraws with each batch is the plot, not the axes and margins around it.
+  const [x, y, width, height] = box(layers);
+  const style = { left: `${x}px`, top: `${y}px`, width: `${width}px`, height: `${height}px` };
+  for (const [key, value] of Object.entries(style)) {
+    if (entry.canvas.style.getPropertyValue(key) !== value) {
+      entry.canvas.style.setProperty(key, value);
     }
   }
-  gd.dataset.canvasDraws = String(Number(gd.dataset.canvasDraws ?? 0) + 1);
+  entry.shown = true;
+  entry.hidden = hidden;
+  if (outbox.length === 0) {
+    queueMicrotask(flush);
+  }
+  outbox.push({ id: entry.id, turn: ++entry.turn, x, y, width, height, ratio: window.devicePixelRatio || 1, layers });
   return true;
+}
+
+/** The smallest box of whole pixels around the layers' clips: [x, y, width, height]. */
+function box(layers: ILayer[]): [number, number, number, number] {
+  if (layers.length === 0) {
+    return [0, 0, 1, 1];
+  }
+  const left = Math.floor(Math.min(...layers.map(layer => layer.clip[0])));
+  const top = Math.floor(Math.min(...layers.map(layer => layer.clip[1])));
+  const right = Math.ceil(Math.max(...layers.map(layer => layer.clip[0] + layer.clip[2])));
+  const bottom = Math.ceil(Math.max(...layers.map(layer => layer.clip[1] + layer.clip[3])));
+  return [left, top, Math.max(1, right - left), Math.max(1, bottom - top)];
 }
 
 /** Plotly draws the chart's traces itself now: show their SVG again and clear the canvas. */
@@ -227,20 +316,22 @@ export function releaseCanvas(gd: HTMLElement): void {
     return; // no canvas, or one cleared already (plotly draws every update while the pointer is over it)
   }
   entry.shown = false;
+  entry.turn++; // a picture on its way is dropped
   for (const group of gd.querySelectorAll<SVGGElement>('g.trace')) {
     if (group.style.visibility === 'hidden') {
       group.style.visibility = '';
     }
   }
-  worker?.postMessage({ id: entry.id, width: 0, height: 0, ratio: 1, layers: null } as IDraw); // cleared
+  entry.context.transferFromImageBitmap(null); // cleared
 }
 
-/** The chart is gone: the worker forgets its canvas. */
+/** The chart is gone: so is its canvas. */
 export function forgetCanvas(gd: HTMLElement): void {
   const entry = canvases.get(gd);
   if (entry) {
-    worker?.postMessage({ id: entry.id, drop: true });
+    releaseCanvas(gd);
     entry.canvas.remove();
     canvases.delete(gd);
+    byId.delete(entry.id);
   }
 }

@@ -19,8 +19,9 @@
 // pass of the latest (what the browser tests and bench/bench_draw_passes.py watch).
 //
 // A grid may have a caption, one line of HTML over its charts (the monitor's newest batch,
-// rates and watermark): it comes in the data messages with the points and is written in
-// the same animation frame as their draw.
+// rates and watermark): it comes in the data messages with the points and is shown with
+// their draw, in the same frame (when a worker draws the charts' pictures, once the pictures
+// are back: `afterPictures` in canvas.ts).
 //
 // The grids of a page draw together (`DrawPasses`): the grids with something to draw draw
 // it in one animation frame, a draw pass, and the page's passes are at least `PASS_GAP` ms
@@ -29,7 +30,7 @@
 // arrive at different times share at most four frames a second instead of taking ten; one
 // monitor at a batch a second still draws each batch in the frame after it arrives.
 
-import { forgetCanvas } from './canvas';
+import { afterPictures, forgetCanvas } from './canvas';
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
 import { applyData, IDataMessage, ISeries } from './series';
@@ -47,6 +48,8 @@ class ChartGridView {
   /** The caption the kernel sent last, and whether it is still to be written (null: written). */
   private captionDue: string | null = null;
   private captionShown = '';
+  /** Counts the captions drawn: one shown late (its pictures slow) gives way to a newer one. */
+  private captionTurn = 0;
   private plots = new Map<string, HTMLDivElement>();
   private series = new Map<string, ISeries>();
   private plotly: Plotly | null = null;
@@ -212,26 +215,39 @@ class ChartGridView {
     if (!plotly || this.removed || !this.visible()) {
       return;
     }
-    if (this.captionDue !== null) {
-      // HTML the kernel made (it escapes what it quotes), as ipywidgets' HTML widget takes it.
-      if (this.captionShown !== this.captionDue) {
-        this.caption.innerHTML = this.captionShown = this.captionDue;
+    // The caption shows with the charts' new pictures, in the same frame (canvas.ts).
+    const caption = this.captionDue;
+    this.captionDue = null;
+    try {
+      const fallback = String(this.model.get('empty_message') ?? '');
+      const window = this.window();
+      for (const spec of this.specs()) {
+        const div = this.plots.get(spec.key);
+        if (div && this.dirty.has(spec.key)) {
+          drawChart(plotly, div, spec, this.series.get(spec.key), fallback, window);
+        }
       }
-      this.caption.hidden = this.captionDue === '';
-      this.captionDue = null;
-    }
-    const fallback = String(this.model.get('empty_message') ?? '');
-    const window = this.window();
-    for (const spec of this.specs()) {
-      const div = this.plots.get(spec.key);
-      if (div && this.dirty.has(spec.key)) {
-        drawChart(plotly, div, spec, this.series.get(spec.key), fallback, window);
+      this.dirty.clear();
+      this.grid.dataset.draws = String(++this.draws);
+      this.grid.dataset.pass = String(pass);
+    } finally {
+      if (caption !== null) {
+        const turn = ++this.captionTurn;
+        afterPictures(() => turn === this.captionTurn && this.writeCaption(caption));
       }
     }
-    this.dirty.clear();
-    this.grid.dataset.draws = String(++this.draws);
-    this.grid.dataset.pass = String(pass);
   };
+
+  /** HTML the kernel made (it escapes what it quotes), as ipywidgets' HTML widget takes it. */
+  private writeCaption(caption: string): void {
+    if (this.removed) {
+      return;
+    }
+    if (this.captionShown !== caption) {
+      this.caption.innerHTML = this.captionShown = caption;
+    }
+    this.caption.hidden = caption === '';
+  }
 
   /** anywidget calls it when the view goes away. */
   dispose = (): void => {
