@@ -38,26 +38,16 @@ export interface ILayer {
 }
 
 /**
- * A picture asked of the worker: its canvas, the picture's origin and size in the chart (CSS
- * pixels) and what it shows; `turn` comes back with it (a picture of an older turn than the
- * canvas's is dropped: the canvas was cleared or drawn again meanwhile).
+ * A picture asked of the worker: its origin and size in the chart (CSS pixels) and what it
+ * shows. The worker answers with the pictures in the order asked.
  */
 interface IPicture {
-  id: number;
-  turn: number;
   x: number;
   y: number;
   width: number;
   height: number;
   ratio: number;
   layers: ILayer[];
-}
-
-/** A picture the worker drew. */
-interface IDrawn {
-  id: number;
-  turn: number;
-  bitmap: ImageBitmap;
 }
 
 /**
@@ -128,21 +118,16 @@ function workerMain(): void {
   };
   // One message per draw pass, one answer with all its pictures.
   scope.onmessage = (event: MessageEvent) => {
-    const drawn: IDrawn[] = (event.data as IPicture[]).map(picture => ({
-      id: picture.id,
-      turn: picture.turn,
-      bitmap: draw(picture)
-    }));
-    scope.postMessage(drawn, drawn.map(picture => picture.bitmap));
+    const drawn = (event.data as IPicture[]).map(draw);
+    scope.postMessage(drawn, drawn);
   };
 }
 
-/** A chart's canvas: its picture renderer, its id, its turn, and the SVG groups it stands in for. */
+/** A chart's canvas: its picture renderer, its turn, and the SVG groups it stands in for. */
 interface ICanvas {
   gd: HTMLElement;
   canvas: HTMLCanvasElement;
   context: ImageBitmapRenderingContext;
-  id: number;
   /** Counts the pictures asked and the clears: a picture is shown only if no later one was asked. */
   turn: number;
   /** Whether the canvas holds a picture or waits for one (the chart's live SVG hidden then). */
@@ -151,14 +136,21 @@ interface ICanvas {
 }
 
 let worker: Worker | null | undefined;
-let nextId = 0;
 const canvases = new Map<HTMLElement, ICanvas>();
-const byId = new Map<number, ICanvas>();
-/** Pictures to ask for at the end of this task, and what waits for them to show. */
-let outbox: IPicture[] = [];
-let waiting: (() => void)[] = [];
-/** What waits for each message the worker has not answered yet, in order. */
-const answers: (() => void)[][] = [];
+/** A picture asked for, the canvas it is for and that canvas's turn when it was asked. */
+interface IAsked {
+  entry: ICanvas;
+  turn: number;
+  picture: IPicture;
+}
+/** What a message to the worker asked for, and what waits for its answer. */
+interface IMessage {
+  asked: IAsked[];
+  then: (() => void)[];
+}
+/** The message this task is making (null: none yet), and those the worker has not answered, in order. */
+let outbox: IMessage | null = null;
+const unanswered: IMessage[] = [];
 
 /**
  * The page's worker, started on first use; null where the browser cannot draw a picture off
@@ -182,7 +174,7 @@ function pageWorker(): Worker | null {
     const url = URL.createObjectURL(new Blob([`(${workerMain.toString()})()`], { type: 'text/javascript' }));
     const started = new Worker(url);
     URL.revokeObjectURL(url);
-    started.onmessage = (event: MessageEvent) => show(event.data as IDrawn[]);
+    started.onmessage = (event: MessageEvent) => show(event.data as ImageBitmap[]);
     started.onerror = () => {
       worker = null;
       started.terminate();
@@ -190,8 +182,8 @@ function pageWorker(): Worker | null {
         forgetCanvas(entry.gd);
       }
       // Nothing more will be drawn: what waited for pictures goes on without them.
-      for (const calls of [...answers.splice(0), waiting.splice(0)]) {
-        calls.forEach(call => call());
+      for (const message of unanswered.splice(0)) {
+        message.then.forEach(call => call());
       }
     };
     worker = started;
@@ -203,20 +195,25 @@ function pageWorker(): Worker | null {
 
 /** Ask the worker for the pictures this task wanted, in one message. */
 function flush(): void {
-  const pictures = outbox;
-  outbox = [];
-  answers.push(waiting);
-  waiting = [];
-  worker?.postMessage(pictures);
+  const message = outbox;
+  outbox = null;
+  if (message && worker) {
+    unanswered.push(message);
+    worker.postMessage(message.asked.map(asked => asked.picture));
+  } else {
+    message?.then.forEach(call => call()); // no worker to draw them: nothing to wait for
+  }
 }
 
 /** The worker's pictures: each into its canvas (unless a later turn came), then what waited for them. */
-function show(drawn: IDrawn[]): void {
-  for (const { id, turn, bitmap } of drawn) {
-    const entry = byId.get(id);
-    if (!entry || entry.turn !== turn || !entry.canvas.isConnected) {
+function show(drawn: ImageBitmap[]): void {
+  const message = unanswered.shift();
+  drawn.forEach((bitmap, index) => {
+    const asked = message?.asked[index];
+    const entry = asked?.entry;
+    if (!entry || entry.turn !== asked.turn || !entry.canvas.isConnected) {
       bitmap.close();
-      continue;
+      return;
     }
     entry.context.transferFromImageBitmap(bitmap);
     for (const group of entry.hidden) {
@@ -225,8 +222,8 @@ function show(drawn: IDrawn[]): void {
       }
     }
     entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
-  }
-  (answers.shift() ?? []).forEach(call => call());
+  });
+  message?.then.forEach(call => call());
 }
 
 /**
@@ -235,10 +232,10 @@ function show(drawn: IDrawn[]): void {
  * frame.
  */
 export function afterPictures(then: () => void): void {
-  if (outbox.length === 0 || !worker) {
-    then();
+  if (outbox) {
+    outbox.then.push(then);
   } else {
-    waiting.push(then);
+    then();
   }
 }
 
@@ -264,9 +261,6 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
   }
   let entry = canvases.get(gd);
   if (!entry || !entry.canvas.isConnected) {
-    if (entry) {
-      byId.delete(entry.id);
-    }
     const canvas = document.createElement('canvas');
     const context = canvas.getContext('bitmaprenderer');
     if (!context) {
@@ -275,9 +269,8 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
     canvas.classList.add('workbench-trace-canvas');
     Object.assign(canvas.style, { position: 'absolute', pointerEvents: 'none' });
     under.after(canvas); // over the plot, under the legend and the hover labels
-    entry = { gd, canvas, context, id: nextId++, turn: 0, shown: false, hidden: [] };
+    entry = { gd, canvas, context, turn: 0, shown: false, hidden: [] };
     canvases.set(gd, entry);
-    byId.set(entry.id, entry);
   }
   // The canvas covers the layers' subplots only, in whole pixels: what the compositor
   // redraws with each batch is the plot, not the axes and margins around it.
@@ -290,10 +283,12 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
   }
   entry.shown = true;
   entry.hidden = hidden;
-  if (outbox.length === 0) {
+  if (!outbox) {
+    outbox = { asked: [], then: [] };
     queueMicrotask(flush);
   }
-  outbox.push({ id: entry.id, turn: ++entry.turn, x, y, width, height, ratio: window.devicePixelRatio || 1, layers });
+  const picture = { x, y, width, height, ratio: window.devicePixelRatio || 1, layers };
+  outbox.asked.push({ entry, turn: ++entry.turn, picture });
   return true;
 }
 
@@ -332,6 +327,5 @@ export function forgetCanvas(gd: HTMLElement): void {
     releaseCanvas(gd);
     entry.canvas.remove();
     canvases.delete(gd);
-    byId.delete(entry.id);
   }
 }
