@@ -12,8 +12,11 @@ arm's "ten monitors" watch one stream, whose batches reach all ten grids at once
 one after the other in one page:
 
 - **passes**: as the page draws by default: the grids that have something to draw draw it
-  together in one animation frame, at least 250 ms after the page's last such pass
-  (``extensions/src/charts.ts``);
+  together in one animation frame, a pass, the passes apart by 125 ms per grid that drew in
+  the last two seconds, from 250 ms to a second (here a second: ten grids;
+  ``extensions/src/charts.ts``);
+- **passes 250 ms apart**: the same, the passes at least 250 ms apart however many grids
+  draw (``data-workbench-passes="250"`` on the page), as before the gap grew with the grids;
 - **a frame each**: each grid draws in the animation frame after its points arrive
   (``data-workbench-passes="frame"`` on the page), ten frames a second.
 
@@ -71,6 +74,7 @@ CELLS = [
 JS_PASSES = """() => Math.max(0, ...[...document.querySelectorAll('.workbench-chart-grid')]
   .map(grid => Number(grid.dataset.pass || 0)))"""
 VARIANTS = {"passes": "() => { delete document.documentElement.dataset.workbenchPasses; }",
+            "passes 250 ms apart": "() => { document.documentElement.dataset.workbenchPasses = '250'; }",
             "a frame each": "() => { document.documentElement.dataset.workbenchPasses = 'frame'; }"}
 
 
@@ -94,8 +98,8 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> dict[s
                 page.evaluate(switch)
                 passes = page.evaluate(JS_PASSES)
                 phase = browser_cpu._phase(page, cdp, "", seconds, "print(fed)")
-                # _phase waited 3 s before its measured seconds: the passes of both.
-                phase["passes/s"] = (page.evaluate(JS_PASSES) - passes) / (seconds + 3)
+                # _phase waited SETTLE_S before its measured seconds: the passes of both.
+                phase["passes/s"] = (page.evaluate(JS_PASSES) - passes) / (seconds + browser_cpu.SETTLE_S)
                 phases[name].append(phase)
         page.evaluate(browser_cpu.JS_KERNEL, "stop.set()")
     finally:

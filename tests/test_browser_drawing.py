@@ -11,9 +11,10 @@ attribute counts its drawn updates; the chart's plotly data (``div.data``) is wh
 * hidden (the notebook's tab behind a Launcher, the grid scrolled out of view, the cell's
   output collapsed), the grid keeps taking points but draws nothing; shown again, it draws
   the latest window at once, in one update (not a replay of each missed point).
-* two grids fed points in turn, faster than the page's draw passes: they draw together in
-  passes at least ``PASS_GAP`` ms apart (fewer frames for the page), and each ends showing
-  its latest window.
+* grids fed points in turn, faster than the page's draw passes: they draw together in
+  passes ``PASS_GAP`` ms apart while two draw (fewer frames for the page, each point still
+  drawn within a pass or two), ``MAX_PASS_GAP`` ms apart once eight do (one frame a second
+  for them all), and each ends showing its latest window.
 
 Not timed: the settling waits only give the page time to do something it must not do.
 """
@@ -48,12 +49,16 @@ PUBLISHED_CELL = (f'from workbench.views.charts import ChartGrid\n'
                   f'output = StaticOutput(grid, text=lambda: "a chart", picture=lambda: grid_picture(grid))\n'
                   f'output.watch_page(grid)\n'
                   f'output.display()')
-#: Two grids under one cell, fed in turn (the page's draw passes).
+#: Eight grids of a short chart under one cell, all on screen, fed in turn (the page's draw passes).
 PASSES = "passes.ipynb"
-TWO_GRIDS_CELL = (f'import ipywidgets\nfrom workbench.views.charts import ChartGrid\n'
-                  f'grids = [ChartGrid({SPECS}, window={WINDOW}) for _ in range(2)]\nipywidgets.VBox(grids)')
-#: extensions/src/charts.ts: the least time between two of the page's draw passes, ms.
-PASS_GAP = 250
+GRIDS = 8
+SHORT_SPECS = SPECS.replace('"height": 300', '"height": 100')
+GRIDS_CELL = (f'import ipywidgets\nfrom workbench.views.charts import ChartGrid\n'
+              f'grids = [ChartGrid({SHORT_SPECS}, window={WINDOW}) for _ in range({GRIDS})]\nipywidgets.VBox(grids)')
+#: extensions/src/charts.ts: the least time between two of the page's draw passes (ms) while
+#: one or two grids draw, and once eight or more do; the grids counted are those that drew in
+#: the last ``RECENT_S`` seconds.
+PASS_GAP, MAX_PASS_GAP, RECENT_S = 250, 1000, 2.0
 SPACER_CELL = ('from IPython.display import HTML\n'
                'HTML(\'<div style="height: 4000px">spacer</div>\')')
 #: Seconds given to the page to do what it must not (draw while hidden) before checking.
@@ -110,7 +115,7 @@ page = test_browser.page
 def lab(tmp_path: Path) -> Iterator[LabServer]:
     write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
     write_notebook(tmp_path / REPUBLISHED, PUBLISHED_CELL)
-    write_notebook(tmp_path / PASSES, TWO_GRIDS_CELL)
+    write_notebook(tmp_path / PASSES, GRIDS_CELL)
     with served(tmp_path) as server:
         yield server
 
@@ -241,13 +246,16 @@ def test_a_published_picture_leaves_the_live_view_as_it_is(lab: LabServer, page:
 
 
 #: From now on, note each draw of the page's grids: [ms the animation-frame callback that
-#: drew it started, grid index, pass number]. The observer's callback runs right after that
-#: callback returns, so its start is the pass's start, whatever the drawing took.
+#: drew it started, grid index, pass number] (``window.noted``, emptied by each call). The
+#: observer's callback runs right after that callback returns, so its start is the pass's
+#: start, whatever the drawing took.
 JS_NOTE_DRAWS = """() => {
+  window.noted = [];
+  if (window.notingDraws) return;
+  window.notingDraws = true;
   const grids = [...document.querySelectorAll('.workbench-chart-grid')];
   const frame = window.requestAnimationFrame.bind(window);
   window.requestAnimationFrame = callback => frame(now => { window.frameStart = performance.now(); callback(now); });
-  window.noted = [];
   new MutationObserver(records => {
     for (const record of records) {
       window.noted.push([window.frameStart, grids.indexOf(record.target), Number(record.target.dataset.pass)]);
@@ -259,30 +267,52 @@ JS_GRID_XS = """() => [...document.querySelectorAll('.workbench-chart-grid .js-p
   .map(plot => plot.data ? Array.from(plot.data[0].x || []) : null)"""
 
 
+def _passes_feeding(page: Any, grids: int, points: int, first: int) -> list[tuple[float, set[int]]]:
+    """Feed grids 0..``grids``-1 a point each in turn every 40 ms, x = ``first`` + i for i < ``points``.
+
+    Once each grid shows its latest window: the page's draw passes meanwhile, in order, as
+    (start in ms, the grids drawn).
+    """
+    page.evaluate(JS_NOTE_DRAWS)
+    page.evaluate(JS_KERNEL_RUN, f"import time\nfor i in range({points}):\n"
+                  f"    grids[i % {grids}].extend({{'rates': ([{first} + i], [[float(i % 3)]])}})\n"
+                  f"    time.sleep(0.04)")
+    expected = [[first + i for i in range(points) if i % grids == g][-WINDOW:] for g in range(grids)]
+    wait_for(lambda: page.evaluate(JS_GRID_XS)[:grids] == expected, 60, 0.2,
+             text=lambda: f"the grids drew {page.evaluate(JS_GRID_XS)}, expected {expected}")
+    passes: dict[int, tuple[float, set[int]]] = {}
+    for at, grid, number in page.evaluate("() => window.noted"):
+        passes.setdefault(number, (at, set()))[1].add(grid)
+    return [passes[number] for number in sorted(passes)]
+
+
+def _gaps(passes: list[tuple[float, set[int]]]) -> list[int]:
+    return [round(b[0] - a[0]) for a, b in zip(passes, passes[1:])]
+
+
 def test_grids_draw_together_in_passes_apart(lab: LabServer, page: Any) -> None:
-    # Two grids get a point each in turn every 40 ms, 24 points each: a page drawing each
-    # message in a frame of its own would take 48 frames; the page's passes take both grids'
-    # points together, at most one pass per PASS_GAP.
+    # Grids get a point each in turn every 40 ms: a page drawing each message in a frame of
+    # its own would draw 25 frames a second. The page's passes take the grids' points
+    # together: a quarter of a second apart while two grids draw, a second apart once eight do.
     with evidence_on_failure(page, lab, "passes"):
         _open_and_run_all(page, lab, PASSES)
-        page.wait_for_function("() => [...document.querySelectorAll('.workbench-chart-grid')]"
-                               ".filter(g => Number(g.dataset.draws) >= 1).length === 2", timeout=60_000, polling=200)
-        page.evaluate(JS_NOTE_DRAWS)
+        page.wait_for_function(f"() => [...document.querySelectorAll('.workbench-chart-grid')]"
+                               f".filter(g => Number(g.dataset.draws) >= 1).length === {GRIDS}",
+                               timeout=60_000, polling=200)
+        # The page counts the grids that drew in its last RECENT_S seconds: all eight just did.
+        time.sleep(RECENT_S + 0.5)
         points = 48
-        page.evaluate(JS_KERNEL_RUN, f"import time\nfor i in range({points}):\n"
-                      f"    grids[i % 2].extend({{'rates': ([i], [[float(i % 3)]])}})\n    time.sleep(0.04)")
-        expected = [list(range(points - 2 * WINDOW + g, points, 2)) for g in (0, 1)]
-        wait_for(lambda: page.evaluate(JS_GRID_XS) == expected, 60, 0.2,
-                 text=lambda: f"the grids drew {page.evaluate(JS_GRID_XS)}, expected {expected}")
-        noted = page.evaluate("() => window.noted")
-        passes: dict[int, tuple[float, set[int]]] = {}
-        for at, grid, number in noted:
-            passes.setdefault(number, (at, set()))[1].add(grid)
-        times = [at for at, _ in sorted(passes.values())]
-        draws = [sum(1 for _, grid, _ in noted if grid == g) for g in (0, 1)]
-        # A page drawing a frame per message would draw 40 ms apart here (half the gap is
-        # room for a timer that fires early).
-        gaps = [round(b - a) for a, b in zip(times, times[1:])]
-        assert len(times) >= 2 and min(gaps) >= PASS_GAP / 2, f"passes closer than {PASS_GAP} ms: {gaps}"
-        assert any(grids == {0, 1} for _, grids in passes.values()), f"no pass drew both grids: {passes}"
+        two = _passes_feeding(page, 2, points, 0)
+        gaps = _gaps(two)
+        draws = [sum(1 for _, drawn in two if g in drawn) for g in (0, 1)]
+        # Half a gap is room for a timer that fires early; a frame per message would be 40 ms.
+        assert len(gaps) >= 2 and min(gaps) >= PASS_GAP / 2, f"passes closer than {PASS_GAP} ms: {gaps}"
+        assert sorted(gaps)[len(gaps) // 2] < 2 * PASS_GAP, f"two grids' passes are not {PASS_GAP} ms apart: {gaps}"
+        assert any(drawn == {0, 1} for _, drawn in two), f"no pass drew both grids: {two}"
         assert max(draws) <= points // 4, f"a grid drew {draws} times for {points // 2} points each"
+        # All eight: once the page has seen them draw (two passes), a second between passes.
+        eight = _passes_feeding(page, GRIDS, 12 * GRIDS, 1000)
+        gaps = _gaps(eight)
+        assert len(gaps) >= 4 and min(gaps[2:]) >= MAX_PASS_GAP / 2, \
+            f"eight grids' passes closer than {MAX_PASS_GAP} ms: {gaps}"
+        assert any(len(drawn) == GRIDS for _, drawn in eight), f"no pass drew all eight grids: {eight}"

@@ -24,11 +24,13 @@
 // are back: `afterPictures` in canvas.ts).
 //
 // The grids of a page draw together (`DrawPasses`): the grids with something to draw draw
-// it in one animation frame, a draw pass, and the page's passes are at least `PASS_GAP` ms
-// apart. A frame costs the page its paint, raster and compositing whatever it draws (about
-// 12 ms of CPU in JupyterLab's page with software rendering), so ten monitors whose batches
-// arrive at different times share at most four frames a second instead of taking ten; one
-// monitor at a batch a second still draws each batch in the frame after it arrives.
+// it in one animation frame, a draw pass, and the page's passes are at least `passGap` ms
+// apart: 250 ms while one or two grids draw, a second once eight or more do. A frame costs
+// the page its paint, raster and compositing whatever it draws (about 12 ms of CPU in
+// JupyterLab's page with software rendering, and more the more of the window it covers), so
+// ten monitors whose batches arrive at different times share one frame a second instead of
+// taking ten; one monitor at a batch a second still draws each batch in the frame after it
+// arrives.
 
 import { afterPictures, forgetCanvas } from './canvas';
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
@@ -258,10 +260,8 @@ class ChartGridView {
     this.model.off('msg:custom', this.onMessage);
     this.observer?.disconnect();
     document.removeEventListener('visibilitychange', this.onVisibility);
-    if (this.queued) {
-      drawPasses().cancel(this.draw);
-      this.queued = false;
-    }
+    drawPasses().cancel(this.draw); // no pass draws it, nor counts it among the grids that draw
+    this.queued = false;
     for (const div of this.plots.values()) {
       forgetCanvas(div);
       this.plotly?.purge(div);
@@ -288,24 +288,40 @@ function contain(div: HTMLDivElement, spec: IChartSpec): void {
   }
 }
 
-/** The least time between two of the page's draw passes, in milliseconds. */
+/**
+ * The least time between two of the page's draw passes, in milliseconds, when `drawing` grids
+ * drew in the last `RECENT` ms: `GAP_PER_GRID` each, from `PASS_GAP` (one or two grids: each
+ * batch of a stream a second drawn in the frame after it arrives) to `MAX_PASS_GAP` (eight or
+ * more: the page draws them in one, fuller frame a second; a grid's points wait at most that).
+ */
 const PASS_GAP = 250;
+const GAP_PER_GRID = 125;
+const MAX_PASS_GAP = 1000;
+const RECENT = 2000;
+
+function passGap(drawing: number): number {
+  return Math.min(MAX_PASS_GAP, Math.max(PASS_GAP, GAP_PER_GRID * drawing));
+}
 
 /** What a view asks of the page's draw passes (kept on the window: one per page). */
 interface IDrawPasses {
   /** Call `draw` (with the pass's number) in the next pass; a function asked twice is called once. */
   request(draw: (pass: number) => void): void;
+  /** Forget `draw`: not called in the next pass, nor counted among the grids that draw. */
   cancel(draw: (pass: number) => void): void;
 }
 
 /**
  * The page's draw passes: each is one animation frame in which every grid that asked draws,
- * at least `PASS_GAP` ms after the one before (none while nothing asks). A page may say
- * `data-workbench-passes="frame"` on its document element to draw in the next frame
- * always, what bench/browser_cpu.py compares with.
+ * at least `passGap` ms after the one before (none while nothing asks). A page may say
+ * `data-workbench-passes` on its document element: `frame` to draw in the next frame always,
+ * or a number of milliseconds for a fixed gap (what bench/bench_draw_passes.py and
+ * bench/browser_cpu.py compare with).
  */
 class DrawPasses implements IDrawPasses {
   private due = new Set<(pass: number) => void>();
+  /** When each grid (its draw function) last drew, for those that drew in the last `RECENT` ms. */
+  private drawn = new Map<(pass: number) => void, number>();
   private waiting = false;
   private last = -Infinity;
   private passes = 0;
@@ -316,8 +332,7 @@ class DrawPasses implements IDrawPasses {
       return;
     }
     this.waiting = true;
-    const gap = document.documentElement.dataset.workbenchPasses === 'frame' ? 0 : PASS_GAP;
-    const wait = this.last + gap - performance.now();
+    const wait = this.last + this.gap() - performance.now();
     if (wait > 0) {
       setTimeout(() => requestAnimationFrame(this.run), wait);
     } else {
@@ -325,8 +340,26 @@ class DrawPasses implements IDrawPasses {
     }
   }
 
+  private gap(): number {
+    const asked = document.documentElement.dataset.workbenchPasses;
+    if (asked === 'frame') {
+      return 0;
+    }
+    if (asked !== undefined && Number.isFinite(Number(asked)) && asked.trim() !== '') {
+      return Math.max(0, Number(asked));
+    }
+    const since = performance.now() - RECENT;
+    for (const [draw, at] of this.drawn) {
+      if (at < since) {
+        this.drawn.delete(draw);
+      }
+    }
+    return passGap(this.drawn.size);
+  }
+
   cancel(draw: (pass: number) => void): void {
     this.due.delete(draw);
+    this.drawn.delete(draw);
   }
 
   private run = (): void => {
@@ -336,6 +369,7 @@ class DrawPasses implements IDrawPasses {
     const draws = [...this.due];
     this.due.clear();
     for (const draw of draws) {
+      this.drawn.set(draw, this.last);
       try {
         draw(pass);
       } catch (error) {
