@@ -122,30 +122,21 @@ JS_CHARTS_DRAWN = """() => [...document.querySelectorAll('.workbench-chart-grid 
   .filter(gd => (gd.data || []).some(t => (t.x || []).length > 0)).length >= 4"""
 #: Clicks on the Pause updates button of the ten-monitor phase, for the median and the slowest answer.
 CLICKS = 12
-#: Click the Pause/Resume updates button of the last monitor of cell ``index``; milliseconds
-#: until the kernel has renamed it.
-JS_PAUSE_ANSWER = """(index) => new Promise(resolve => {
+#: Click the last button of cell ``index`` whose text matches ``pattern``; milliseconds until
+#: it answers (the kernel renames or disables it).
+JS_CLICK_ANSWER = """([index, pattern]) => new Promise(resolve => {
   const buttons = [...window.benchPanel.content.widgets[index].node.querySelectorAll('button')]
-    .filter(b => /^(Pause|Resume) updates$/.test(b.textContent.trim()));
+    .filter(b => new RegExp(pattern).test(b.textContent.trim()) && !b.disabled);
   const button = buttons[buttons.length - 1];
-  const before = button.textContent.trim();
+  const before = [button.textContent.trim(), button.disabled].join();
   const started = performance.now();
   new MutationObserver((_records, observer) => {
-    if (button.textContent.trim() !== before) { observer.disconnect(); resolve(performance.now() - started); }
-  }).observe(button, {subtree: true, childList: true, characterData: true});
+    if ([button.textContent.trim(), button.disabled].join() !== before) {
+      observer.disconnect();
+      resolve(performance.now() - started);
+    }
+  }).observe(button, {subtree: true, childList: true, characterData: true, attributes: true});
   button.click();
-})"""
-#: Click the Stop button of the last monitor of cell ``index``; milliseconds until it is disabled.
-JS_STOP_ANSWER = """(index) => new Promise(resolve => {
-  const buttons = [...window.benchPanel.content.widgets[index].node.querySelectorAll('button')]
-    .filter(b => b.textContent.trim() === 'Stop' && !b.disabled);
-  const button = buttons[buttons.length - 1];
-  const started = performance.now();
-  const check = () => button.disabled ? resolve(performance.now() - started) : requestAnimationFrame(check);
-  new MutationObserver(() => { if (button.disabled) resolve(performance.now() - started); })
-    .observe(button, {attributes: true});
-  button.click();
-  requestAnimationFrame(check);
 })"""
 #: Monitor charts with points on the page.
 JS_CHARTS_WITH_POINTS = """() => [...document.querySelectorAll('.workbench-chart-grid .js-plotly-plot')]
@@ -470,9 +461,9 @@ def _click_answers(page: Any) -> dict[str, Any]:
     clicks = []
     for index in range(CLICKS):
         page.wait_for_timeout(800 + 97 * (index % 5))  # not in step with the batches
-        clicks.append(page.evaluate(JS_PAUSE_ANSWER, TEN_CELL))
+        clicks.append(page.evaluate(JS_CLICK_ANSWER, [TEN_CELL, '^(Pause|Resume) updates$']))
     page.wait_for_timeout(1000)
-    return {"click ms": sorted(clicks), "stop ms": page.evaluate(JS_STOP_ANSWER, TEN_CELL)}
+    return {"click ms": sorted(clicks), "stop ms": page.evaluate(JS_CLICK_ANSWER, [TEN_CELL, "^Stop$"])}
 
 
 def _show_cell(page: Any, index: int) -> None:

@@ -342,11 +342,9 @@ class DrawPasses implements IDrawPasses {
 
   private gap(): number {
     const asked = document.documentElement.dataset.workbenchPasses;
-    if (asked === 'frame') {
-      return 0;
-    }
-    if (asked !== undefined && Number.isFinite(Number(asked)) && asked.trim() !== '') {
-      return Math.max(0, Number(asked));
+    const fixed = asked === 'frame' ? 0 : asked ? Number(asked) : NaN;
+    if (fixed >= 0) {
+      return fixed;
     }
     const since = performance.now() - RECENT;
     for (const [draw, at] of this.drawn) {
