@@ -100,6 +100,7 @@ VARIANTS = {
     "a tick outside": NO_CHARTS,
     "a tick moved": NO_CHARTS,
     "axes fixed": "",
+    "moves with all points": "",
     "a worker tick": NO_CHARTS,
     "points not drawn": "",
     "svg patches": "",
@@ -167,6 +168,10 @@ PAGE_VARIANTS = {
     # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
     # no moves, and points past the axes are patched but not seen.
     "axes fixed": _draw("fixed-axes"),
+    # Plotly moves a chart's axes with every point of its live traces redrawn in the SVG
+    # under the canvas (data-workbench-moves="all-points", draw.ts), not their ends only.
+    "moves with all points": ("() => { document.documentElement.dataset.workbenchMoves = 'all-points'; }",
+                              "() => { delete document.documentElement.dataset.workbenchMoves; }"),
 }
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.

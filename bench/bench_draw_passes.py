@@ -2,7 +2,7 @@
 
 Run from the repository root (needs Chromium, as ``workbench test`` does)::
 
-    .venv/bin/python bench/bench_draw_passes.py [--seconds 30] [--rounds 3]
+    .venv/bin/python bench/bench_draw_passes.py [--seconds 30] [--rounds 3] [--variants passes,...]
 
 Ten chart grids of the monitor's four charts (``workbench.views.monitor_charts.chart_specs``)
 under one cell, all on screen, each fed a batch a second from a thread in the kernel, the
@@ -18,10 +18,18 @@ one after the other in one page:
 - **passes 250 ms apart**: the same, the passes at least 250 ms apart however many grids
   draw (``data-workbench-passes="250"`` on the page), as before the gap grew with the grids;
 - **a frame each**: each grid draws in the animation frame after its points arrive
-  (``data-workbench-passes="frame"`` on the page), ten frames a second.
+  (``data-workbench-passes="frame"`` on the page), ten frames a second;
+- **moves with all points** (not run unless ``--variants`` names it): passes as by default,
+  and when plotly moves a chart's axes it redraws every point of the live traces' SVG under
+  the canvas (``data-workbench-moves="all-points"``), not only their ends (``draw.ts``).
+
+``--variants`` picks variants (comma-separated, in that order); the first three by default.
+Phases of 60 s hold each chart's axis moves of a whole window (they come in bursts), so that
+variants compare with as many moves each.
 
 Per variant and round: Chromium's CPU per minute (all processes; the renderer and the GPU
-process apart), as a share of one core, per grid update, and the draw passes per second.
+process apart), as a share of one core, per grid update, the draw passes per second, and
+the charts' axis moves and full draws per grid update.
 """
 
 from __future__ import annotations
@@ -73,17 +81,20 @@ CELLS = [
 #: The page's newest draw pass that drew a grid (each grid's ``data-pass`` names the pass of its latest draw).
 JS_PASSES = """() => Math.max(0, ...[...document.querySelectorAll('.workbench-chart-grid')]
   .map(grid => Number(grid.dataset.pass || 0)))"""
-VARIANTS = {"passes": "() => { delete document.documentElement.dataset.workbenchPasses; }",
-            "passes 250 ms apart": "() => { document.documentElement.dataset.workbenchPasses = '250'; }",
-            "a frame each": "() => { document.documentElement.dataset.workbenchPasses = 'frame'; }"}
+_PAGE = "document.documentElement.dataset"
+VARIANTS = {"passes": f"() => {{ delete {_PAGE}.workbenchPasses; delete {_PAGE}.workbenchMoves; }}",
+            "passes 250 ms apart": f"() => {{ {_PAGE}.workbenchPasses = '250'; delete {_PAGE}.workbenchMoves; }}",
+            "a frame each": f"() => {{ {_PAGE}.workbenchPasses = 'frame'; delete {_PAGE}.workbenchMoves; }}",
+            "moves with all points": f"() => {{ delete {_PAGE}.workbenchPasses; {_PAGE}.workbenchMoves = 'all-points'; }}"}
 
 
-def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> dict[str, list[dict[str, float]]]:
-    """Each variant's phases, in rounds, in one page and kernel."""
+def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,
+            variants: dict[str, str]) -> dict[str, list[dict[str, float]]]:
+    """Each of ``variants``' phases (name -> the JS that switches the page to it), in rounds, in one page and kernel."""
     (lab.server_root / NOTEBOOK).write_text(json.dumps(notebook(CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 12000})  # all forty charts on screen
     page = context.new_page()
-    phases: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
+    phases: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
     try:
         page.goto(lab.notebook_url(NOTEBOOK) + "&reset")
         page.wait_for_function(JS_KERNEL_IDLE, timeout=120_000, polling=250)
@@ -94,7 +105,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int) -> dict[s
                                timeout=120_000, polling=250)
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
         for _ in range(rounds):
-            for name, switch in VARIANTS.items():
+            for name, switch in variants.items():
                 page.evaluate(switch)
                 passes = page.evaluate(JS_PASSES)
                 phase = browser_cpu._phase(page, cdp, "", seconds, "print(fed)")
@@ -111,17 +122,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds per phase")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the variants")
+    parser.add_argument("--variants", default=",".join(list(VARIANTS)[:3]),
+                        help=f"comma-separated variants to measure, of: {', '.join(VARIANTS)}")
     args = parser.parse_args()
     if args.seconds <= 0 or args.rounds < 1:
         parser.error(f"--seconds must be > 0 and --rounds >= 1, got {args.seconds} and {args.rounds}")
+    names = [name.strip() for name in args.variants.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        parser.error(f"--variants: unknown {unknown or args.variants!r}; choose from {', '.join(VARIANTS)}")
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
-        phases = measure(lab, browser, args.seconds, args.rounds)
+        phases = measure(lab, browser, args.seconds, args.rounds, {name: VARIANTS[name] for name in names})
     print(f"{GRIDS} grids of the monitor's four charts on screen, a batch a second each, "
           f"{1000 // GRIDS} ms apart; {args.rounds} rounds of {args.seconds:.0f} s per variant, "
           "each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min", 1.0), ("  renderer (s/min)", "renderer s/min", 1.0),
             ("  GPU process (s/min)", "gpu-process s/min", 1.0), ("% of one core", "cpu s/min", 100 / 60),
-            ("ms per grid update", "cpu ms/batch", 1.0), ("draw passes per second", "passes/s", 1.0)]
+            ("ms per grid update", "cpu ms/batch", 1.0), ("draw passes per second", "passes/s", 1.0),
+            ("axis moves per grid update", "axis draws/batch", 1.0),
+            ("full draws per grid update", "full draws/batch", 1.0)]
     for name, runs in phases.items():
         print(name)
         for label, key, scale in rows:

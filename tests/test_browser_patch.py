@@ -13,7 +13,8 @@ the newest and oldest part of each line, the shape of the batch that left reused
 new one, not every point's. When the points pass the axes' room, plotly moves the axes alone
 and the points are patched over them (``data-axis-draws``): no chart draws in full once its
 window is full, the axes move on again and the newest points stay inside them, and the
-pictures compared are of charts whose axes moved so. The grid's caption names each batch
+pictures compared are of charts whose axes moved so. Under a canvas, plotly's move redraws
+the live lines' hidden SVG through their two ends only (the canvas shows every point). The grid's caption names each batch
 only once every chart shows it (the worker's pictures and the caption in one frame).
 """
 
@@ -104,6 +105,11 @@ JS_OUTSIDE = """() => {
   }
   return outside;
 }"""
+
+#: The points of each line plotly drew in a chart's SVG (its `d`'s moves and straight segments).
+JS_SVG_LINE_POINTS = """(key) => [...document.querySelectorAll(
+  `.workbench-chart[data-chart="${key}"] .scatterlayer g.trace path.js-line`)].map(
+  path => (path.getAttribute('d').match(/[ML]/g) || []).length)"""
 
 #: Count, per chart, the shapes whose `d` or `transform` changes and the shapes added.
 JS_WATCH_SHAPES = """() => {
@@ -255,6 +261,12 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             assert chart["full"] == full[key]["full"], f"{key}: drawn in full once its window was full: {chart}"
         outside = page.evaluate(JS_OUTSIDE)
         assert not outside, f"the newest points lie outside the axes: {outside}"
+        lines = page.evaluate(JS_SVG_LINE_POINTS, "rates")  # two lines, every point present
+        if draw == "canvas":
+            # The last plotly drew of them was a move: the lines' two ends, hidden under the canvas.
+            assert lines == [2, 2], f"rates: a move under the canvas drew the SVG lines through {lines} points"
+        else:
+            assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: the SVG lines hold {lines} points, not the window's"
 
         # The caption named each batch as its points showed, in the same frame: every chart's
         # data and (canvas) picture held that batch whenever the caption changed.

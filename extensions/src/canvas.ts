@@ -292,6 +292,11 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
   return true;
 }
 
+/** Whether the chart's live traces show in its canvas (their SVG hidden under it). */
+export function canvasShown(gd: HTMLElement): boolean {
+  return canvases.get(gd)?.shown === true;
+}
+
 /** The smallest box of whole pixels around the layers' clips: [x, y, width, height]. */
 function box(layers: ILayer[]): [number, number, number, number] {
   if (layers.length === 0) {

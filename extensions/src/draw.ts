@@ -14,7 +14,7 @@
 // the points leave them (or the spec, the traces or the empty state change). An axis the
 // user zoomed or panned keeps the user's range until autoscaled.
 
-import { releaseCanvas } from './canvas';
+import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
 import type { ISeries, Value } from './series';
 
@@ -299,10 +299,54 @@ function moveAxes(
   state.ranges = { ...state.ranges, ...ranges };
   // Plotly draws synchronously here (no transition, no asynchronous layout step): its promise
   // only says so; a rejection is left to the full draw the next update makes.
-  Promise.resolve(plotly.relayout(gd, update)).catch(() => {
-    state.stale = true;
-  });
+  const move = () =>
+    Promise.resolve(plotly.relayout(gd, update)).catch(() => {
+      state.stale = true;
+    });
+  if (canvasShown(gd) && document.documentElement.dataset.workbenchMoves !== 'all-points') {
+    withEnds(gd, live, move);
+  } else {
+    move();
+  }
   return patchPoints(gd, traces, live) === 'patched';
+}
+
+/**
+ * Call `during` (plotly's move of the axes) with plotly's calc data of the live traces cut
+ * to their first and last points, then put back. A move redraws every trace with the axes,
+ * each point's shape and style (about three fifths of the move's script), but a chart drawn
+ * in its canvas hides its live traces' SVG under it: plotly then keeps two points of each,
+ * enough for every shape the patches look for (a line's path, a marker, a bar, a band), and
+ * the canvas shows them all. Plotly's next draw of its own (the pointer over the chart, a
+ * full draw) starts from the chart's data again. A trace whose first or last point is
+ * missing keeps all its points: with fewer than two, plotly would remove its line.
+ * `data-workbench-moves="all-points"` on the page keeps them all (what the bench compares with).
+ */
+function withEnds(gd: any, live: number[], during: () => void): void {
+  const calcdata: any[][] | undefined = gd.calcdata;
+  const kept = new Map<number, any[]>();
+  for (const index of Array.isArray(calcdata) ? live : []) {
+    const points = calcdata![index];
+    const ends = Array.isArray(points) && points.length > 2 ? [points[0], points[points.length - 1]] : [];
+    if (ends.length === 2 && ends[0].trace?.index === index && ends.every(present)) {
+      kept.set(index, points);
+      calcdata![index] = ends;
+    }
+  }
+  try {
+    during();
+  } finally {
+    kept.forEach((points, index) => {
+      calcdata![index] = points;
+    });
+  }
+}
+
+/** Whether a point of plotly's calc data has both its values (a scatter's x, y; a bar's p, s). */
+function present(point: any): boolean {
+  const x = point.p ?? point.x;
+  const y = point.s ?? point.y;
+  return Number.isFinite(x) && Number.isFinite(y);
 }
 
 /**
