@@ -197,6 +197,17 @@ ENV_SCRIPT = textwrap.dedent(
 
     tempfile.tempdir = sys.argv[1]
     report = []
+
+    def jvms():
+        found = []
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.name() == "java":
+                    found.append(child.pid)
+            except psutil.NoSuchProcess:
+                pass  # a short-lived child gone between the listing and its name
+        return found
+
     for variable, value in json.loads(sys.argv[2]):
         os.environ[variable] = value
         try:
@@ -207,7 +218,7 @@ ENV_SCRIPT = textwrap.dedent(
         del os.environ[variable]
         report.append({
             "message": message,
-            "jvms": [p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"],
+            "jvms": jvms(),
             "threads": [t.name for t in threading.enumerate() if t.name.startswith("workbench-")],
             "folders": os.listdir(sys.argv[1]),
         })

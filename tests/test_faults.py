@@ -37,7 +37,14 @@ JVM_DIES = textwrap.dedent(
             time.sleep(0.05)
 
     def java_children():
-        return [p for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+        found = []
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.name() == "java":
+                    found.append(child)
+            except psutil.NoSuchProcess:
+                pass  # a short-lived child (a Python worker) gone between the listing and its name
+        return found
 
     spark = workbench.session()
     rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
