@@ -81,11 +81,18 @@ CELLS = [
 #: The page's newest draw pass that drew a grid (each grid's ``data-pass`` names the pass of its latest draw).
 JS_PASSES = """() => Math.max(0, ...[...document.querySelectorAll('.workbench-chart-grid')]
   .map(grid => Number(grid.dataset.pass || 0)))"""
-_PAGE = "document.documentElement.dataset"
-VARIANTS = {"passes": f"() => {{ delete {_PAGE}.workbenchPasses; delete {_PAGE}.workbenchMoves; }}",
-            "passes 250 ms apart": f"() => {{ {_PAGE}.workbenchPasses = '250'; delete {_PAGE}.workbenchMoves; }}",
-            "a frame each": f"() => {{ {_PAGE}.workbenchPasses = 'frame'; delete {_PAGE}.workbenchMoves; }}",
-            "moves with all points": f"() => {{ delete {_PAGE}.workbenchPasses; {_PAGE}.workbenchMoves = 'all-points'; }}"}
+
+
+def _page(passes: str | None = None, moves: str | None = None) -> str:
+    """JS that sets the page's ``data-workbench-passes`` and ``data-workbench-moves`` (None: removed)."""
+    return ("() => { const page = document.documentElement.dataset; "
+            + "".join(f"delete page.{key}; " if value is None else f"page.{key} = {json.dumps(value)}; "
+                      for key, value in (("workbenchPasses", passes), ("workbenchMoves", moves)))
+            + "}")
+
+
+VARIANTS = {"passes": _page(), "passes 250 ms apart": _page(passes="250"), "a frame each": _page(passes="frame"),
+            "moves with all points": _page(moves="all-points")}
 
 
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,

@@ -192,22 +192,11 @@ ENV_CASES = [
 ENV_SCRIPT = textwrap.dedent(
     """
     import json, os, sys, tempfile, threading
-    import psutil
     import workbench
+    from tests.helpers import family_of
 
     tempfile.tempdir = sys.argv[1]
     report = []
-
-    def jvms():
-        found = []
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if child.name() == "java":
-                    found.append(child.pid)
-            except psutil.NoSuchProcess:
-                pass  # a short-lived child gone between the listing and its name
-        return found
-
     for variable, value in json.loads(sys.argv[2]):
         os.environ[variable] = value
         try:
@@ -218,7 +207,7 @@ ENV_SCRIPT = textwrap.dedent(
         del os.environ[variable]
         report.append({
             "message": message,
-            "jvms": jvms(),
+            "jvms": [pid for pid, name in family_of(os.getpid()).items() if name == "java"],
             "threads": [t.name for t in threading.enumerate() if t.name.startswith("workbench-")],
             "folders": os.listdir(sys.argv[1]),
         })

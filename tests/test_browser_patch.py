@@ -14,8 +14,9 @@ new one, not every point's. When the points pass the axes' room, plotly moves th
 and the points are patched over them (``data-axis-draws``): no chart draws in full once its
 window is full, the axes move on again and the newest points stay inside them, and the
 pictures compared are of charts whose axes moved so. Under a canvas, plotly's move redraws
-the live lines' hidden SVG through their two ends only (the canvas shows every point). The grid's caption names each batch
-only once every chart shows it (the worker's pictures and the caption in one frame).
+the live lines' hidden SVG through their two ends only (the canvas shows every point). The
+grid's caption names each batch only once every chart shows it (the worker's pictures and
+the caption in one frame).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 JVM_DIES = textwrap.dedent(
     """
     import json, threading, time
+    import os
     import psutil
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
@@ -36,15 +37,10 @@ JVM_DIES = textwrap.dedent(
                 raise SystemExit("timed out")
             time.sleep(0.05)
 
+    from tests.helpers import family_of
+
     def java_children():
-        found = []
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if child.name() == "java":
-                    found.append(child)
-            except psutil.NoSuchProcess:
-                pass  # a short-lived child (a Python worker) gone between the listing and its name
-        return found
+        return [psutil.Process(pid) for pid, name in family_of(os.getpid()).items() if name == "java"]
 
     spark = workbench.session()
     rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()

@@ -323,21 +323,24 @@ function moveAxes(
  * `data-workbench-moves="all-points"` on the page keeps them all (what the bench compares with).
  */
 function withEnds(gd: any, live: number[], during: () => void): void {
-  const calcdata: any[][] | undefined = gd.calcdata;
+  const calcdata: any[][] = Array.isArray(gd.calcdata) ? gd.calcdata : [];
   const kept = new Map<number, any[]>();
-  for (const index of Array.isArray(calcdata) ? live : []) {
-    const points = calcdata![index];
-    const ends = Array.isArray(points) && points.length > 2 ? [points[0], points[points.length - 1]] : [];
-    if (ends.length === 2 && ends[0].trace?.index === index && ends.every(present)) {
+  for (const index of live) {
+    const points = calcdata[index];
+    if (!Array.isArray(points) || points.length <= 2) {
+      continue;
+    }
+    const ends = [points[0], points[points.length - 1]];
+    if (ends[0].trace?.index === index && ends.every(present)) {
       kept.set(index, points);
-      calcdata![index] = ends;
+      calcdata[index] = ends;
     }
   }
   try {
     during();
   } finally {
     kept.forEach((points, index) => {
-      calcdata![index] = points;
+      calcdata[index] = points;
     });
   }
 }
