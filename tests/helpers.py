@@ -49,6 +49,11 @@ def family_of(pid: int) -> dict[int, str]:
     return family
 
 
+def jvms_of(pid: int) -> list[int]:
+    """The ids of the Java processes (Spark's JVMs) that ``pid`` started, directly or not."""
+    return [child for child, name in family_of(pid).items() if name == "java"]
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
     try:

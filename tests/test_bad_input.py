@@ -193,7 +193,7 @@ ENV_SCRIPT = textwrap.dedent(
     """
     import json, os, sys, tempfile, threading
     import workbench
-    from tests.helpers import family_of
+    from tests.helpers import jvms_of
 
     tempfile.tempdir = sys.argv[1]
     report = []
@@ -207,7 +207,7 @@ ENV_SCRIPT = textwrap.dedent(
         del os.environ[variable]
         report.append({
             "message": message,
-            "jvms": [pid for pid, name in family_of(os.getpid()).items() if name == "java"],
+            "jvms": jvms_of(os.getpid()),
             "threads": [t.name for t in threading.enumerate() if t.name.startswith("workbench-")],
             "folders": os.listdir(sys.argv[1]),
         })

@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 JVM_DIES = textwrap.dedent(
     """
-    import json, threading, time
-    import os
+    import json, os, threading, time
     import psutil
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
     import workbench
+    from tests.helpers import jvms_of
     from workbench.spark.progress_source import SPARK_STOPPED
 
     def wait(predicate, timeout=240):
@@ -37,11 +37,6 @@ JVM_DIES = textwrap.dedent(
                 raise SystemExit("timed out")
             time.sleep(0.05)
 
-    from tests.helpers import family_of
-
-    def java_children():
-        return [psutil.Process(pid) for pid, name in family_of(os.getpid()).items() if name == "java"]
-
     spark = workbench.session()
     rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
     plain = workbench.start(rate, "plain", trigger="0.2 seconds")
@@ -49,7 +44,7 @@ JVM_DIES = textwrap.dedent(
                              output_mode="complete", trigger="0.2 seconds")
     monitor = counts.monitor()
     wait(lambda: plain.progress.total >= 2 and counts.progress.total >= 2)
-    [jvm] = java_children()
+    [jvm] = [psutil.Process(pid) for pid in jvms_of(os.getpid())]
     jvm.kill()
     killed = time.monotonic()
     wait(lambda: plain.finished and counts.finished, timeout=30)
@@ -89,7 +84,7 @@ JVM_DIES = textwrap.dedent(
     again = workbench.stream("again")
     wait(lambda: again.progress.total >= 2)
     again.stop()
-    new_jvms = java_children()
+    new_jvms = jvms_of(os.getpid())
     print(json.dumps({
         "statuses": table.set_index("name")["status"].to_dict(),
         "errors": table.set_index("name")["error"].to_dict(),
@@ -100,7 +95,7 @@ JVM_DIES = textwrap.dedent(
         "result_error": result_error,
         "stale_error": stale_error,
         "monitor_thread_alive": bool(monitor._thread and monitor._thread.is_alive()),
-        "old_jvm": jvm.pid, "new_jvms": [p.pid for p in new_jvms],
+        "old_jvm": jvm.pid, "new_jvms": new_jvms,
         "magic_output": captured.stdout,
         "again": {"status": again.status, "batches": again.history()["batch_id"].tolist()[:2],
                   "rows": len(again.result())},

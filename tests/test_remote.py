@@ -36,8 +36,8 @@ SCRIPT = textwrap.dedent(
         ip = ipaddress.ip_address(address)
         return not (getattr(ip, "ipv4_mapped", None) or ip).is_loopback
     me = psutil.Process(os.getpid())
-    from tests.helpers import family_of
-    procs = [me, *(psutil.Process(pid) for pid, name in family_of(me.pid).items() if name == "java")]
+    from tests.helpers import jvms_of
+    procs = [me, *(psutil.Process(pid) for pid in jvms_of(me.pid))]
     listening = [(p.pid, c.laddr.ip, c.laddr.port) for p in procs for c in p.net_connections(kind="tcp")
                  if c.status == psutil.CONN_LISTEN]
     handle.stop()

@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from tests.cluster_support import free_port
-from tests.helpers import alive, family_of
+from tests.helpers import alive, family_of, jvms_of
 from tests.kernels import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
@@ -130,8 +130,8 @@ def test_two_kernels_run_streams_side_by_side_and_a_restart_leaves_the_other_alo
     assert fa["streams"] == fa["active"] == ["only_a", "ticks"], fa
     assert fb["streams"] == fb["active"] == ["only_b", "ticks"], fb
     # Separate JVMs, UIs on different ports of the loopback address, separate private folders.
-    jvms_a = [pid for pid, name in family_of(fa["pid"]).items() if name == "java"]
-    jvms_b = [pid for pid, name in family_of(fb["pid"]).items() if name == "java"]
+    jvms_a = jvms_of(fa["pid"])
+    jvms_b = jvms_of(fb["pid"])
     assert len(jvms_a) == len(jvms_b) == 1 and jvms_a != jvms_b
     ui_a, ui_b = urlsplit(fa["ui"]), urlsplit(fb["ui"])
     assert ui_a.hostname == ui_b.hostname == "127.0.0.1" and ui_a.port != ui_b.port, (fa["ui"], fb["ui"])
@@ -197,7 +197,7 @@ def test_a_second_local_spark_connect_server_is_one_line_then_starts_on_its_own_
     a.run("%%stream ticks --no-monitor --trigger 1 second\nrate\n", timeout=240)
     fa = json.loads(a.stdout_of(a.run(CONNECT_REPORT, timeout=240)).strip().splitlines()[-1])
     assert fa["kind"] == "pyspark.sql.connect.session" and fa["batches"] >= 2, fa
-    server = [pid for pid, name in family_of(fa["pid"]).items() if name == "java"]
+    server = jvms_of(fa["pid"])
     assert len(server) == 1 and listening_on_loopback_only(port)
 
     # B asks for the same: one line, before any JVM starts, naming the port, its holder and the fix.
