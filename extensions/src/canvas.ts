@@ -16,6 +16,8 @@
 // browser, a page whose content security policy forbids workers from blobs) the patches
 // write the SVG as before.
 
+import { drawSwitch } from './switches';
+
 /** One shape: a path (in the layer's coordinates), drawn once or at each of `at`. */
 export interface IShape {
   d: string;
@@ -241,11 +243,11 @@ export function afterPictures(then: () => void): void {
 
 /**
  * Whether live traces may be drawn into a canvas on this page: a worker can, and the page
- * asked for no other way (`data-workbench-draw`, e.g. `svg` for the SVG patches: what tests
- * and benches compare with).
+ * asked for no other way (switches.ts; e.g. `svg` for the SVG patches: what tests and
+ * benches compare with).
  */
 export function canvasWanted(): boolean {
-  return document.documentElement.dataset.workbenchDraw === undefined && pageWorker() !== null;
+  return drawSwitch() === 'default' && pageWorker() !== null;
 }
 
 /**

@@ -36,6 +36,7 @@ import { afterPictures, forgetCanvas } from './canvas';
 import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
 import { applyData, IDataMessage, ISeries } from './series';
+import { passGapAsked } from './switches';
 
 /** The chart grid, drawing with the plotly.js that `loadPlotly` gives (once per page). */
 export function chartGrid(loadPlotly: () => Promise<Plotly>): IWidgetDef {
@@ -341,9 +342,8 @@ class DrawPasses implements IDrawPasses {
   }
 
   private gap(): number {
-    const asked = document.documentElement.dataset.workbenchPasses;
-    const fixed = asked === 'frame' ? 0 : asked ? Number(asked) : NaN;
-    if (fixed >= 0) {
+    const fixed = passGapAsked();
+    if (fixed !== null) {
       return fixed;
     }
     const since = performance.now() - RECENT;

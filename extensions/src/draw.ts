@@ -16,6 +16,7 @@
 
 import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
+import { drawSwitch, movesWithAllPoints } from './switches';
 import type { ISeries, Value } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -77,14 +78,13 @@ const CONFIG = {
 const drawn = new WeakMap<HTMLElement, IDrawn>();
 
 /**
- * How the page asked for updates to be drawn (`data-workbench-draw` on the document element),
- * what bench/browser_cpu.py and bench/bench_browser_parts.py compare with: `plotly` has
- * plotly draw every update, `full-axes` has plotly draw the whole chart whenever its axes
- * move, `fixed-axes` never moves the axes of a patched chart (points past them are patched
- * but not seen); otherwise new points are patched and moved axes drawn alone.
+ * How updates are drawn (switches.ts): `plotly` has plotly draw every update, `full-axes` has
+ * plotly draw the whole chart whenever its axes move, `fixed-axes` never moves the axes of a
+ * patched chart (points past them are patched but not seen); otherwise new points are
+ * patched and moved axes drawn alone.
  */
 function draws(): 'plotly' | 'full-axes' | 'fixed-axes' | 'patch' {
-  const asked = document.documentElement.dataset.workbenchDraw;
+  const asked = drawSwitch();
   return asked === 'plotly' || asked === 'full-axes' || asked === 'fixed-axes' ? asked : 'patch';
 }
 
@@ -303,7 +303,7 @@ function moveAxes(
     Promise.resolve(plotly.relayout(gd, update)).catch(() => {
       state.stale = true;
     });
-  if (canvasShown(gd) && document.documentElement.dataset.workbenchMoves !== 'all-points') {
+  if (canvasShown(gd) && !movesWithAllPoints()) {
     withEnds(gd, live, move);
   } else {
     move();

@@ -24,6 +24,7 @@
 import { canvasWanted, drawCanvas, releaseCanvas } from './canvas';
 import type { ILayer, IShape } from './canvas';
 import type { ITrace } from './draw';
+import { drawSwitch } from './switches';
 import type { Value } from './series';
 
 /** A plotly axis as its full layout holds it (the converters plotly set up). */
@@ -73,9 +74,9 @@ class Declined extends Error {}
  */
 export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
   try {
-    // `data-workbench-draw="none"`: nothing drawn, the points only kept (what
-    // bench_browser_parts.py measures).
-    if (document.documentElement.dataset.workbenchDraw !== 'none') {
+    // The `none` switch: nothing drawn, the points only kept (what bench_browser_parts.py
+    // measures).
+    if (drawSwitch() !== 'none') {
       const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
       const writes = plan(gd, traces, live, scene);
       const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
@@ -234,10 +235,8 @@ const PART = 8;
  * whole line's. Dashed lines, and lines whose x are not all numbers, are one path.
  */
 function lineParts(xs: Value[], points: Point[], shape: string, dashed: boolean): [string, string][] {
-  // A dash pattern starts again with each path: a dashed line stays whole, as does every line
-  // with `data-workbench-draw="whole"` on the page (what the bench compares with).
-  const whole = dashed || document.documentElement.dataset.workbenchDraw === 'whole';
-  const numbers = !whole && xs.every(x => typeof x === 'number' && Number.isFinite(x));
+  // A dash pattern starts again with each path: a dashed line stays whole.
+  const numbers = !dashed && xs.every(x => typeof x === 'number' && Number.isFinite(x));
   const parts: [string, string][] = [];
   let start = 0;
   while (start < points.length) {

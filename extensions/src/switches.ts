@@ -1,0 +1,42 @@
+// The page's switches: `data-workbench-*` attributes that tests and benches set on the
+// document element to compare the way the charts draw with another way (bench/README.md has
+// what each comparison measured). A user's page sets none, and the charts draw the default
+// way. Every switch is read here, at the moment it matters, so that a bench may flip it
+// between phases on a live page.
+//
+// - `data-workbench-draw`, how updates are drawn (draw.ts, patch.ts, canvas.ts): unset, new
+//   points go into a canvas over each chart (or into the SVG where no worker can draw);
+//   `svg` writes them into the SVG; `plotly` has plotly draw every update; `full-axes` has
+//   plotly draw the whole chart whenever its axes move; `fixed-axes` never moves a patched
+//   chart's axes once drawn; `none` keeps the points and draws nothing. Any value but unset
+//   keeps the canvas out.
+// - `data-workbench-moves` (draw.ts): `all-points` has plotly move the axes with every point
+//   of the live traces under the canvas, not only their ends.
+// - `data-workbench-passes` (charts.ts): a fixed gap between the page's draw passes, in ms,
+//   or `frame` for the frame after an update arrives, instead of a gap that grows with the
+//   grids drawing.
+
+export type DrawSwitch = 'default' | 'svg' | 'plotly' | 'full-axes' | 'fixed-axes' | 'none';
+
+const DRAWS: readonly DrawSwitch[] = ['svg', 'plotly', 'full-axes', 'fixed-axes', 'none'];
+
+/** How the page asked for updates to be drawn; an unknown value counts as `svg`. */
+export function drawSwitch(): DrawSwitch {
+  const asked = document.documentElement.dataset.workbenchDraw;
+  if (asked === undefined) {
+    return 'default';
+  }
+  return DRAWS.find(way => way === asked) ?? 'svg';
+}
+
+/** Whether the page asked for the axes to move with every point of the traces under a canvas. */
+export function movesWithAllPoints(): boolean {
+  return document.documentElement.dataset.workbenchMoves === 'all-points';
+}
+
+/** The gap between draw passes the page asked for (ms, 0 for the next frame), or null for none. */
+export function passGapAsked(): number | null {
+  const asked = document.documentElement.dataset.workbenchPasses;
+  const fixed = asked === 'frame' ? 0 : asked ? Number(asked) : NaN;
+  return fixed >= 0 ? fixed : null;
+}
