@@ -154,8 +154,9 @@ def _kernel(page: Any, code: str) -> str:
 def _hidden_then_shown(page: Any, hide: str, show: str, first: int, what: str) -> int:
     """Hide the grid, send points, check nothing drew or was sent, show it: one update with the latest window."""
     page.evaluate(hide)
-    time.sleep(SETTLE)  # the page learns it is hidden (an IntersectionObserver callback)
-    assert _kernel(page, "print(grid.seen)") == "False", f"{what}: the kernel was not told the grid is hidden"
+    # The page learns it is hidden (an IntersectionObserver callback) and tells the kernel.
+    wait_for(lambda: _kernel(page, "print(grid.seen)") == "False", 10, 0.2,
+             text=lambda: f"{what}: the kernel was not told the grid is hidden")
     _kernel(page, "sent.clear()")
     before = _drawn(page)
     last = first + 2 * WINDOW
