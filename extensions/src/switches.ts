@@ -16,9 +16,10 @@
 //   or `frame` for the frame after an update arrives, instead of a gap that grows with the
 //   grids drawing.
 
-export type DrawSwitch = 'default' | 'svg' | 'plotly' | 'full-axes' | 'fixed-axes' | 'none';
+/** The values `data-workbench-draw` may take. */
+const DRAWS = ['svg', 'plotly', 'full-axes', 'fixed-axes', 'none'] as const;
 
-const DRAWS: readonly DrawSwitch[] = ['svg', 'plotly', 'full-axes', 'fixed-axes', 'none'];
+export type DrawSwitch = 'default' | (typeof DRAWS)[number];
 
 /** How the page asked for updates to be drawn; an unknown value counts as `svg`. */
 export function drawSwitch(): DrawSwitch {
