@@ -40,6 +40,10 @@ GRID_CELL = """from workbench.views.charts import ChartGrid
 from workbench.views.monitor_charts import chart_specs, operator_traces
 specs = chart_specs()
 specs[1]["traces"] = operator_traces(["stateStoreSave"])
+# A note of the user's inside one plot: plotly draws it over the traces, so that chart's
+# canvas stays under plotly's upper layers (the others lie over them).
+specs[2]["layout"]["annotations"] = [{"text": "a note", "xref": "paper", "yref": "paper", "x": 0.2, "y": 0.9,
+                                      "showarrow": False, "bgcolor": "#ffffff"}]
 grid = ChartGrid(specs, window=60)
 grid"""
 
@@ -111,6 +115,20 @@ JS_OUTSIDE = """() => {
 JS_SVG_LINE_POINTS = """(key) => [...document.querySelectorAll(
   `.workbench-chart[data-chart="${key}"] .scatterlayer g.trace path.js-line`)].map(
   path => (path.getAttribute('d').match(/[ML]/g) || []).length)"""
+
+#: Where each chart's canvas lies among plotly's layers: "over" them all (the container's
+#: last child), "under" the upper ones (right after the plot's SVG), or None (no canvas).
+JS_CANVAS_PLACES = """() => Object.fromEntries([...document.querySelectorAll('.workbench-chart')].map(div => {
+  const canvas = div.querySelector('canvas.workbench-trace-canvas');
+  if (!canvas) return [div.dataset.chart, null];
+  const box = canvas.parentElement, plot = box.querySelector(':scope > svg.main-svg');
+  return [div.dataset.chart, box.lastElementChild === canvas ? 'over'
+          : canvas.previousElementSibling === plot ? 'under' : 'elsewhere'];
+}))"""
+
+#: Whether a chart's live traces show as plotly's SVG (its canvas cleared), not under a picture.
+JS_SVG_SHOWN = """(key) => [...document.querySelectorAll(`.workbench-chart[data-chart="${key}"] g.trace`)]
+  .every(group => group.style.visibility !== 'hidden')"""
 
 #: Count, per chart, the shapes whose `d` or `transform` changes and the shapes added.
 JS_WATCH_SHAPES = """() => {
@@ -232,6 +250,11 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             else:
                 assert chart["canvas"] == 0 and canvases == 0, (
                     f"{key}: a canvas drew in a browser without OffscreenCanvas: {chart}, {canvases} canvases")
+        if draw == "canvas":
+            # Over plotly's legend, titles and hover layer, which nothing of theirs covers the
+            # plot with; under them in the chart with a note inside its plot.
+            places = page.evaluate(JS_CANVAS_PLACES)
+            assert places == {"watermark": "over", "state": "over", "latency": "under", "rates": "over"}, places
 
         # The window moves on: a patched batch changes a few shapes per trace, not all.
         page.evaluate(JS_WATCH_SHAPES)
@@ -325,3 +348,5 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         hover = div.locator(".hoverlayer")
         wait_for(lambda: f"{last + 1}" in hover.text_content(), 10, 0.1,
                  text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
+        # Plotly draws the chart under the pointer: no picture lies over its hover label.
+        assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: the canvas still shows a picture while hovered"

@@ -270,10 +270,10 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
     }
     canvas.classList.add('workbench-trace-canvas');
     Object.assign(canvas.style, { position: 'absolute', pointerEvents: 'none' });
-    under.after(canvas); // over the plot, under the legend and the hover labels
     entry = { gd, canvas, context, turn: 0, shown: false, hidden: [] };
     canvases.set(gd, entry);
   }
+  place(entry.canvas, under, overPlot(gd));
   // The canvas covers the layers' subplots only, in whole pixels: what the compositor
   // redraws with each batch is the plot, not the axes and margins around it.
   const [x, y, width, height] = box(layers);
@@ -297,6 +297,44 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
 /** Whether the chart's live traces show in its canvas (their SVG hidden under it). */
 export function canvasShown(gd: HTMLElement): boolean {
   return canvases.get(gd)?.shown === true;
+}
+
+/**
+ * Whether plotly may draw something of its own over the plot area above the traces:
+ * annotations, images, menus and sliders, or a legend placed inside the plot (read from
+ * the chart's layout, `gd.layout`). The workbench's charts have none of these: their legends
+ * sit under or beside the plot, and the hover labels show only while the pointer is over
+ * the chart, when plotly draws it and the canvas is cleared.
+ */
+function overPlot(gd: HTMLElement): boolean {
+  const layout = (gd as HTMLElement & { layout?: Record<string, any> }).layout ?? {};
+  if (['annotations', 'images', 'updatemenus', 'sliders'].some(key => (layout[key] ?? []).length > 0)) {
+    return true;
+  }
+  const legend = layout.legend ?? {};
+  const inside = (value: unknown) => typeof value === 'number' && value >= 0 && value <= 1;
+  return layout.showlegend !== false && inside(legend.x) && inside(legend.y);
+}
+
+/**
+ * Put the canvas over plotly's upper layers (legend, titles, hover labels: an SVG the size
+ * of the chart, and the mode bar) unless something of theirs may lie over the plot: then
+ * right after the plot's SVG, under them. Layers over a canvas whose picture changes are
+ * composited again with each picture: over ten grids this way the page's compositor spends
+ * about a quarter less (bench/README.md, "The canvases over plotly's upper layers").
+ */
+function place(canvas: HTMLCanvasElement, under: Element, below: boolean): void {
+  const container = under.parentElement;
+  if (!container) {
+    return;
+  }
+  if (below ? canvas.previousElementSibling !== under : container.lastElementChild !== canvas) {
+    if (below) {
+      under.after(canvas);
+    } else {
+      container.append(canvas);
+    }
+  }
 }
 
 /** The smallest box of whole pixels around the layers' clips: [x, y, width, height]. */
