@@ -302,9 +302,10 @@ export function canvasShown(gd: HTMLElement): boolean {
 /**
  * Whether plotly may draw something of its own over the plot area above the traces:
  * annotations, images, menus and sliders, or a legend placed inside the plot (read from
- * the chart's layout, `gd.layout`). The workbench's charts have none of these: their legends
- * sit under or beside the plot, and the hover labels show only while the pointer is over
- * the chart, when plotly draws it and the canvas is cleared.
+ * the chart's layout, `gd.layout`). The workbench's charts have none of these once they have
+ * points (the note an empty chart shows is an annotation): their legends sit under or beside
+ * the plot, and the hover labels show only while the pointer is over the chart, when plotly
+ * draws it and the canvas is cleared.
  */
 function overPlot(gd: HTMLElement): boolean {
   const layout = (gd as HTMLElement & { layout?: Record<string, any> }).layout ?? {};
