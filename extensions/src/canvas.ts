@@ -301,15 +301,17 @@ export function canvasShown(gd: HTMLElement): boolean {
 
 /**
  * Whether plotly may draw something of its own over the plot area above the traces:
- * annotations, images, menus and sliders, or a legend placed inside the plot (read from
- * the chart's layout, `gd.layout`). The workbench's charts have none of these once they have
+ * annotations, shapes, images, selections, menus and sliders (plotly's upper SVG holds
+ * them, or may), or a legend placed inside the plot (read from the chart's layout,
+ * `gd.layout`). The workbench's charts have none of these once they have
  * points (the note an empty chart shows is an annotation): their legends sit under or beside
  * the plot, and the hover labels show only while the pointer is over the chart, when plotly
  * draws it and the canvas is cleared.
  */
 function overPlot(gd: HTMLElement): boolean {
   const layout = (gd as HTMLElement & { layout?: Record<string, any> }).layout ?? {};
-  if (['annotations', 'images', 'updatemenus', 'sliders'].some(key => (layout[key] ?? []).length > 0)) {
+  const above = ['annotations', 'shapes', 'images', 'selections', 'updatemenus', 'sliders'];
+  if (above.some(key => (layout[key] ?? []).length > 0)) {
     return true;
   }
   const legend = layout.legend ?? {};
@@ -318,8 +320,8 @@ function overPlot(gd: HTMLElement): boolean {
 }
 
 /**
- * Put the canvas over plotly's upper layers (legend, titles, hover labels: an SVG the size
- * of the chart, and the mode bar) unless something of theirs may lie over the plot: then
+ * Put the canvas over plotly's upper layers (legend, titles, hover labels: SVGs the size of
+ * the chart, and the mode bar) unless something of theirs may lie over the plot: then
  * right after the plot's SVG, under them. Layers over a canvas whose picture changes are
  * composited again with each picture: over ten grids this way the page's compositor spends
  * about a quarter less (bench/README.md, "The canvases over plotly's upper layers").
