@@ -303,10 +303,10 @@ export function canvasShown(gd: HTMLElement): boolean {
  * Whether plotly may draw something of its own over the plot area above the traces:
  * annotations, shapes, images, selections, menus and sliders (plotly's upper SVG holds
  * them, or may), or a legend placed inside the plot (read from the chart's layout,
- * `gd.layout`). The workbench's charts have none of these once they have
- * points (the note an empty chart shows is an annotation): their legends sit under or beside
- * the plot, and the hover labels show only while the pointer is over the chart, when plotly
- * draws it and the canvas is cleared.
+ * `gd.layout`). The workbench's charts have none of these once they have points (the note
+ * an empty chart shows is an annotation): their legends sit under or beside the plot, and
+ * the hover labels show only while the pointer is over the chart, when plotly draws it and
+ * the canvas is cleared.
  */
 function overPlot(gd: HTMLElement): boolean {
   const layout = (gd as HTMLElement & { layout?: Record<string, any> }).layout ?? {};
@@ -331,12 +331,10 @@ function place(canvas: HTMLCanvasElement, under: Element, below: boolean): void 
   if (!container) {
     return;
   }
-  if (below ? canvas.previousElementSibling !== under : container.lastElementChild !== canvas) {
-    if (below) {
-      under.after(canvas);
-    } else {
-      container.append(canvas);
-    }
+  if (below && canvas.previousElementSibling !== under) {
+    under.after(canvas);
+  } else if (!below && container.lastElementChild !== canvas) {
+    container.append(canvas);
   }
 }
 
