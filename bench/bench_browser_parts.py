@@ -45,7 +45,9 @@ The first three run by default; ``--variants`` picks others (comma-separated nam
 ``--trace SECONDS`` then records a Chromium trace and a JS profile of the page as is
 (``bench_browser.py``'s ``--trace-seconds``): where the main thread, the compositor and the
 GPU process spend their time, event by event; ``--trace-variants`` names other variants
-to trace in turn.
+to trace in turn. ``--allocations SECONDS`` then samples what the page's JS allocates with
+the monitor as is (CDP's sampling heap profiler, the objects collected since included: the
+garbage the page makes per batch), in MB per minute, by script file and by function.
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -248,12 +250,41 @@ def _variant(page: Any, name: str) -> Iterator[None]:
         page.evaluate(JS_STYLE, "")
 
 
+def allocations(page: Any, cdp: Any, seconds: float, top: int = 12) -> dict[str, Any]:
+    """What the page's JS allocates over ``seconds``: CDP's sampling heap profiler, the objects
+    the garbage collector took back included (a batch's garbage is what it has to collect).
+    MB per minute in all, by script file and by function (its own allocations, not its callees')."""
+    cdp.send("HeapProfiler.enable")
+    cdp.send("HeapProfiler.startSampling", {"samplingInterval": 4096, "includeObjectsCollectedByMajorGC": True,
+                                            "includeObjectsCollectedByMinorGC": True})
+    page.wait_for_timeout(seconds * 1000)
+    head = cdp.send("HeapProfiler.stopSampling")["profile"]["head"]
+    cdp.send("HeapProfiler.disable")
+    by_file: Counter[str] = Counter()
+    by_function: Counter[str] = Counter()
+    nodes = [head]
+    while nodes:
+        node = nodes.pop()
+        frame = node["callFrame"]
+        script = frame["url"].rsplit("/", 1)[-1].split("?")[0] or "(built-in)"
+        by_file[script] += node["selfSize"]
+        by_function[f"{frame['functionName'] or '(anonymous)'} {script}:{frame['lineNumber'] + 1}:"
+                    f"{frame['columnNumber'] + 1}"] += node["selfSize"]
+        nodes.extend(node.get("children", []))
+    per_minute = 60.0 / seconds / 1e6
+    return {"MB/min": sum(by_file.values()) * per_minute,
+            "by file": [(name, size * per_minute) for name, size in by_file.most_common(top)],
+            "by function": [(name, size * per_minute) for name, size in by_function.most_common(top)]}
+
+
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
             trace_seconds: float = 0.0, trace_variants: tuple[str, ...] = ("as is",),
-            ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
+            allocation_seconds: float = 0.0,
+            ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float], dict[str, Any]]:
     """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), then the traces.
 
-    ``trace_seconds`` > 0 traces the page in each of ``trace_variants``, one after another.
+    ``trace_seconds`` > 0 traces the page in each of ``trace_variants``, one after another;
+    ``allocation_seconds`` > 0 then samples what the page as is allocates (:func:`allocations`).
     """
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -288,10 +319,11 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
             with _variant(page, name):
                 page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
                 browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
+        allocated = allocations(page, cdp, allocation_seconds) if allocation_seconds > 0 else {}
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
-    return phases, {kind: n / count for kind, n in kinds.most_common()}
+    return phases, {kind: n / count for kind, n in kinds.most_common()}, allocated
 
 
 def main() -> None:
@@ -304,6 +336,8 @@ def main() -> None:
                         help="then a Chromium trace and a JS profile of the page as is, SECONDS each")
     parser.add_argument("--trace-variants", default="as is",
                         help="comma-separated variants that --trace records, one after another")
+    parser.add_argument("--allocations", type=float, default=0.0, metavar="SECONDS",
+                        help="then what the page as is allocates over SECONDS (MB per minute, by file and function)")
     args = parser.parse_args()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
     traced = tuple(name.strip() for name in args.trace_variants.split(",") if name.strip())
@@ -313,7 +347,8 @@ def main() -> None:
                      f"choose from {', '.join(VARIANTS)}")
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
-        phases, messages = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced)
+        phases, messages, allocated = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced,
+                                              args.allocations)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),
@@ -328,6 +363,12 @@ def main() -> None:
     print("messages the page receives per batch (the monitor as is):")
     for kind, per_batch in messages.items():
         print(f"  {per_batch:5.2f}  {kind}")
+    if allocated:
+        print(f"what the page's JS allocates (the monitor as is, {args.allocations:.0f} s; collected objects "
+              f"included): {allocated['MB/min']:.1f} MB per minute")
+        for label in ("by file", "by function"):
+            for name, mb in allocated[label]:
+                print(f"  {mb:6.2f} MB/min  {label[3:]:8} {name}")
 
 
 if __name__ == "__main__":

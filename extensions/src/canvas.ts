@@ -3,7 +3,8 @@
 //
 // A batch patched into the SVG (patch.ts) changes a few shapes, which the page then
 // restyles, lays out, paints and rasterises in a main-thread frame. A canvas's picture needs
-// none of that: the page works out the shapes (the same paths, and the styles plotly gave the
+// none of that: the page works out the shapes (the points of the lines, bands and bars as
+// numbers, where the SVG's paths have them, a marker's path, and the styles plotly gave the
 // SVG) and posts them, all of a draw pass's charts in one message; the worker draws each
 // chart's picture and hands the pictures back (`ImageBitmap`s, not copied), and the page puts
 // them into the charts' canvases (`bitmaprenderer`) in one task, with whatever else the pass
@@ -18,9 +19,19 @@
 
 import { drawSwitch } from './switches';
 
-/** One shape: a path (in the layer's coordinates), drawn once or at each of `at`. */
+/**
+ * One shape, in the layer's coordinates: an SVG path `d` (a marker's), drawn once or at each
+ * of `at`; or made from numbers, which the page works out without a string per point and the
+ * worker draws without parsing one: a `line` through x, y pairs (a NaN x breaks it; `step`:
+ * plotly's `hv`, across then up or down; `closed`: a band's outline), or the bars' `rects`
+ * (x0, y0, x1, y1 each, drawn as plotly's bar paths go: `M x0,y0 V y1 H x1 V y0 Z`; NaN: no bar).
+ */
 export interface IShape {
-  d: string;
+  d?: string;
+  line?: Float64Array;
+  step?: boolean;
+  closed?: boolean;
+  rects?: Float64Array;
   at?: [number, number][];
   fill?: string;
   fillOpacity?: number;
@@ -71,6 +82,43 @@ function workerMain(): void {
     }
     return found;
   };
+  // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
+  const outline = (shape: IShape) => {
+    const made = new scope.Path2D();
+    const rects = shape.rects ?? [];
+    for (let i = 0; i + 3 < rects.length; i += 4) {
+      if (!Number.isNaN(rects[i])) {
+        made.moveTo(rects[i], rects[i + 1]);
+        made.lineTo(rects[i], rects[i + 3]);
+        made.lineTo(rects[i + 2], rects[i + 3]);
+        made.lineTo(rects[i + 2], rects[i + 1]);
+        made.closePath();
+      }
+    }
+    const line = shape.line ?? [];
+    let pen = false;
+    let lastY = 0;
+    for (let i = 0; i + 1 < line.length; i += 2) {
+      const x = line[i];
+      const y = line[i + 1];
+      if (Number.isNaN(x)) {
+        pen = false;
+      } else if (!pen) {
+        made.moveTo(x, y);
+        pen = true;
+      } else if (shape.step) {
+        made.lineTo(x, lastY);
+        made.lineTo(x, y);
+      } else {
+        made.lineTo(x, y);
+      }
+      lastY = y;
+    }
+    if (shape.closed) {
+      made.closePath();
+    }
+    return made;
+  };
   let canvas: any = null;
   let context: any = null;
   const draw = (picture: IPicture): ImageBitmap => {
@@ -95,7 +143,7 @@ function workerMain(): void {
       context.clip();
       context.translate(x, y);
       for (const shape of layer.shapes) {
-        const drawn = path(shape.d);
+        const drawn = shape.d === undefined ? outline(shape) : path(shape.d);
         for (const [dx, dy] of shape.at ?? [[0, 0]]) {
           context.translate(dx, dy);
           if (shape.fill) {

@@ -416,8 +416,28 @@ function numeric(value: Value, date: boolean): number | null {
   if (typeof value === 'number') {
     return Number.isFinite(value) ? value : null;
   }
-  const parsed = date ? Date.parse(`${value.slice(0, 23).replace(' ', 'T')}Z`) : Number(value);
+  const parsed = date ? parseTime(value) : Number(value);
   return Number.isFinite(parsed) ? parsed : null;
+}
+
+/**
+ * Times parsed before: a window's points come again with every batch. Bounded (emptied when
+ * full): room for ten monitors' windows of three time lines.
+ */
+const parsedTimes = new Map<string, number>();
+const PARSED_TIMES = 16384;
+
+/** A UTC wall-clock time (`YYYY-MM-DD HH:MM:SS.ffffff`, the wire format) as epoch milliseconds. */
+function parseTime(value: string): number {
+  let parsed = parsedTimes.get(value);
+  if (parsed === undefined) {
+    parsed = Date.parse(`${value.slice(0, 23).replace(' ', 'T')}Z`);
+    if (parsedTimes.size >= PARSED_TIMES) {
+      parsedTimes.clear();
+    }
+    parsedTimes.set(value, parsed);
+  }
+  return parsed;
 }
 
 /**
@@ -432,7 +452,13 @@ function extents(layout: Record<string, any>, traces: ITrace[]): Record<string, 
       return;
     }
     const extent = found[name];
-    found[name] = extent ? [Math.min(extent[0], value), Math.max(extent[1], value)] : [value, value];
+    if (!extent) {
+      found[name] = [value, value];
+    } else if (value < extent[0]) {
+      extent[0] = value;
+    } else if (value > extent[1]) {
+      extent[1] = value;
+    }
   };
   for (const trace of traces) {
     const names = { x: axisOf(trace, 'x'), y: axisOf(trace, 'y') };
@@ -505,11 +531,23 @@ function growth(layout: Record<string, any>, traces: ITrace[]): Record<string, n
     if (trace.type === 'bar' || !managed(axis) || !managed(layout[axisOf(trace, 'x')] ?? {})) {
       continue;
     }
-    const values = (trace.y ?? [])
-      .map(value => numeric(value, axis.type === 'date'))
-      .filter((value): value is number => value !== null);
-    if (values.length > 1 && values.every((value, i) => i === 0 || value >= values[i - 1])) {
-      const step = (values[values.length - 1] - values[0]) / (values.length - 1);
+    // The first and last values, and whether none falls (one pass, nothing kept per point).
+    let first: number | null = null;
+    let last: number | null = null;
+    let count = 0;
+    let rising = true;
+    for (const value of trace.y ?? []) {
+      const number = numeric(value, axis.type === 'date');
+      if (number === null) {
+        continue;
+      }
+      rising &&= last === null || number >= last;
+      first ??= number;
+      last = number;
+      count++;
+    }
+    if (count > 1 && rising && first !== null && last !== null) {
+      const step = (last - first) / (count - 1);
       steps[name] = Math.max(steps[name] ?? 0, step);
     }
   }

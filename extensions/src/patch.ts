@@ -196,12 +196,54 @@ function pixel(xa: IAxis, ya: IAxis, x: Value, y: Value): Point {
   if (x === null || x === undefined || y === null || y === undefined) {
     return null;
   }
-  const px = xa.c2p(xa.d2c(x));
-  const py = ya.c2p(ya.d2c(y));
+  const px = xa.c2p(calc(xa, x));
+  const py = ya.c2p(calc(ya, y));
   return Number.isFinite(px) && Number.isFinite(py) ? [px, py] : null;
 }
 
-const round = (value: number): string => String(Math.round(value * 100) / 100);
+/**
+ * The times (strings) each axis converted before, by axis: a window's points come again
+ * with every batch, and plotly parses a time with regular expressions. Plotly makes new axis
+ * objects whenever it draws the chart's layout, which starts their memory afresh.
+ */
+const times = new WeakMap<IAxis, Map<string, number>>();
+
+/** A value as plotly's axis computes with it (`d2c`), a time converted once per axis. */
+function calc(axis: IAxis, value: Value): number {
+  if (typeof value !== 'string') {
+    return axis.d2c(value);
+  }
+  let known = times.get(axis);
+  if (!known) {
+    known = new Map();
+    times.set(axis, known);
+  }
+  let found = known.get(value);
+  if (found === undefined) {
+    found = axis.d2c(value);
+    if (known.size >= 4096) {
+      known.clear();
+    }
+    known.set(value, found);
+  }
+  return found;
+}
+
+/** A pixel position as the paths write it: to a hundredth of a pixel. */
+const hundredths = (value: number): number => Math.round(value * 100) / 100;
+const round = (value: number): string => String(hundredths(value));
+
+/**
+ * A line's points for the canvas, as `linePath` writes them: x, y pairs to a hundredth of a
+ * pixel, a NaN pair where the line breaks; written into `into` from pair `at` on.
+ */
+function lineNumbers(points: Point[], into: Float64Array = new Float64Array(2 * points.length), at = 0): Float64Array {
+  points.forEach((point, i) => {
+    into[2 * (at + i)] = point === null ? NaN : hundredths(point[0]);
+    into[2 * (at + i) + 1] = point === null ? NaN : hundredths(point[1]);
+  });
+  return into;
+}
 
 /** A line through `points`, broken where a point is missing (plotly's `connectgaps: false`). */
 function linePath(points: Point[], shape: string): string {
@@ -278,8 +320,7 @@ function scatter(
   if (shape !== 'linear' && shape !== 'hv') {
     throw new Declined(`line shape ${shape}`);
   }
-  const shown = points.map((point, i) => [point, String(xs[i])] as const).filter(([point]) => point !== null);
-  const drawn = shown.map(([point]) => point) as [number, number][];
+  const drawn = points.filter((point): point is [number, number] => point !== null);
   if (mode.includes('lines')) {
     const holder = group.querySelector<SVGGElement>('g.lines');
     const paths = holder ? Array.from(holder.querySelectorAll<SVGPathElement>(':scope > path.js-line')) : [];
@@ -290,9 +331,8 @@ function scatter(
     } else {
       const dash = String(trace.line?.dash ?? 'solid');
       const [lineXs, linePoints] = joined(trace, xs, points);
-      const whole = layer && linePath(linePoints, shape);
-      if (layer && whole) {
-        layer.shapes.push({ d: whole, ...shapeStyle(paths[0]) });
+      if (layer && drawn.length > 0) {
+        layer.shapes.push({ line: lineNumbers(linePoints), step: shape === 'hv', ...shapeStyle(paths[0]) });
       }
       writes.push(() => {
         const parts = lineParts(lineXs, linePoints, shape, dash !== 'solid' && dash !== '');
@@ -312,7 +352,8 @@ function scatter(
       layer.shapes.push({ d: template, at: drawn, ...shapeStyle(markers[0]) });
     }
     writes.push(() => {
-      const all = place(holder, markers, shown.map(([, x]) => x));
+      const keys = xs.filter((_, i) => points[i] !== null).map(String);
+      const all = place(holder, markers, keys);
       all.forEach((marker, i) => write(marker, 'transform', `translate(${round(drawn[i][0])},${round(drawn[i][1])})`));
     });
   }
@@ -343,14 +384,22 @@ function fillBetween(
   if (!oneRun(points) || !oneRun(below)) {
     throw new Declined('band with gaps'); // gaps split a band: plotly's job (missing points at either end do not)
   }
-  const top = linePath(points, 'linear');
-  const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
-  const d = top && bottom ? `${top}${bottom}Z` : 'M0,0Z';
   const fill = fills[0];
-  if (layer && top && bottom) {
-    layer.shapes.unshift({ d, ...shapeStyle(fill) }); // under the line below's own shapes, as plotly's fills
+  const present = (point: Point) => point !== null;
+  const edges = points.some(present) && below.some(present);
+  if (layer && edges) {
+    // The band's outline: along this line, back along the one below (one run each: no breaks).
+    const top = points.filter(present);
+    const bottom = below.filter(present).reverse();
+    const outline = lineNumbers(top, new Float64Array(2 * (top.length + bottom.length)));
+    lineNumbers(bottom, outline, top.length);
+    layer.shapes.unshift({ line: outline, closed: true, ...shapeStyle(fill) }); // under the line below's own shapes, as plotly's fills
   }
-  writes.push(() => write(fill, 'd', d));
+  writes.push(() => {
+    const top = linePath(points, 'linear');
+    const bottom = linePath([...below].reverse(), 'linear').replace(/^M/, 'L');
+    write(fill, 'd', top && bottom ? `${top}${bottom}Z` : 'M0,0Z');
+  });
 }
 
 /** Whether the points present are all in one run (what is missing is at the ends). */
@@ -393,13 +442,14 @@ function bars(
   const key = `${trace.xaxis}${trace.yaxis}`;
   const tops = stacks.get(key) ?? new Map<number, number>();
   stacks.set(key, tops);
-  const paths: string[] = [];
+  // Each bar's edges (x0, y0, x1, y1: its path `M x0,y0 V y1 H x1 V y0 Z`), NaN for a bar
+  // without a value.
+  const rects = new Float64Array(4 * xs.length).fill(NaN);
   for (let i = 0; i < xs.length; i++) {
     const value = ys[i];
     const x = Number(xs[i]);
     const base = tops.get(x) ?? 0;
     if (value === null || value === undefined || !Number.isFinite(Number(value)) || !Number.isFinite(x)) {
-      paths.push('M0,0Z'); // plotly's own drawing of a bar without a value
       continue;
     }
     if (Number(value) < 0) {
@@ -407,17 +457,38 @@ function bars(
     }
     const top = base + Number(value);
     tops.set(x, top);
-    const [x0, x1] = [xa.c2p(x - width / 2), xa.c2p(x + width / 2)];
-    const [y0, y1] = [ya.c2p(base), ya.c2p(top)];
-    paths.push(`M${visible(x0, x1)},${visible(y0, y1, true)}V${visible(y1, y0, true)}H${visible(x1, x0)}V${visible(y0, y1, true)}Z`);
+    const x0 = xa.c2p(x - width / 2);
+    const x1 = xa.c2p(x + width / 2);
+    const y0 = ya.c2p(base);
+    const y1 = ya.c2p(top);
+    rects[4 * i] = visible(x0, x1);
+    rects[4 * i + 1] = visible(y0, y1, true);
+    rects[4 * i + 2] = visible(x1, x0);
+    rects[4 * i + 3] = visible(y1, y0, true);
   }
   const style = shapeStyle(points[0]?.firstElementChild);
   if (layer) {
-    layer.shapes.push(...paths.filter(d => d !== 'M0,0Z').map(d => ({ d, ...style })));
+    if (style.stroke && (style.width ?? 0) > 0) {
+      // Outlines one by one, as plotly strokes each bar's path (where two meet, both show).
+      for (let i = 0; i < rects.length; i += 4) {
+        if (!Number.isNaN(rects[i])) {
+          layer.shapes.push({ rects: rects.slice(i, i + 4), ...style });
+        }
+      }
+    } else {
+      layer.shapes.push({ rects, ...style }); // side by side, never overlapping: filled at once
+    }
   }
   writes.push(() => {
     const all = place(holder, points, xs.map(String));
-    all.forEach((point, i) => point.firstElementChild && write(point.firstElementChild, 'd', paths[i]));
+    all.forEach((point, i) => {
+      const [x0, y0, x1, y1] = rects.slice(4 * i, 4 * i + 4);
+      // plotly's own drawing of a bar without a value: M0,0Z
+      const d = Number.isNaN(x0) ? 'M0,0Z' : `M${x0},${y0}V${y1}H${x1}V${y0}Z`;
+      if (point.firstElementChild) {
+        write(point.firstElementChild, 'd', d);
+      }
+    });
   });
 }
 
@@ -453,7 +524,7 @@ function barWidth(traces: ITrace[], live: number[]): number {
 }
 
 /** The paint of a shape plotly drew (its inline style), for the canvas to draw alike. */
-function shapeStyle(element: Element | null | undefined): Omit<IShape, 'd' | 'at'> {
+function shapeStyle(element: Element | null | undefined): Omit<IShape, 'd' | 'at' | 'line' | 'step' | 'closed' | 'rects'> {
   const style = (element as SVGElement | null | undefined)?.style;
   if (!style) {
     return {};
