@@ -1,8 +1,8 @@
 """New points drawn without plotly look as plotly draws them, in JupyterLab.
 
 The monitor's four charts (watermark band, markers and steps; state lines on two axes;
-stacked duration bars and a line; rates) in a chart grid under a cell, fed one batch at a
-time from the kernel. Points that fit the axes are drawn without a plotly call
+stacked duration bars, one trace of them outlined, and a line; rates) in a chart grid
+under a cell, fed one batch at a time from the kernel. Points that fit the axes are drawn without a plotly call
 (``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): by a worker into a
 canvas over the chart (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly
 drew left untouched, or, on a page that asks for it, written into that SVG. Then the pointer enters each chart: plotly redraws it from its data (its hover reads
@@ -44,6 +44,8 @@ specs[1]["traces"] = operator_traces(["stateStoreSave"])
 # canvas stays under plotly's upper layers (the others lie over them).
 specs[2]["layout"]["annotations"] = [{"text": "a note", "xref": "paper", "yref": "paper", "x": 0.2, "y": 0.9,
                                       "showarrow": False, "bgcolor": "#ffffff"}]
+# Outlined bars (a line round each): drawn one by one, where two meet both outlines show.
+specs[2]["traces"][0]["marker"] = {"line": {"width": 1, "color": "#333333"}}
 grid = ChartGrid(specs, window=60)
 grid"""
 

@@ -24,7 +24,8 @@ import { drawSwitch } from './switches';
  * of `at`; or made from numbers, which the page works out without a string per point and the
  * worker draws without parsing one: a `line` through x, y pairs (a NaN x breaks it; `step`:
  * plotly's `hv`, across then up or down; `closed`: a band's outline), or the bars' `rects`
- * (x0, y0, x1, y1 each, drawn as plotly's bar paths go: `M x0,y0 V y1 H x1 V y0 Z`; NaN: no bar).
+ * (x0, y0, x1, y1 each, where plotly's bar paths put them and drawn as they go:
+ * `M x0,y0 V y1 H x1 V y0 Z`; NaN: no bar).
  */
 export interface IShape {
   d?: string;
@@ -32,6 +33,8 @@ export interface IShape {
   step?: boolean;
   closed?: boolean;
   rects?: Float64Array;
+  /** The bars' edges drawn crisp, as plotly renders a stack of bar traces (no anti-aliasing). */
+  crisp?: boolean;
   at?: [number, number][];
   fill?: string;
   fillOpacity?: number;
@@ -82,19 +85,33 @@ function workerMain(): void {
     }
     return found;
   };
-  // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
-  const outline = (shape: IShape) => {
-    const made = new scope.Path2D();
-    const rects = shape.rects ?? [];
+  const same = (at: number) => at;
+  // The bars' edges into `made`, each x and y through `fx` and `fy`: in the order patch.ts
+  // writes a bar's SVG path in (its bars' fallback), so both draw alike.
+  const bars = (made: any, rects: Float64Array, fx = same, fy = same) => {
     for (let i = 0; i + 3 < rects.length; i += 4) {
       if (!Number.isNaN(rects[i])) {
-        made.moveTo(rects[i], rects[i + 1]);
-        made.lineTo(rects[i], rects[i + 3]);
-        made.lineTo(rects[i + 2], rects[i + 3]);
-        made.lineTo(rects[i + 2], rects[i + 1]);
+        made.moveTo(fx(rects[i]), fy(rects[i + 1]));
+        made.lineTo(fx(rects[i]), fy(rects[i + 3]));
+        made.lineTo(fx(rects[i + 2]), fy(rects[i + 3]));
+        made.lineTo(fx(rects[i + 2]), fy(rects[i + 1]));
         made.closePath();
       }
     }
+    return made;
+  };
+  // Crisp edges (SVG's `shape-rendering: crispEdges`) as Chromium renders them, in device
+  // pixels (`scale` and `shift` map a coordinate there): a shape covers the pixels whose
+  // centres lie inside it (a centre on its far edge in, on its near edge out), so a fill's
+  // edge moves to the nearest pixel border, and a stroke `n` pixels wide to the middle of the
+  // `n` pixels it covers.
+  const fillEdge = (scale: number, shift: number) => (at: number) =>
+    (Math.round(scale * at + shift) - shift) / scale;
+  const strokeLine = (scale: number, shift: number, n: number) => (at: number) =>
+    (Math.round(scale * at + shift - n / 2) + n / 2 - shift) / scale;
+  // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
+  const outline = (shape: IShape) => {
+    const made = bars(new scope.Path2D(), shape.rects ?? new Float64Array(0));
     const line = shape.line ?? [];
     let pen = false;
     let lastY = 0;
@@ -143,7 +160,20 @@ function workerMain(): void {
       context.clip();
       context.translate(x, y);
       for (const shape of layer.shapes) {
-        const drawn = shape.d === undefined ? outline(shape) : path(shape.d);
+        let drawn;
+        let edges;
+        let lineWidth = shape.width;
+        if (shape.crisp && shape.rects) {
+          const m = context.getTransform();
+          drawn = edges = bars(new scope.Path2D(), shape.rects, fillEdge(m.a, m.e), fillEdge(m.d, m.f));
+          if (shape.stroke && (shape.width ?? 0) > 0) {
+            const n = Math.max(1, Math.round((shape.width ?? 0) * m.a));
+            edges = bars(new scope.Path2D(), shape.rects, strokeLine(m.a, m.e, n), strokeLine(m.d, m.f, n));
+            lineWidth = n / m.a;
+          }
+        } else {
+          drawn = edges = shape.d === undefined ? outline(shape) : path(shape.d);
+        }
         for (const [dx, dy] of shape.at ?? [[0, 0]]) {
           context.translate(dx, dy);
           if (shape.fill) {
@@ -154,10 +184,10 @@ function workerMain(): void {
           if (shape.stroke && (shape.width ?? 0) > 0) {
             context.globalAlpha = layer.opacity * (shape.strokeOpacity ?? 1);
             context.strokeStyle = shape.stroke;
-            context.lineWidth = shape.width;
+            context.lineWidth = lineWidth;
             context.miterLimit = shape.miter ?? 4; // SVG's default (a canvas's is 10)
             context.setLineDash(shape.dash ?? []);
-            context.stroke(drawn);
+            context.stroke(edges);
           }
           context.translate(-dx, -dy);
         }

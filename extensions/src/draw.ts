@@ -15,6 +15,7 @@
 // user zoomed or panned keeps the user's range until autoscaled.
 
 import { canvasShown, releaseCanvas } from './canvas';
+import { remember } from './memo';
 import { patchPoints } from './patch';
 import { drawSwitch, movesWithAllPoints } from './switches';
 import type { ISeries, Value } from './series';
@@ -429,15 +430,11 @@ const PARSED_TIMES = 16384;
 
 /** A UTC wall-clock time (`YYYY-MM-DD HH:MM:SS.ffffff`, the wire format) as epoch milliseconds. */
 function parseTime(value: string): number {
-  let parsed = parsedTimes.get(value);
-  if (parsed === undefined) {
-    parsed = Date.parse(`${value.slice(0, 23).replace(' ', 'T')}Z`);
-    if (parsedTimes.size >= PARSED_TIMES) {
-      parsedTimes.clear();
-    }
-    parsedTimes.set(value, parsed);
-  }
-  return parsed;
+  return remember(parsedTimes, value, wallClock, PARSED_TIMES);
+}
+
+function wallClock(value: string): number {
+  return Date.parse(`${value.slice(0, 23).replace(' ', 'T')}Z`);
 }
 
 /**

@@ -24,6 +24,7 @@
 import { canvasWanted, drawCanvas, releaseCanvas } from './canvas';
 import type { ILayer, IShape } from './canvas';
 import type { ITrace } from './draw';
+import { remember } from './memo';
 import { drawSwitch } from './switches';
 import type { Value } from './series';
 
@@ -207,6 +208,7 @@ function pixel(xa: IAxis, ya: IAxis, x: Value, y: Value): Point {
  * objects whenever it draws the chart's layout, which starts their memory afresh.
  */
 const times = new WeakMap<IAxis, Map<string, number>>();
+const AXIS_TIMES = 4096;
 
 /** A value as plotly's axis computes with it (`d2c`), a time converted once per axis. */
 function calc(axis: IAxis, value: Value): number {
@@ -218,15 +220,7 @@ function calc(axis: IAxis, value: Value): number {
     known = new Map();
     times.set(axis, known);
   }
-  let found = known.get(value);
-  if (found === undefined) {
-    found = axis.d2c(value);
-    if (known.size >= 4096) {
-      known.clear();
-    }
-    known.set(value, found);
-  }
-  return found;
+  return remember(known, value, axis.d2c, AXIS_TIMES);
 }
 
 /** A pixel position as the paths write it: to a hundredth of a pixel. */
@@ -442,8 +436,10 @@ function bars(
   const key = `${trace.xaxis}${trace.yaxis}`;
   const tops = stacks.get(key) ?? new Map<number, number>();
   stacks.set(key, tops);
-  // Each bar's edges (x0, y0, x1, y1: its path `M x0,y0 V y1 H x1 V y0 Z`), NaN for a bar
-  // without a value.
+  const style = shapeStyle(points[0]?.firstElementChild);
+  const edge = plotlyEdge(layout, style);
+  // Each bar's edges (x0, y0, x1, y1: its path `M x0,y0 V y1 H x1 V y0 Z`) as plotly puts
+  // them, NaN for a bar without a value.
   const rects = new Float64Array(4 * xs.length).fill(NaN);
   for (let i = 0; i < xs.length; i++) {
     const value = ys[i];
@@ -461,29 +457,33 @@ function bars(
     const x1 = xa.c2p(x + width / 2);
     const y0 = ya.c2p(base);
     const y1 = ya.c2p(top);
-    rects[4 * i] = visible(x0, x1);
-    rects[4 * i + 1] = visible(y0, y1, true);
-    rects[4 * i + 2] = visible(x1, x0);
-    rects[4 * i + 3] = visible(y1, y0, true);
+    // One edge after the other, each against the other edge as fixed (plotly's order).
+    rects[4 * i] = edge(x0, x1);
+    rects[4 * i + 2] = edge(x1, rects[4 * i]);
+    rects[4 * i + 1] = edge(y0, y1, true);
+    rects[4 * i + 3] = edge(y1, rects[4 * i + 1], true);
   }
-  const style = shapeStyle(points[0]?.firstElementChild);
+  // Plotly renders a stack of bar traces with crisp edges (each edge on a pixel's border,
+  // no anti-aliasing), and marks their group so: the canvas draws them alike.
+  const crisp = group.getAttribute('shape-rendering') === 'crispEdges';
   if (layer) {
     if (style.stroke && (style.width ?? 0) > 0) {
       // Outlines one by one, as plotly strokes each bar's path (where two meet, both show).
       for (let i = 0; i < rects.length; i += 4) {
         if (!Number.isNaN(rects[i])) {
-          layer.shapes.push({ rects: rects.slice(i, i + 4), ...style });
+          layer.shapes.push({ rects: rects.slice(i, i + 4), crisp, ...style });
         }
       }
     } else {
-      layer.shapes.push({ rects, ...style }); // side by side, never overlapping: filled at once
+      layer.shapes.push({ rects, crisp, ...style }); // side by side, never overlapping: filled at once
     }
   }
   writes.push(() => {
     const all = place(holder, points, xs.map(String));
     all.forEach((point, i) => {
       const [x0, y0, x1, y1] = rects.slice(4 * i, 4 * i + 4);
-      // plotly's own drawing of a bar without a value: M0,0Z
+      // plotly's own drawing of a bar (the canvas worker's `bars` draws the same edges in
+      // this order; see IShape.rects), and of a bar without a value: M0,0Z
       const d = Number.isNaN(x0) ? 'M0,0Z' : `M${x0},${y0}V${y1}H${x1}V${y0}Z`;
       if (point.firstElementChild) {
         write(point.firstElementChild, 'd', d);
@@ -493,18 +493,29 @@ function bars(
 }
 
 /**
- * A bar's edge at `edge` (its other edge at `other`) on whole pixels, as plotly draws opaque
- * bars without an outline: a bar under 2 px grows outwards to stay visible (one of zero
- * height stays so, when `keepZero`).
+ * Where plotly puts a bar's edge at `at` (its other edge at `other`), as its bar drawing
+ * does (plotly.js 4.1, traces/bar/plot.js): an outlined or translucent bar's edges round to
+ * whole pixels less half the outline's width when the bars have no gaps, and stay where they
+ * fall otherwise; an opaque bar without an outline under 2 px grows outwards to whole pixels
+ * to stay visible (one of zero height stays so, when `keepZero`).
  */
-function visible(edge: number, other: number, keepZero = false): number {
-  if (keepZero && edge === other) {
-    return edge;
+function plotlyEdge(layout: any, style: { width?: number; fillOpacity?: number }): (at: number, other: number, keepZero?: boolean) => number {
+  const width = style.width ?? 0;
+  const gapless = Number(layout.bargap ?? 0.2) === 0 && Number(layout.bargroupgap ?? 0) === 0;
+  const offset = hundredths((width / 2) % 1);
+  const withLine = (at: number): number => (gapless ? hundredths(Math.round(at) - offset) : at);
+  if (width > 0.01 || (style.fillOpacity ?? 1) < 1) {
+    return withLine;
   }
-  if (Math.abs(edge - other) >= 2) {
-    return Math.round(edge);
-  }
-  return edge > other ? Math.ceil(edge) : Math.floor(edge);
+  return (at, other, keepZero = false) => {
+    if (keepZero && at === other) {
+      return at;
+    }
+    if (Math.abs(at - other) >= 2) {
+      return withLine(at);
+    }
+    return at > other ? Math.ceil(at) : Math.floor(at);
+  };
 }
 
 /** The smallest step between bar positions (plotly's bar width before the gap), 1 with one bar. */
@@ -524,7 +535,7 @@ function barWidth(traces: ITrace[], live: number[]): number {
 }
 
 /** The paint of a shape plotly drew (its inline style), for the canvas to draw alike. */
-function shapeStyle(element: Element | null | undefined): Omit<IShape, 'd' | 'at' | 'line' | 'step' | 'closed' | 'rects'> {
+function shapeStyle(element: Element | null | undefined): Omit<IShape, 'd' | 'at' | 'line' | 'step' | 'closed' | 'rects' | 'crisp'> {
   const style = (element as SVGElement | null | undefined)?.style;
   if (!style) {
     return {};
