@@ -103,6 +103,7 @@ VARIANTS = {
     "a tick moved": NO_CHARTS,
     "axes fixed": "",
     "moves with all points": "",
+    "passes in a task": "",
     "a worker tick": NO_CHARTS,
     "points not drawn": "",
     "svg patches": "",
@@ -174,6 +175,20 @@ PAGE_VARIANTS = {
     # under the canvas (data-workbench-moves="all-points", draw.ts), not their ends only.
     "moves with all points": ("() => { document.documentElement.dataset.workbenchMoves = 'all-points'; }",
                               "() => { delete document.documentElement.dataset.workbenchMoves; }"),
+    # The page's draw passes in a task of their own (a timer) instead of an animation frame
+    # (a dev-only probe: the page's DrawPasses, charts.ts, rescheduled through its private
+    # members, whose names the build keeps). With the canvas a pass only posts the shapes to
+    # the worker; the frame that shows the pictures is the one after the worker's answer.
+    "passes in a task": ("""() => {
+          const passes = window.workbenchDrawPasses;
+          passes.benchRequest = passes.request;
+          passes.request = function (draw) {
+            this.due.add(draw);
+            if (this.waiting) return;
+            this.waiting = true;
+            setTimeout(this.run, Math.max(0, this.last + this.gap() - performance.now()));
+          };
+        }""", "() => { const passes = window.workbenchDrawPasses; passes.request = passes.benchRequest; }"),
 }
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.
