@@ -102,12 +102,10 @@ function workerMain(): void {
   };
   // Crisp edges (SVG's `shape-rendering: crispEdges`) as Chromium renders them, in device
   // pixels (`scale` and `shift` map a coordinate there): a shape covers the pixels whose
-  // centres lie inside it (a centre on its far edge in, on its near edge out), so a fill's
-  // edge moves to the nearest pixel border, and a stroke `n` pixels wide to the middle of the
-  // `n` pixels it covers.
-  const fillEdge = (scale: number, shift: number) => (at: number) =>
-    (Math.round(scale * at + shift) - shift) / scale;
-  const strokeLine = (scale: number, shift: number, n: number) => (at: number) =>
+  // centres lie inside it (a centre on its far edge in, on its near edge out), so a stroke
+  // `n` pixels wide moves to the middle of the `n` pixels it covers, and a fill's edge
+  // (`n` = 0) to the nearest pixel border.
+  const crispEdge = (scale: number, shift: number, n = 0) => (at: number) =>
     (Math.round(scale * at + shift - n / 2) + n / 2 - shift) / scale;
   // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
   const outline = (shape: IShape) => {
@@ -165,10 +163,10 @@ function workerMain(): void {
         let lineWidth = shape.width;
         if (shape.crisp && shape.rects) {
           const m = context.getTransform();
-          drawn = edges = bars(new scope.Path2D(), shape.rects, fillEdge(m.a, m.e), fillEdge(m.d, m.f));
+          drawn = edges = bars(new scope.Path2D(), shape.rects, crispEdge(m.a, m.e), crispEdge(m.d, m.f));
           if (shape.stroke && (shape.width ?? 0) > 0) {
             const n = Math.max(1, Math.round((shape.width ?? 0) * m.a));
-            edges = bars(new scope.Path2D(), shape.rects, strokeLine(m.a, m.e, n), strokeLine(m.d, m.f, n));
+            edges = bars(new scope.Path2D(), shape.rects, crispEdge(m.a, m.e, n), crispEdge(m.d, m.f, n));
             lineWidth = n / m.a;
           }
         } else {

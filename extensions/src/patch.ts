@@ -481,7 +481,7 @@ function bars(
   writes.push(() => {
     const all = place(holder, points, xs.map(String));
     all.forEach((point, i) => {
-      const [x0, y0, x1, y1] = rects.slice(4 * i, 4 * i + 4);
+      const [x0, y0, x1, y1] = [rects[4 * i], rects[4 * i + 1], rects[4 * i + 2], rects[4 * i + 3]];
       // plotly's own drawing of a bar (the canvas worker's `bars` draws the same edges in
       // this order; see IShape.rects), and of a bar without a value: M0,0Z
       const d = Number.isNaN(x0) ? 'M0,0Z' : `M${x0},${y0}V${y1}H${x1}V${y0}Z`;
