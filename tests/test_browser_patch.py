@@ -16,12 +16,15 @@ window is full, the axes move on again and the newest points stay inside them, a
 pictures compared are of charts whose axes moved so. Under a canvas, plotly's move redraws
 the live lines' hidden SVG through their two ends only (the canvas shows every point). The
 grid's caption names each batch only once every chart shows it (the worker's pictures and
-the caption in one frame).
+the caption in one frame). Last, the page becomes a HiDPI one (two device pixels to a CSS
+pixel) and the next batch's pictures must again look as plotly draws them, in device pixels.
 """
 
 from __future__ import annotations
 
+import base64
 import io
+import math
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -201,12 +204,59 @@ def _pictures_in(page: Any, draw: str) -> None:
         _wait_for_pictures(page)
 
 
+def _send(page: Any, batch: int, draw: str) -> None:
+    """Send ``batch`` from the kernel and wait until every chart shows it as its newest (its pictures in too)."""
+    page.evaluate(JS_KERNEL_RUN, f"send({batch})")
+    wait_for(lambda: all(c["x"] and c["x"][0][-1] == batch for c in _charts(page).values()), 30, 0.05,
+             text=lambda: f"batch {batch} not drawn: {_charts(page)}")
+    _pictures_in(page, draw)
+
+
 def _differing(before: bytes, after: bytes) -> float:
     """The share of pixels that differ by more than :data:`CHANNEL` in some channel."""
     a, b = (Image.open(io.BytesIO(shot)).convert("RGB") for shot in (before, after))
     assert a.size == b.size, f"the chart changed size: {a.size} -> {b.size}"
     mask = ImageChops.difference(a, b).point(lambda value: 255 if value > CHANNEL else 0).convert("L")
     return sum(mask.histogram()[1:]) / (a.size[0] * a.size[1])
+
+
+def _look_as_plotly_draws(page: Any, drawn: dict[str, Any], name: str, cdp: Any = None) -> None:
+    """Each chart of ``drawn`` (its patched picture) against plotly's own drawing of it: the
+    share of differing pixels at most :data:`SHARE`; on failure both pictures go to
+    test-artifacts/ as ``{name}-{chart}-by-patch.png`` and ``-by-plotly.png``. ``cdp``: the
+    page's DevTools session when it set the page's device-pixel ratio (Playwright's own
+    screenshots would not keep it), which then takes the pictures in device pixels."""
+    for key, chart in drawn.items():
+        div = page.locator(f'.workbench-chart[data-chart="{key}"]')
+        div.scroll_into_view_if_needed()
+        shot = div.screenshot if cdp is None else lambda: _device_shot(cdp, div)
+        patched = shot()
+        # Plotly redraws from its data when the pointer enters (as for a hover).
+        div.dispatch_event("pointerenter")
+        wait_for(lambda: _charts(page)[key]["full"] == chart["full"] + 1, 10, 0.05,
+                 text=lambda: f"{key}: plotly did not redraw when the pointer entered: {_charts(page)[key]}")
+        page.wait_for_timeout(200)
+        redrawn = shot()
+        share = _differing(patched, redrawn)
+        if share > SHARE:
+            (ARTIFACTS / f"{name}-{key}-by-patch.png").write_bytes(patched)
+            (ARTIFACTS / f"{name}-{key}-by-plotly.png").write_bytes(redrawn)
+        assert share <= SHARE, (f"{name} {key}: {share:.2%} of the patched chart's pixels differ from plotly's "
+                                f"own drawing (at most {SHARE:.2%}; both pictures in {ARTIFACTS})")
+        assert _charts(page)[key]["x"] == chart["x"], f"{key}: plotly's redraw holds other points"
+        div.dispatch_event("pointerleave")
+
+
+def _device_shot(cdp: Any, div: Any, ratio: int = 2) -> bytes:
+    """A PNG of ``div`` (in the viewport) in device pixels, taken through ``cdp`` on a page at
+    device-pixel ratio ``ratio``: the smallest box of whole device pixels around it, as the
+    screen shows it (a box starting inside a device pixel would be drawn again shifted)."""
+    box = div.bounding_box()
+    left, top = (math.floor(box[k] * ratio) / ratio for k in ("x", "y"))
+    right = math.ceil((box["x"] + box["width"]) * ratio) / ratio
+    bottom = math.ceil((box["y"] + box["height"]) * ratio) / ratio
+    clip = {"x": left, "y": top, "width": right - left, "height": bottom - top, "scale": 1}
+    return base64.b64decode(cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip})["data"])
 
 
 @pytest.mark.parametrize("draw", ["canvas", "svg"])
@@ -265,10 +315,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         for last in range(last + 1, last + 9):
             before = _charts(page)
             page.evaluate(JS_SHAPES_CHANGED)
-            page.evaluate(JS_KERNEL_RUN, f"send({last})")
-            wait_for(lambda: all(c["x"] and c["x"][0][-1] == last for c in _charts(page).values()), 30, 0.05,
-                     text=lambda: f"batch {last} not drawn: {_charts(page)}")
-            _pictures_in(page, draw)
+            _send(page, last, draw)
             counts, now = page.evaluate(JS_SHAPES_CHANGED), _charts(page)
             patched = {key for key in now if now[key]["patched"] > before[key]["patched"]}
             changes.update({key: counts[key] for key in patched & patched_before})
@@ -290,10 +337,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         while last < 150 and (last < PAST_TWO_MOVES or not all(
                 chart["axis"] >= full[key]["axis"] + 2 for key, chart in _charts(page).items())):
             last += 1
-            page.evaluate(JS_KERNEL_RUN, f"send({last})")
-            wait_for(lambda: all(c["x"] and c["x"][0][-1] == last for c in _charts(page).values()), 30, 0.05,
-                     text=lambda: f"batch {last} not drawn: {_charts(page)}")
-            _pictures_in(page, draw)
+            _send(page, last, draw)
         drawn = _charts(page)
         for key, chart in drawn.items():
             assert chart["axis"] >= full[key]["axis"] + 2, f"{key}: its axes did not move twice without a full draw: {chart}"
@@ -318,24 +362,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
                 if draw == "canvas":
                     assert chart["pictures"] == chart["asked"], f"{key}'s picture not in when the caption changed: {record}"
 
-        for key, chart in drawn.items():
-            div = page.locator(f'.workbench-chart[data-chart="{key}"]')
-            div.scroll_into_view_if_needed()
-            patched = div.screenshot()
-            # Plotly redraws from its data when the pointer enters (as for a hover).
-            div.dispatch_event("pointerenter")
-            wait_for(lambda: _charts(page)[key]["full"] == chart["full"] + 1, 10, 0.05,
-                     text=lambda: f"{key}: plotly did not redraw when the pointer entered: {_charts(page)[key]}")
-            page.wait_for_timeout(200)
-            redrawn = div.screenshot()
-            share = _differing(patched, redrawn)
-            if share > SHARE:
-                (ARTIFACTS / f"patched-{key}-by-patch.png").write_bytes(patched)
-                (ARTIFACTS / f"patched-{key}-by-plotly.png").write_bytes(redrawn)
-            assert share <= SHARE, (f"{key}: {share:.2%} of the patched chart's pixels differ from plotly's "
-                                    f"own drawing (at most {SHARE:.2%}; both pictures in {ARTIFACTS})")
-            assert _charts(page)[key]["x"] == chart["x"], f"{key}: plotly's redraw holds other points"
-            div.dispatch_event("pointerleave")
+        _look_as_plotly_draws(page, drawn, "patched")
 
         # Hovering the newest point (the real pointer) shows its batch: plotly's hover data
         # caught up with the patched points when the pointer entered.
@@ -352,3 +379,21 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
                  text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
         # Plotly draws the chart under the pointer: no picture lies over its hover label.
         assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: the canvas still shows a picture while hovered"
+
+        # A HiDPI screen, two device pixels to a CSS pixel: the next batch is drawn at the
+        # page's new ratio (the canvas's picture in device pixels, crisp bars snapped to them)
+        # and still looks as plotly draws it.
+        page.mouse.move(1, 1)
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Emulation.setDeviceMetricsOverride", {
+            "width": 1400, "height": 1100, "deviceScaleFactor": 2, "mobile": False})
+        assert page.evaluate("() => window.devicePixelRatio") == 2
+        before = _charts(page)
+        last += 2
+        _send(page, last, draw)
+        drawn = _charts(page)
+        for key, chart in drawn.items():
+            assert chart["full"] == before[key]["full"], f"{key}: drawn in full at the new ratio: {chart}"
+            if draw == "canvas":
+                assert chart["canvas"] > before[key]["canvas"], f"{key}: no picture at the new ratio: {chart}"
+        _look_as_plotly_draws(page, drawn, "hidpi", cdp)
