@@ -1,7 +1,7 @@
 """New points drawn without plotly look as plotly draws them, in JupyterLab.
 
 The monitor's four charts (watermark band, markers and steps; state lines on two axes;
-stacked duration bars, one trace of them outlined, and a line; rates) in a chart grid
+stacked duration bars, one trace of them outlined, and a line; rates over a single bar trace) in a chart grid
 under a cell, fed one batch at a time from the kernel. Points that fit the axes are drawn without a plotly call
 (``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): by a worker into a
 canvas over the chart (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly
@@ -43,12 +43,19 @@ GRID_CELL = """from workbench.views.charts import ChartGrid
 from workbench.views.monitor_charts import chart_specs, operator_traces
 specs = chart_specs()
 specs[1]["traces"] = operator_traces(["stateStoreSave"])
+# The state chart's upper subplot ends inside a pixel (at 154.3 px, 308.6 on a HiDPI page): the
+# flat line along its bottom shows the share of the edge pixels plotly's clip path covers.
+specs[1]["layout"]["yaxis"]["domain"] = [0.3788, 1.0]
 # A note of the user's inside one plot: plotly draws it over the traces, so that chart's
 # canvas stays under plotly's upper layers (the others lie over them).
 specs[2]["layout"]["annotations"] = [{"text": "a note", "xref": "paper", "yref": "paper", "x": 0.2, "y": 0.9,
                                       "showarrow": False, "bgcolor": "#ffffff"}]
 # Outlined bars (a line round each): drawn one by one, where two meet both outlines show.
 specs[2]["traces"][0]["marker"] = {"line": {"width": 1, "color": "#333333"}}
+# A single bar trace (batch sizes) under the rates' lines: plotly draws it anti-aliased, at its
+# bars' exact edges (only a stack of bar traces is drawn crisp).
+specs[3]["layout"]["barmode"] = "stack"
+specs[3]["traces"].append({"type": "bar", "name": "rows", "marker": {"color": "#bcbddc"}})
 grid = ChartGrid(specs, window=60)
 grid"""
 
@@ -66,7 +73,7 @@ def send(batch):
                                 [text(at - datetime.timedelta(seconds=10)) if batch else None], [10 + batch % 3]]),
         "state": ([batch], [[batch % 5 + 2], [batch % 3], [batch % 2], [0], [4000 + 100 * (batch % 4)]]),
         "latency": ([batch], [[300 + 40 * (batch % 5)], [2], [5], [20 + batch % 7], [30], [15], [400 + 40 * (batch % 5)]]),
-        "rates": ([batch], [[50.0], [40.0 + 10 * (batch % 3)]]),
+        "rates": ([batch], [[50.0], [40.0 + 10 * (batch % 3)], [20.0 + 3 * (batch % 4)]]),
     }, caption=f"batch <b>{batch}</b>")
 """
 
@@ -168,7 +175,7 @@ JS_WATCH_CAPTION = """() => {
 
 #: Live traces per chart, and the shapes a trace may change per patched batch (two line
 #: parts, a marker or bar moved to the new batch).
-LIVE_TRACES = {"watermark": 4, "state": 5, "latency": 7, "rates": 2}
+LIVE_TRACES = {"watermark": 4, "state": 5, "latency": 7, "rates": 3}
 SHAPES_PER_TRACE = 3
 
 #: A pixel differs when a channel differs by more than this (a faint band shifted by a pixel does).

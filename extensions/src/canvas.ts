@@ -107,6 +107,17 @@ function workerMain(): void {
   // (`n` = 0) to the nearest pixel border.
   const crispEdge = (scale: number, shift: number, n = 0) => (at: number) =>
     (Math.round(scale * at + shift - n / 2) + n / 2 - shift) / scale;
+  // Where the browser's rasteriser puts an SVG clip path's edge at `at` (in device pixels),
+  // across and down: it samples a clip four times down a pixel (an edge row is covered in
+  // quarters), and across it covers a column in part unless the edge lies within an eighth
+  // of the column's side (then whole or not at all). A canvas in a worker clips to whole
+  // pixels, with no anti-aliasing: e.g. a line along a subplot's bottom at 308.16 px (a
+  // HiDPI page) shows a quarter of row 308 in the SVG, none of it under such a clip.
+  const clipAcross = (at: number) => {
+    const part = at - Math.floor(at);
+    return part < 1 / 8 ? Math.floor(at) : part > 7 / 8 ? Math.ceil(at) : at;
+  };
+  const clipDown = (at: number) => Math.ceil(4 * at - 0.5) / 4;
   // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
   const outline = (shape: IShape) => {
     const made = bars(new scope.Path2D(), shape.rects ?? new Float64Array(0));
@@ -205,12 +216,9 @@ function workerMain(): void {
       }
       const group = layers.slice(i, j);
       i = j;
-      // The clip's edges in the picture's pixels, as the SVG's clip path covers them: the
-      // browser's rasteriser samples a clip at four places across a pixel (plotly's subplot at
-      // 154.08 px clips at 154, at 308.16 px on a HiDPI page at 308.25: a line along the edge
-      // shows a quarter of a pixel). A canvas clips to whole pixels, with no anti-aliasing.
+      // The clip's edges in the picture's pixels, where the SVG's clip path puts them.
       const edges = [clip[0] - picture.x, clip[1] - picture.y, clip[0] + clip[2] - picture.x, clip[1] + clip[3] - picture.y]
-        .map(at => Math.round(at * ratio * 4) / 4);
+        .map((at, k) => (k % 2 === 0 ? clipAcross : clipDown)(at * ratio));
       if (edges.every(Number.isInteger)) {
         const whole = [edges[0] / ratio + picture.x, edges[1] / ratio + picture.y,
           (edges[2] - edges[0]) / ratio, (edges[3] - edges[1]) / ratio];
