@@ -36,6 +36,9 @@ differences, so every variant is measured in every round, one after the other):
 - **axes fixed**: the charts' axes never move once drawn (``data-workbench-draw="fixed-axes"``,
   ``extensions/src/draw.ts``; points past them are patched but not seen): no axis moves,
   and once the points pass the axes no new points repainted on screen;
+- **HiDPI**: the page as is on a HiDPI screen (device-pixel ratio 2: the canvases'
+  pictures, the SVG's raster and the compositor's frames have four times the pixels);
+  **HiDPI svg patches**: the SVG patches there;
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
   batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
@@ -110,6 +113,8 @@ VARIANTS = {
     "points and caption not drawn": f".workbench-chart-caption {HIDDEN}",
     # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
     # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
+    "HiDPI": "",
+    "HiDPI svg patches": "",
     "charts layered": ".workbench-chart { will-change: transform; }",
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
 }
@@ -168,6 +173,7 @@ PAGE_VARIANTS = {
     "points and caption not drawn": _draw("none"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),
+    "HiDPI svg patches": _draw("svg"),
     # The charts' axes never move once drawn (data-workbench-draw="fixed-axes", draw.ts):
     # no moves, and points past the axes are patched but not seen.
     "axes fixed": _draw("fixed-axes"),
@@ -190,6 +196,10 @@ PAGE_VARIANTS = {
           };
         }""", "() => { const passes = window.workbenchDrawPasses; passes.request = passes.benchRequest; }"),
 }
+#: Variant -> the page's device-pixel ratio for its phase (a HiDPI screen, two device pixels
+#: to a CSS pixel: the canvases' pictures, the SVG's raster and the compositor's frames have
+#: four times the pixels; set through CDP's device-metrics override). The others: 1.
+RATIOS = {"HiDPI": 2.0, "HiDPI svg patches": 2.0}
 #: Variant -> (Python run in the kernel for its phase, printing how many objects it changed;
 #: Python that undoes it): what CSS cannot switch, the messages themselves.
 _MONITORS = ("[o for o in __import__('gc').get_objects() "
@@ -246,8 +256,9 @@ def message_kind(payload: Any) -> str:
 
 
 @contextmanager
-def _variant(page: Any, name: str) -> Iterator[None]:
-    """Variant ``name`` switched on in the page (its CSS, page script and kernel toggle), then off."""
+def _variant(page: Any, name: str, cdp: Any) -> Iterator[None]:
+    """Variant ``name`` switched on in the page (its CSS, page script, kernel toggle and the
+    page's device-pixel ratio, through ``cdp``), then off."""
     on, off = KERNEL_VARIANTS.get(name, ("", ""))
     page_on, page_off = PAGE_VARIANTS.get(name, ("", ""))
     page.evaluate(JS_STYLE, VARIANTS[name])
@@ -255,14 +266,26 @@ def _variant(page: Any, name: str) -> Iterator[None]:
         page.evaluate(page_on)
     if on:  # says how many objects it changed (0: the variant measures nothing)
         print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
+    if name in RATIOS:
+        _ratio(page, cdp, RATIOS[name])
     try:
         yield
     finally:
+        if name in RATIOS:
+            _ratio(page, cdp, 1.0)
         if off:
             page.evaluate(browser_cpu.JS_KERNEL, off)
         if page_off:
             page.evaluate(page_off)
         page.evaluate(JS_STYLE, "")
+
+
+def _ratio(page: Any, cdp: Any, ratio: float) -> None:
+    """The page's device-pixel ratio set to ``ratio``, its viewport kept."""
+    size = page.viewport_size
+    cdp.send("Emulation.setDeviceMetricsOverride", {"width": size["width"], "height": size["height"],
+                                                    "deviceScaleFactor": ratio, "mobile": False})
+    assert page.evaluate("() => window.devicePixelRatio") == ratio, f"the page's device-pixel ratio is not {ratio}"
 
 
 def allocations(page: Any, cdp: Any, seconds: float, top: int = 12) -> dict[str, Any]:
@@ -321,7 +344,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
         for _ in range(rounds):
             for name in variants:
-                with _variant(page, name):
+                with _variant(page, name, cdp):
                     phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
         page.wait_for_timeout(3000)
         batches = lambda: int(page.evaluate(browser_cpu.JS_KERNEL, "print(workbench.stream('rates').progress.total)"))
@@ -331,7 +354,7 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         kinds = Counter(f"{socket}: {message_kind(payload) if socket == 'kernel' else 'any'}"
                         for socket, payload in frames[first:])
         for name in trace_variants if trace_seconds else ():
-            with _variant(page, name):
+            with _variant(page, name, cdp):
                 page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
                 browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
         allocated = allocations(page, cdp, allocation_seconds) if allocation_seconds > 0 else {}
