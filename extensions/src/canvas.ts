@@ -193,7 +193,6 @@ function workerMain(): void {
   };
   let canvas: any = null;
   let context: any = null;
-  let spare: any = null; // the clipped layers' canvas (below), the picture's size
   const draw = (picture: IPicture): ImageBitmap => {
     const width = Math.max(1, Math.round(picture.width * picture.ratio));
     const height = Math.max(1, Math.round(picture.height * picture.ratio));
@@ -207,6 +206,7 @@ function workerMain(): void {
     context.setTransform(1, 0, 0, 1, 0, 0);
     context.clearRect(0, 0, width, height);
     const { layers, ratio } = picture;
+    const boxes: number[][] = []; // the whole pixels each group of layers so far may have drawn in
     for (let i = 0; i < layers.length; ) {
       // The layers of one subplot (the same clip) in a row: clipped together.
       const clip = layers[i].clip;
@@ -216,39 +216,39 @@ function workerMain(): void {
       }
       const group = layers.slice(i, j);
       i = j;
-      // The clip's edges in the picture's pixels, where the SVG's clip path puts them.
+      // The clip's edges in the picture's pixels, where the SVG's clip path puts them, and
+      // the whole pixels around them.
       const edges = [clip[0] - picture.x, clip[1] - picture.y, clip[0] + clip[2] - picture.x, clip[1] + clip[3] - picture.y]
         .map((at, k) => (k % 2 === 0 ? clipAcross : clipDown)(at * ratio));
-      if (edges.every(Number.isInteger)) {
-        const whole = [edges[0] / ratio + picture.x, edges[1] / ratio + picture.y,
-          (edges[2] - edges[0]) / ratio, (edges[3] - edges[1]) / ratio];
-        group.forEach(layer => paint(context, picture, layer, whole));
-        continue;
+      const box = [...edges.slice(0, 2).map(Math.floor), ...edges.slice(2).map(Math.ceil)];
+      const strips = [
+        [box[0], box[1], box[2], Math.ceil(edges[1])],
+        [box[0], Math.floor(edges[3]), box[2], box[3]],
+        [box[0], box[1], Math.ceil(edges[0]), box[3]],
+        [Math.floor(edges[2]), box[1], box[2], box[3]],
+      ].filter(([x0, y0, x1, y1]) => x1 > x0 && y1 > y0);
+      // An edge inside a pixel: the group is drawn over the whole pixels around its clip,
+      // then the edge pixels keep the share of them inside (`destination-in` with an
+      // anti-aliased rectangle, over those pixels alone). That takes away from whatever
+      // else lies there too: where a group before drew in them (a subplot over or touching
+      // another), the group is clipped to the nearest whole pixels instead.
+      const cut = strips.length > 0 && !boxes.some(other =>
+        other[0] < box[2] && box[0] < other[2] && other[1] < box[3] && box[1] < other[3]);
+      const whole = cut ? box : edges.map(Math.round);
+      const around = [whole[0] / ratio + picture.x, whole[1] / ratio + picture.y,
+        (whole[2] - whole[0]) / ratio, (whole[3] - whole[1]) / ratio];
+      group.forEach(layer => paint(context, picture, layer, around));
+      boxes.push(box);
+      if (cut) {
+        context.save();
+        context.beginPath();
+        strips.forEach(([x0, y0, x1, y1]) => context.rect(x0, y0, x1 - x0, y1 - y0));
+        context.clip();
+        context.globalCompositeOperation = 'destination-in';
+        context.fillStyle = '#000';
+        context.fillRect(edges[0], edges[1], edges[2] - edges[0], edges[3] - edges[1]);
+        context.restore();
       }
-      // Otherwise the group is drawn into a spare canvas clipped to the whole pixels around
-      // its clip, cut there to its clip by an anti-aliased rectangle (`destination-in`: the
-      // edge pixels keep the share of them inside), and copied into the picture.
-      const [left, top] = edges.slice(0, 2).map(Math.floor);
-      const [right, bottom] = edges.slice(2).map(Math.ceil);
-      if (!spare) {
-        spare = new scope.OffscreenCanvas(width, height).getContext('2d');
-      } else if (spare.canvas.width !== width || spare.canvas.height !== height) {
-        spare.canvas.width = width;
-        spare.canvas.height = height;
-      }
-      spare.setTransform(1, 0, 0, 1, 0, 0);
-      spare.clearRect(left, top, right - left, bottom - top);
-      const around = [left / ratio + picture.x, top / ratio + picture.y, (right - left) / ratio, (bottom - top) / ratio];
-      group.forEach(layer => paint(spare, picture, layer, around));
-      spare.save();
-      spare.beginPath();
-      spare.rect(left, top, right - left, bottom - top);
-      spare.clip();
-      spare.globalCompositeOperation = 'destination-in';
-      spare.fillStyle = '#000';
-      spare.fillRect(edges[0], edges[1], edges[2] - edges[0], edges[3] - edges[1]);
-      spare.restore();
-      context.drawImage(spare.canvas, left, top, right - left, bottom - top, left, top, right - left, bottom - top);
     }
     return canvas.transferToImageBitmap(); // the canvas starts blank again
   };
