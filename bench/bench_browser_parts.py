@@ -78,7 +78,7 @@ sys.path.insert(0, str(ROOT))
 from bench import browser_cpu  # noqa: E402
 from bench.bench_browser import notebook  # noqa: E402
 from bench.lab import lab_and_browser  # noqa: E402
-from tests.browser_support import JS_KERNEL_IDLE, LabServer  # noqa: E402
+from tests.browser_support import JS_KERNEL_IDLE, LabServer, set_device_ratio  # noqa: E402
 
 #: The monitor's status line (the first HTML of its header row), and the rule that hides an element.
 STATUS_LINE = ".workbench-monitor > .widget-hbox:first-child > .widget-html"
@@ -111,10 +111,10 @@ VARIANTS = {
     "points not drawn": "",
     "svg patches": "",
     "points and caption not drawn": f".workbench-chart-caption {HIDDEN}",
-    # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
-    # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
     "HiDPI": "",
     "HiDPI svg patches": "",
+    # Each chart, or the monitor's whole grid, a compositing layer of its own: a batch
+    # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
     "charts layered": ".workbench-chart { will-change: transform; }",
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
 }
@@ -267,25 +267,17 @@ def _variant(page: Any, name: str, cdp: Any) -> Iterator[None]:
     if on:  # says how many objects it changed (0: the variant measures nothing)
         print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
     if name in RATIOS:
-        _ratio(page, cdp, RATIOS[name])
+        set_device_ratio(page, cdp, RATIOS[name])
     try:
         yield
     finally:
         if name in RATIOS:
-            _ratio(page, cdp, 1.0)
+            set_device_ratio(page, cdp, 1.0)
         if off:
             page.evaluate(browser_cpu.JS_KERNEL, off)
         if page_off:
             page.evaluate(page_off)
         page.evaluate(JS_STYLE, "")
-
-
-def _ratio(page: Any, cdp: Any, ratio: float) -> None:
-    """The page's device-pixel ratio set to ``ratio``, its viewport kept."""
-    size = page.viewport_size
-    cdp.send("Emulation.setDeviceMetricsOverride", {"width": size["width"], "height": size["height"],
-                                                    "deviceScaleFactor": ratio, "mobile": False})
-    assert page.evaluate("() => window.devicePixelRatio") == ratio, f"the page's device-pixel ratio is not {ratio}"
 
 
 def allocations(page: Any, cdp: Any, seconds: float, top: int = 12) -> dict[str, Any]:

@@ -394,6 +394,14 @@ def page_context(browser: Any, width: int = 1700, height: int = 1200) -> Iterato
         context.close()
 
 
+def set_device_ratio(page: Any, cdp: Any, ratio: float) -> None:
+    """Put ``page`` at device-pixel ratio ``ratio`` (a HiDPI screen, or a zoomed browser), its
+    viewport kept, through its DevTools session ``cdp`` (CDP's device-metrics override)."""
+    size = page.viewport_size
+    cdp.send("Emulation.setDeviceMetricsOverride", {"width": size["width"], "height": size["height"],
+                                                    "deviceScaleFactor": ratio, "mobile": False})
+    assert page.evaluate("() => window.devicePixelRatio") == ratio, f"the page's device-pixel ratio is not {ratio}"
+
 # -- JupyterLab page helpers (JavaScript run through page.evaluate) --------------------------
 
 #: True once the current notebook panel's kernel is connected and idle.

@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import pytest
 from PIL import Image, ImageChops
 
-from .browser_support import ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, write_notebook
+from .browser_support import (ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, set_device_ratio,
+                              write_notebook)
 from .helpers import wait_for
 from . import test_browser
 from .test_browser import evidence_on_failure
@@ -254,11 +255,12 @@ def _look_as_plotly_draws(page: Any, drawn: dict[str, Any], name: str, cdp: Any 
         div.dispatch_event("pointerleave")
 
 
-def _device_shot(cdp: Any, div: Any, ratio: int = 2) -> bytes:
-    """A PNG of ``div`` (in the viewport) in device pixels, taken through ``cdp`` on a page at
-    device-pixel ratio ``ratio``: the smallest box of whole device pixels around it, as the
-    screen shows it (a box starting inside a device pixel would be drawn again shifted)."""
+def _device_shot(cdp: Any, div: Any) -> bytes:
+    """A PNG of ``div`` (in the viewport) in the page's device pixels, taken through ``cdp``:
+    the smallest box of whole device pixels around it, as the screen shows it (a box
+    starting inside a device pixel would be drawn again shifted)."""
     box = div.bounding_box()
+    ratio = div.evaluate("() => window.devicePixelRatio")
     left, top = (math.floor(box[k] * ratio) / ratio for k in ("x", "y"))
     right = math.ceil((box["x"] + box["width"]) * ratio) / ratio
     bottom = math.ceil((box["y"] + box["height"]) * ratio) / ratio
@@ -392,9 +394,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         # and still looks as plotly draws it.
         page.mouse.move(1, 1)
         cdp = page.context.new_cdp_session(page)
-        cdp.send("Emulation.setDeviceMetricsOverride", {
-            "width": 1400, "height": 1100, "deviceScaleFactor": 2, "mobile": False})
-        assert page.evaluate("() => window.devicePixelRatio") == 2
+        set_device_ratio(page, cdp, 2)
         before = _charts(page)
         last += 2
         _send(page, last, draw)

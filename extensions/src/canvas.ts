@@ -145,16 +145,17 @@ function workerMain(): void {
     }
     return made;
   };
-  // A layer's shapes, clipped to `box` (x, y, width, height in the layer's coordinates):
+  // A layer's shapes, clipped to `box` (left, top, right, bottom in the picture's pixels):
   // drawn into `into` at the picture's place and ratio.
   const paint = (into: any, picture: IPicture, layer: ILayer, box: number[]) => {
     const [x, y] = layer.clip;
     into.save();
+    into.setTransform(1, 0, 0, 1, 0, 0);
+    into.beginPath();
+    into.rect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
+    into.clip();
     const ratio = picture.ratio;
     into.setTransform(ratio, 0, 0, ratio, -picture.x * ratio, -picture.y * ratio);
-    into.beginPath();
-    into.rect(box[0], box[1], box[2], box[3]);
-    into.clip();
     into.translate(x, y);
     for (const shape of layer.shapes) {
       let drawn;
@@ -235,9 +236,7 @@ function workerMain(): void {
       const cut = strips.length > 0 && !boxes.some(other =>
         other[0] < box[2] && box[0] < other[2] && other[1] < box[3] && box[1] < other[3]);
       const whole = cut ? box : edges.map(Math.round);
-      const around = [whole[0] / ratio + picture.x, whole[1] / ratio + picture.y,
-        (whole[2] - whole[0]) / ratio, (whole[3] - whole[1]) / ratio];
-      group.forEach(layer => paint(context, picture, layer, around));
+      group.forEach(layer => paint(context, picture, layer, whole));
       boxes.push(box);
       if (cut) {
         context.save();
