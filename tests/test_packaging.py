@@ -506,6 +506,25 @@ def test_package_has_no_import_circles():
     assert not circles, "import circles among workbench modules:\n" + "\n".join(circles)
 
 
+#: Modules of one job stay short enough to read at a sitting: about 500 lines, with some slack
+#: so that a docstring more does not force a split. A module that outgrows it has become two jobs.
+MODULE_LINES = 550
+
+
+def source_modules() -> list[Path]:
+    """The package's Python modules and the JupyterLab extension's TypeScript sources (built output left out)."""
+    return [*package_modules(), *sorted((REPO / "extensions" / "src").rglob("*.ts"))]
+
+
+def test_every_module_stays_short():
+    modules = source_modules()
+    assert any(path.suffix == ".ts" for path in modules), "no TypeScript source found under extensions/src"
+    long = {str(path.relative_to(REPO)): lines for path in modules
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES}
+    assert not long, (f"modules over {MODULE_LINES} lines (split each by its jobs, see docs/architecture.md): "
+                      f"{long}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Runtime dependencies: what the workbench imports
 # ---------------------------------------------------------------------------------------------
