@@ -15,6 +15,7 @@ export interface IAxis {
   _length: number;
 }
 
+/** A point's place in the chart's pixels; null where it has none (a line breaks there). */
 export type Point = [number, number] | null;
 
 /** The layout key of a trace's axis id: `x` -> `xaxis`, `y2` -> `yaxis2`. */
@@ -22,6 +23,7 @@ export function axisName(id: string): string {
   return `${id[0]}axis${id.slice(1)}`;
 }
 
+/** Where the value pair (x, y) falls in the chart's pixels, by the axes' own conversions. */
 export function pixel(xa: IAxis, ya: IAxis, x: Value, y: Value): Point {
   if (x === null || x === undefined || y === null || y === undefined) {
     return null;
