@@ -16,7 +16,7 @@
 
 import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
-import { axisNames, IAxes, liveRanges, within } from './ranges';
+import { IAxes, liveRanges, within } from './ranges';
 import { drawSwitch, movesWithAllPoints } from './switches';
 import type { ISeries, Value } from './series';
 
@@ -369,4 +369,9 @@ function onRelayout(div: HTMLElement, event: Record<string, unknown>): void {
 function ownRange(state: IDrawn, axis: string, key: string, value: unknown): boolean {
   const range = state.ranges[axis];
   return key === `${axis}.range` && Array.isArray(value) && !!range && value[0] === range[0] && value[1] === range[1];
+}
+
+/** The axes a layout names (`xaxis`, `yaxis2`, ...). */
+function axisNames(layout: Record<string, any>): string[] {
+  return Object.keys(layout).filter(name => /^[xy]axis\d*$/.test(name));
 }

@@ -43,7 +43,7 @@ const times = new WeakMap<IAxis, Map<string, number>>();
 const AXIS_TIMES = 4096;
 
 /** A value as plotly's axis computes with it (`d2c`), a time converted once per axis. */
-export function calc(axis: IAxis, value: Value): number {
+function calc(axis: IAxis, value: Value): number {
   if (typeof value !== 'string') {
     return axis.d2c(value);
   }

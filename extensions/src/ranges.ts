@@ -1,10 +1,12 @@
 // The ranges a live chart's axes need: room to grow around its points, so that new points
 // mostly land inside them and the chart draws in full (or moves its axes) only now and then.
 //
-// Pure: the chart's layout and traces in, ranges out; draw.ts decides what to draw with them.
+// The chart's layout and traces in, ranges out; nothing here reads or writes the page, and
+// draw.ts decides what to draw with them.
 
 import type { ITrace } from './draw';
 import { remember } from './memo';
+import { axisName } from './paths';
 import type { Value } from './series';
 
 /** What a chart's axes were given at its last full draw, and which of them the user took. */
@@ -39,15 +41,9 @@ export function liveRanges(
   return ranges;
 }
 
-/** The axes a layout names (`xaxis`, `yaxis2`, ...). */
-export function axisNames(layout: Record<string, any>): string[] {
-  return Object.keys(layout).filter(name => /^[xy]axis\d*$/.test(name));
-}
-
 /** The axis name (`xaxis`, `yaxis2`) a trace's `xaxis`/`yaxis` id (`x`, `y2`) refers to. */
 function axisOf(trace: ITrace, letter: 'x' | 'y'): string {
-  const id = String(trace[`${letter}axis`] ?? letter);
-  return `${letter}axis${id.slice(1)}`;
+  return axisName(String(trace[`${letter}axis`] ?? letter));
 }
 
 /** A value as a number on an axis (dates as epoch milliseconds); null when it has none. */
