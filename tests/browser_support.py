@@ -402,6 +402,7 @@ def set_device_ratio(page: Any, cdp: Any, ratio: float) -> None:
                                                     "deviceScaleFactor": ratio, "mobile": False})
     assert page.evaluate("() => window.devicePixelRatio") == ratio, f"the page's device-pixel ratio is not {ratio}"
 
+
 # -- JupyterLab page helpers (JavaScript run through page.evaluate) --------------------------
 
 #: True once the current notebook panel's kernel is connected and idle.
