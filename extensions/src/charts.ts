@@ -33,9 +33,9 @@
 // arrives.
 
 import { afterPictures, forgetCanvas } from './canvas';
-import { CHART_WIDTH, drawChart, IChartSpec, Plotly } from './draw';
+import { CHART_WIDTH, drawChart, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
-import { applyData, IDataMessage, ISeries } from './series';
+import { applyData, IChartSpec, IDataMessage, ISeries } from './series';
 import { passGapAsked } from './switches';
 
 /** The chart grid, drawing with the plotly.js that `loadPlotly` gives (once per page). */

@@ -18,23 +18,10 @@ import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
 import { IAxes, liveRanges, within } from './ranges';
 import { drawSwitch, movesWithAllPoints } from './switches';
-import type { ISeries, Value } from './series';
+import type { IChartSpec, ISeries, ITrace } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Plotly = any;
-
-export interface ITrace {
-  x?: Value[];
-  y?: Value[];
-  [key: string]: unknown;
-}
-
-export interface IChartSpec {
-  key: string;
-  empty_message?: string;
-  layout: Record<string, any>;
-  traces: ITrace[];
-}
 
 /** Fixed chart width in px (the grid wraps to one column when two do not fit). */
 export const CHART_WIDTH = 560;

@@ -23,7 +23,6 @@
 
 import { canvasWanted, drawCanvas, releaseCanvas } from './canvas';
 import type { ILayer, IShape } from './canvas';
-import type { ITrace } from './draw';
 import {
   axisName,
   hundredths,
@@ -37,7 +36,7 @@ import {
   round
 } from './paths';
 import { drawSwitch } from './switches';
-import type { Value } from './series';
+import type { ITrace, Value } from './series';
 
 /**
  * The canvas's picture of the live traces (canvas.ts), made beside the SVG writes: a layer

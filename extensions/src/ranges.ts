@@ -4,10 +4,9 @@
 // The chart's layout and traces in, ranges out; nothing here reads or writes the page, and
 // draw.ts decides what to draw with them.
 
-import type { ITrace } from './draw';
 import { remember } from './memo';
 import { axisName } from './paths';
-import type { Value } from './series';
+import type { ITrace, Value } from './series';
 
 /** What a chart's axes were given at its last full draw, and which of them the user took. */
 export interface IAxes {

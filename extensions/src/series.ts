@@ -1,7 +1,26 @@
 // The live points of a chart grid in the page: each chart's last `window` points, fed by
-// the kernel's messages (see workbench/views/charts.py for the wire format).
+// the kernel's messages (see workbench/views/charts.py for the wire format). The types of
+// what the kernel sends live here too (a chart's spec, its traces, their points), so that
+// the modules that draw (draw.ts, ranges.ts, patch.ts) import them from below, not from
+// one another.
 
 export type Value = number | string | null;
+
+/** One trace of a chart's spec: plotly's trace attributes, with the static points of a trace that has them. */
+export interface ITrace {
+  x?: Value[];
+  y?: Value[];
+  [key: string]: unknown;
+}
+
+/** A chart as the kernel specifies it: its key in the grid, plotly's layout and its traces' styles. */
+export interface IChartSpec {
+  key: string;
+  empty_message?: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  layout: Record<string, any>;
+  traces: ITrace[];
+}
 
 export interface ISeries {
   x: Value[];
