@@ -50,7 +50,9 @@ The first three run by default; ``--variants`` picks others (comma-separated nam
 GPU process spend their time, event by event; ``--trace-variants`` names other variants
 to trace in turn. ``--allocations SECONDS`` then samples what the page's JS allocates with
 the monitor as is (CDP's sampling heap profiler, the objects collected since included: the
-garbage the page makes per batch), in MB per minute, by script file and by function.
+garbage the page makes per batch), in MB per minute, by script file and by function;
+``--survivors SECONDS`` then the same for what outlives the young generation (what a
+scavenge leaves, moved to the old generation, which only the major collections free).
 
 Per variant and round: Chromium's CPU per minute (all processes, and the renderer and GPU
 process apart) and the page's main-thread task time (CDP ``Performance.getMetrics``). Then,
@@ -280,13 +282,17 @@ def _variant(page: Any, name: str, cdp: Any) -> Iterator[None]:
         page.evaluate(JS_STYLE, "")
 
 
-def allocations(page: Any, cdp: Any, seconds: float, top: int = 12) -> dict[str, Any]:
+def allocations(page: Any, cdp: Any, seconds: float, top: int = 12, young: bool = True) -> dict[str, Any]:
     """What the page's JS allocates over ``seconds``: CDP's sampling heap profiler, the objects
     the garbage collector took back included (a batch's garbage is what it has to collect).
-    MB per minute in all, by script file and by function (its own allocations, not its callees')."""
+    MB per minute in all, by script file and by function (its own allocations, not its callees').
+
+    ``young=False`` leaves out what a scavenge took back: what is left outlived the young
+    generation, was moved to the old one, and is what the major collections mark and free.
+    """
     cdp.send("HeapProfiler.enable")
     cdp.send("HeapProfiler.startSampling", {"samplingInterval": 4096, "includeObjectsCollectedByMajorGC": True,
-                                            "includeObjectsCollectedByMinorGC": True})
+                                            "includeObjectsCollectedByMinorGC": young})
     page.wait_for_timeout(seconds * 1000)
     head = cdp.send("HeapProfiler.stopSampling")["profile"]["head"]
     cdp.send("HeapProfiler.disable")
@@ -309,12 +315,13 @@ def allocations(page: Any, cdp: Any, seconds: float, top: int = 12) -> dict[str,
 
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
             trace_seconds: float = 0.0, trace_variants: tuple[str, ...] = ("as is",),
-            allocation_seconds: float = 0.0,
+            allocation_seconds: float = 0.0, survivor_seconds: float = 0.0,
             ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float], dict[str, Any]]:
     """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), then the traces.
 
     ``trace_seconds`` > 0 traces the page in each of ``trace_variants``, one after another;
-    ``allocation_seconds`` > 0 then samples what the page as is allocates (:func:`allocations`).
+    ``allocation_seconds`` > 0 then samples what the page as is allocates (:func:`allocations`), and
+    ``survivor_seconds`` > 0 what of it outlives the young generation (``allocated["survivors"]``).
     """
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -350,6 +357,8 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
                 page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
                 browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
         allocated = allocations(page, cdp, allocation_seconds) if allocation_seconds > 0 else {}
+        if survivor_seconds > 0:
+            allocated["survivors"] = allocations(page, cdp, survivor_seconds, young=False)
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
@@ -368,6 +377,8 @@ def main() -> None:
                         help="comma-separated variants that --trace records, one after another")
     parser.add_argument("--allocations", type=float, default=0.0, metavar="SECONDS",
                         help="then what the page as is allocates over SECONDS (MB per minute, by file and function)")
+    parser.add_argument("--survivors", type=float, default=0.0, metavar="SECONDS",
+                        help="then what of it outlives the young generation, over SECONDS (MB per minute)")
     args = parser.parse_args()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
     traced = tuple(name.strip() for name in args.trace_variants.split(",") if name.strip())
@@ -378,7 +389,7 @@ def main() -> None:
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
         phases, messages, allocated = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced,
-                                              args.allocations)
+                                              args.allocations, args.survivors)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),
@@ -393,12 +404,21 @@ def main() -> None:
     print("messages the page receives per batch (the monitor as is):")
     for kind, per_batch in messages.items():
         print(f"  {per_batch:5.2f}  {kind}")
+    survivors = allocated.pop("survivors", None)
     if allocated:
         print(f"what the page's JS allocates (the monitor as is, {args.allocations:.0f} s; collected objects "
               f"included): {allocated['MB/min']:.1f} MB per minute")
-        for label in ("by file", "by function"):
-            for name, mb in allocated[label]:
-                print(f"  {mb:6.2f} MB/min  {label[3:]:8} {name}")
+        _print_sizes(allocated)
+    if survivors:
+        print(f"what of it outlives the young generation (the monitor as is, {args.survivors:.0f} s; what the "
+              f"major collections then free included): {survivors['MB/min']:.2f} MB per minute")
+        _print_sizes(survivors)
+
+
+def _print_sizes(allocated: dict[str, Any]) -> None:
+    for label in ("by file", "by function"):
+        for name, mb in allocated[label]:
+            print(f"  {mb:6.2f} MB/min  {label[3:]:8} {name}")
 
 
 if __name__ == "__main__":
