@@ -9,7 +9,7 @@ The stream and page of ``bench_browser.py``'s browser-CPU arm (``bench/browser_c
 on screen. In one page and kernel, in rounds (the machine's noise is as large as the
 differences, so every variant is measured in every round, one after the other):
 
-- **as is**: the monitor as a user sees it (new points drawn by a worker into a canvas
+- **as is**: the monitor as a user sees it (new points drawn as pictures into a canvas
   over each chart, ``extensions/src/canvas.ts``);
 - **svg patches**: new points written into the charts' SVG instead
   (``data-workbench-draw="svg"``, what a browser without ``OffscreenCanvas`` gets);
@@ -185,8 +185,8 @@ PAGE_VARIANTS = {
                               "() => { delete document.documentElement.dataset.workbenchMoves; }"),
     # The page's draw passes in a task of their own (a timer) instead of an animation frame
     # (a dev-only probe: the page's DrawPasses, charts.ts, rescheduled through its private
-    # members, whose names the build keeps). With the canvas a pass only posts the shapes to
-    # the worker; the frame that shows the pictures is the one after the worker's answer.
+    # members, whose names the build keeps). With the canvas a pass draws its pictures in
+    # that task; the frame that shows them is the next one.
     "passes in a task": ("""() => {
           const passes = window.workbenchDrawPasses;
           passes.benchRequest = passes.request;

@@ -8,7 +8,7 @@ phase lasting ``--cpu-minute`` seconds (60 by default):
 - **visible**: the monitor drawn under its cell, on screen;
 - **SVG patches**: the same, with new points written into the charts' SVG
   (``data-workbench-draw="svg"`` on the page, as in a browser without ``OffscreenCanvas``;
-  otherwise a worker draws them into a canvas over each chart, ``extensions/src/canvas.ts``);
+  otherwise they are drawn as pictures into a canvas over each chart, ``extensions/src/canvas.ts``);
 - **visible, plotly only**: the same, with every update drawn by plotly
   (``data-workbench-draw="plotly"``; new points are otherwise drawn without plotly,
   ``extensions/src/patch.ts``);

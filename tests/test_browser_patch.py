@@ -3,7 +3,7 @@
 The monitor's four charts (watermark band, markers and steps; state lines on two axes;
 stacked duration bars, one trace of them outlined, and a line; rates over a single bar trace) in a chart grid
 under a cell, fed one batch at a time from the kernel. Points that fit the axes are drawn without a plotly call
-(``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): by a worker into a
+(``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): as a picture in a
 canvas over the chart (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly
 drew left untouched, or, on a page that asks for it, written into that SVG. Then the pointer enters each chart: plotly redraws it from its data (its hover reads
 its own), and the picture must be the one the patches drew, pixel for pixel but for
@@ -15,8 +15,8 @@ and the points are patched over them (``data-axis-draws``): no chart draws in fu
 window is full, the axes move on again and the newest points stay inside them, and the
 pictures compared are of charts whose axes moved so. Under a canvas, plotly's move redraws
 the live lines' hidden SVG through their two ends only (the canvas shows every point). The
-grid's caption names each batch only once every chart shows it (the worker's pictures and
-the caption in one frame). Last, the page becomes a HiDPI one (two device pixels to a CSS
+grid's caption names each batch only once every chart shows it (the pictures and the
+caption in one frame). Last, the page becomes a HiDPI one (two device pixels to a CSS
 pixel) and the next batch's pictures must again look as plotly draws them, in device pixels.
 """
 
@@ -202,7 +202,7 @@ def _charts(page: Any) -> dict[str, Any]:
 def _wait_for_pictures(page: Any) -> None:
     """Wait until every chart's canvas holds the pictures its patched batches and axis moves asked for."""
     wait_for(lambda: all(c["canvas"] == c["patched"] + c["axis"] for c in _charts(page).values()), 10, 0.05,
-             text=lambda: f"pictures asked of the worker did not reach the canvases: {_charts(page)}")
+             text=lambda: f"pictures asked for did not reach the canvases: {_charts(page)}")
 
 
 def _pictures_in(page: Any, draw: str) -> None:
@@ -270,7 +270,7 @@ def _device_shot(cdp: Any, div: Any) -> bytes:
 
 @pytest.mark.parametrize("draw", ["canvas", "svg"])
 def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, draw: str) -> None:
-    """``canvas``: the page as users get it, a worker draws the new points into a canvas over
+    """``canvas``: the page as users get it, the new points drawn as a picture in a canvas over
     each chart and the SVG is left as plotly drew it; ``svg``: a browser without
     ``OffscreenCanvas`` (removed from the page before the grid draws), where the new points
     are written into the SVG."""
@@ -307,7 +307,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             if draw == "canvas":
                 # Every patched batch, and each batch that moved the axes alone, drew the canvas.
                 assert chart["canvas"] == chart["patched"] + chart["axis"] and canvases == 1, (
-                    f"{key}: patched batches not drawn by the worker's canvas ({canvases} canvases): {chart}")
+                    f"{key}: patched batches not drawn in the chart's canvas ({canvases} canvases): {chart}")
             else:
                 assert chart["canvas"] == 0 and canvases == 0, (
                     f"{key}: a canvas drew in a browser without OffscreenCanvas: {chart}, {canvases} canvases")

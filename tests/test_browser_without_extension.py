@@ -94,7 +94,7 @@ COMPARISON = ('q = workbench.replay_panel(workbench.scenarios.guide_word_count(w
 JS_CHART_POINTS = """node => [...node.querySelectorAll('.js-plotly-plot')].map(
     chart => (chart.data || []).reduce((n, trace) => n + (trace.x ? trace.x.length : 0), 0))"""
 
-#: The draws of the plotly charts under a node that a worker made into a canvas over them.
+#: The draws of the plotly charts under a node that were drawn as pictures in a canvas over them.
 JS_CANVAS_DRAWS = """node => [...node.querySelectorAll('.js-plotly-plot')].reduce(
     (n, chart) => n + Number(chart.dataset.canvasDraws || 0), 0)"""
 
@@ -277,8 +277,8 @@ def test_quickstart_without_the_extension(quickstart: Quickstart) -> None:
         assert batches >= 2, f"only {batches} batches in 6 s"
         assert per_batch <= BATCH_BUDGET, f"{per_batch:.0f} bytes per batch"
         assert page.evaluate(JS_ERRORS) == []
-        # Its new points drawn off the main thread, as with the extension: the page's worker
-        # (started from a blob of the kernel-sent code) drew them into canvases.
+        # Its new points drawn as pictures, as with the extension: the kernel-sent code drew
+        # them into canvases.
         extra = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".workbench-monitor")
         wait_for(lambda: extra.evaluate(JS_CANVAS_DRAWS) > 0, 30, 0.25,
                  text="no batch of the second monitor was drawn into a canvas")

@@ -1,28 +1,29 @@
-// Live traces drawn off the main thread: a canvas over each patched chart, its pictures drawn
-// by one worker per page.
+// Live traces drawn as pictures: a canvas over each patched chart.
 //
 // A batch patched into the SVG (patch.ts) changes a few shapes, which the page then
 // restyles, lays out, paints and rasterises in a main-thread frame. A canvas's picture needs
 // none of that: the page works out the shapes (the points of the lines, bands and bars as
 // numbers, where the SVG's paths have them, a marker's path, and the styles plotly gave the
-// SVG) and posts them, all of a draw pass's charts in one message; the worker draws each
-// chart's picture and hands the pictures back (`ImageBitmap`s, not copied), and the page puts
-// them into the charts' canvases (`bitmaprenderer`) in one task, with whatever else the pass
-// shows (the grids' captions, `afterPictures`): the pass reaches the screen in one frame. The
-// live traces' SVG groups are hidden meanwhile, and shown again whenever plotly itself draws
-// the chart (a full draw, the hover while the pointer is over it): the canvas is then
-// cleared. bench/README.md has what it saves.
+// SVG), draws each chart's picture into an `OffscreenCanvas` at the end of the draw pass's
+// task, and puts the pictures (`ImageBitmap`s, not copied) into the charts' canvases
+// (`bitmaprenderer`), with whatever else the pass shows (the grids' captions,
+// `afterPictures`): the pass reaches the screen in the frame it runs in. The live traces' SVG
+// groups are hidden meanwhile, and shown again whenever plotly itself draws the chart (a
+// full draw, the hover while the pointer is over it): the canvas is then cleared.
+// bench/README.md has what it saves. (The pictures were once drawn by a worker: its answer
+// came after the pass's frame, so each batch took a second frame, which cost more than the
+// drawing the worker took off the main thread; bench/README.md, "Pictures drawn in the
+// page".)
 //
-// Where a worker, an OffscreenCanvas or an ImageBitmap renderer is not available (an old
-// browser, a page whose content security policy forbids workers from blobs) the patches
-// write the SVG as before.
+// Where an OffscreenCanvas, an ImageBitmap renderer or Path2D is not available (an old
+// browser), or drawing a picture fails, the patches write the SVG as before.
 
 import { drawSwitch } from './switches';
 
 /**
  * One shape, in the layer's coordinates: an SVG path `d` (a marker's), drawn once or at each
  * of `at`; or made from numbers, which the page works out without a string per point and the
- * worker draws without parsing one: a `line` through x, y pairs (a NaN x breaks it; `step`:
+ * picture draws without parsing one: a `line` through x, y pairs (a NaN x breaks it; `step`:
  * plotly's `hv`, across then up or down; `closed`: a band's outline), or the bars' `rects`
  * (x0, y0, x1, y1 each, where plotly's bar paths put them and drawn as they go:
  * `M x0,y0 V y1 H x1 V y0 Z`; NaN: no bar).
@@ -53,10 +54,7 @@ export interface ILayer {
   shapes: IShape[];
 }
 
-/**
- * A picture asked of the worker: its origin and size in the chart (CSS pixels) and what it
- * shows. The worker answers with the pictures in the order asked.
- */
+/** A picture a chart asks for: its origin and size in the chart (CSS pixels) and what it shows. */
 interface IPicture {
   x: number;
   y: number;
@@ -66,18 +64,13 @@ interface IPicture {
   layers: ILayer[];
 }
 
-/**
- * The worker's code, turned into a string and started from a blob (so that it needs no file
- * of its own next to the extension's or the kernel-served bundle). It must not refer to
- * anything outside itself.
- */
-function workerMain(): void {
-  const scope = self as any;
+/** The page's picture drawer: one `OffscreenCanvas` that draws each picture asked of it in turn. */
+function pictureDrawer(): (picture: IPicture) => ImageBitmap {
   const paths = new Map<string, any>();
   const path = (d: string) => {
     let found = paths.get(d);
     if (!found) {
-      found = new scope.Path2D(d);
+      found = new Path2D(d);
       if (paths.size > 4096) {
         paths.clear();
       }
@@ -110,7 +103,7 @@ function workerMain(): void {
   // Where the browser's rasteriser puts an SVG clip path's edge at `at` (in device pixels),
   // across and down: it samples a clip four times down a pixel (an edge row is covered in
   // quarters), and across it covers a column in part unless the edge lies within an eighth
-  // of the column's side (then whole or not at all). A canvas in a worker clips to whole
+  // of the column's side (then whole or not at all). An offscreen canvas clips to whole
   // pixels, with no anti-aliasing: e.g. a line along a subplot's bottom at 308.16 px (a
   // HiDPI page) shows a quarter of row 308 in the SVG, none of it under such a clip.
   const clipAcross = (at: number) => {
@@ -120,7 +113,7 @@ function workerMain(): void {
   const clipDown = (at: number) => Math.ceil(4 * at - 0.5) / 4;
   // A line's or the bars' outline from their numbers, as the SVG path of the same numbers goes.
   const outline = (shape: IShape) => {
-    const made = bars(new scope.Path2D(), shape.rects ?? new Float64Array(0));
+    const made = bars(new Path2D(), shape.rects ?? new Float64Array(0));
     const line = shape.line ?? [];
     let pen = false;
     let lastY = 0;
@@ -163,10 +156,10 @@ function workerMain(): void {
       let lineWidth = shape.width;
       if (shape.crisp && shape.rects) {
         const m = into.getTransform();
-        drawn = edges = bars(new scope.Path2D(), shape.rects, crispEdge(m.a, m.e), crispEdge(m.d, m.f));
+        drawn = edges = bars(new Path2D(), shape.rects, crispEdge(m.a, m.e), crispEdge(m.d, m.f));
         if (shape.stroke && (shape.width ?? 0) > 0) {
           const n = Math.max(1, Math.round((shape.width ?? 0) * m.a));
-          edges = bars(new scope.Path2D(), shape.rects, crispEdge(m.a, m.e, n), crispEdge(m.d, m.f, n));
+          edges = bars(new Path2D(), shape.rects, crispEdge(m.a, m.e, n), crispEdge(m.d, m.f, n));
           lineWidth = n / m.a;
         }
       } else {
@@ -198,7 +191,7 @@ function workerMain(): void {
     const width = Math.max(1, Math.round(picture.width * picture.ratio));
     const height = Math.max(1, Math.round(picture.height * picture.ratio));
     if (!canvas) {
-      canvas = new scope.OffscreenCanvas(width, height);
+      canvas = new OffscreenCanvas(width, height);
       context = canvas.getContext('2d');
     } else if (canvas.width !== width || canvas.height !== height) {
       canvas.width = width;
@@ -251,11 +244,7 @@ function workerMain(): void {
     }
     return canvas.transferToImageBitmap(); // the canvas starts blank again
   };
-  // One message per draw pass, one answer with all its pictures.
-  scope.onmessage = (event: MessageEvent) => {
-    const drawn = (event.data as IPicture[]).map(draw);
-    scope.postMessage(drawn, drawn);
-  };
+  return draw;
 }
 
 /** A chart's canvas: its picture renderer, its turn, and the SVG groups it stands in for. */
@@ -270,7 +259,6 @@ interface ICanvas {
   hidden: SVGGElement[];
 }
 
-let worker: Worker | null | undefined;
 const canvases = new Map<HTMLElement, ICanvas>();
 /** A picture asked for, the canvas it is for and that canvas's turn when it was asked. */
 interface IAsked {
@@ -278,87 +266,57 @@ interface IAsked {
   turn: number;
   picture: IPicture;
 }
-/** What a message to the worker asked for, and what waits for its answer. */
-interface IMessage {
-  asked: IAsked[];
-  then: (() => void)[];
+/** The pictures this task asked for (null: none yet), and what waits for them. */
+let outbox: { asked: IAsked[]; then: (() => void)[] } | null = null;
+/** The page's picture drawer, made on first use (null: the browser cannot draw pictures, or drawing one failed). */
+let drawer: ((picture: IPicture) => ImageBitmap) | null | undefined;
+
+/** The page's picture drawer; null where the browser cannot draw a picture or drawing failed. */
+function pageDrawer(): ((picture: IPicture) => ImageBitmap) | null {
+  if (drawer === undefined) {
+    const able =
+      typeof OffscreenCanvas !== 'undefined' &&
+      typeof (OffscreenCanvas.prototype as any).transferToImageBitmap === 'function' &&
+      typeof ImageBitmapRenderingContext !== 'undefined' &&
+      typeof Path2D !== 'undefined';
+    drawer = able ? pictureDrawer() : null;
+  }
+  return drawer;
 }
-/** The message this task is making (null: none yet), and those the worker has not answered, in order. */
-let outbox: IMessage | null = null;
-const unanswered: IMessage[] = [];
 
 /**
- * The page's worker, started on first use; null where the browser cannot draw a picture off
- * the main thread, or after the worker failed (every chart's SVG is then shown again).
+ * Draw the pictures this task asked for, each into its canvas (unless a later turn came),
+ * then call what waited for them. When drawing fails, no picture is drawn from then on:
+ * every chart's SVG shows again and the patches write it instead.
  */
-function pageWorker(): Worker | null {
-  if (worker !== undefined) {
-    return worker;
-  }
-  worker = null;
-  try {
-    if (
-      typeof Worker === 'undefined' ||
-      typeof OffscreenCanvas === 'undefined' ||
-      typeof (OffscreenCanvas.prototype as any).transferToImageBitmap !== 'function' ||
-      typeof ImageBitmapRenderingContext === 'undefined' ||
-      typeof Path2D === 'undefined'
-    ) {
-      return null;
-    }
-    const url = URL.createObjectURL(new Blob([`(${workerMain.toString()})()`], { type: 'text/javascript' }));
-    const started = new Worker(url);
-    URL.revokeObjectURL(url);
-    started.onmessage = (event: MessageEvent) => show(event.data as ImageBitmap[]);
-    started.onerror = () => {
-      worker = null;
-      started.terminate();
-      for (const entry of [...canvases.values()]) {
-        forgetCanvas(entry.gd);
-      }
-      // Nothing more will be drawn: what waited for pictures goes on without them.
-      for (const message of unanswered.splice(0)) {
-        message.then.forEach(call => call());
-      }
-    };
-    worker = started;
-  } catch {
-    worker = null;
-  }
-  return worker;
-}
-
-/** Ask the worker for the pictures this task wanted, in one message. */
 function flush(): void {
   const message = outbox;
   outbox = null;
-  if (message && worker) {
-    unanswered.push(message);
-    worker.postMessage(message.asked.map(asked => asked.picture));
-  } else {
-    message?.then.forEach(call => call()); // no worker to draw them: nothing to wait for
+  if (!message) {
+    return;
   }
-}
-
-/** The worker's pictures: each into its canvas (unless a later turn came), then what waited for them. */
-function show(drawn: ImageBitmap[]): void {
-  const message = unanswered.shift();
-  drawn.forEach((bitmap, index) => {
-    const asked = message?.asked[index];
-    const entry = asked?.entry;
-    if (!entry || entry.turn !== asked.turn || !entry.canvas.isConnected) {
-      bitmap.close();
-      return;
-    }
-    entry.context.transferFromImageBitmap(bitmap);
-    for (const group of entry.hidden) {
-      if (group.style.visibility !== 'hidden') {
-        group.style.visibility = 'hidden';
+  const draw = pageDrawer();
+  try {
+    for (const { entry, turn, picture } of draw ? message.asked : []) {
+      if (entry.turn !== turn || !entry.canvas.isConnected) {
+        continue;
       }
+      entry.context.transferFromImageBitmap(draw!(picture));
+      for (const group of entry.hidden) {
+        if (group.style.visibility !== 'hidden') {
+          group.style.visibility = 'hidden';
+        }
+      }
+      entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
     }
-    entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
-  });
-  message?.then.forEach(call => call());
+  } catch (error) {
+    console.warn('spark-streaming-workbench: the charts cannot be drawn as pictures here; their SVG is patched', error);
+    drawer = null;
+    for (const entry of [...canvases.values()]) {
+      forgetCanvas(entry.gd);
+    }
+  }
+  message.then.forEach(call => call());
 }
 
 /**
@@ -375,12 +333,12 @@ export function afterPictures(then: () => void): void {
 }
 
 /**
- * Whether live traces may be drawn into a canvas on this page: a worker can, and the page
+ * Whether live traces may be drawn into a canvas on this page: the browser can, and the page
  * asked for no other way (switches.ts; e.g. `svg` for the SVG patches: what tests and
  * benches compare with).
  */
 export function canvasWanted(): boolean {
-  return drawSwitch() === 'default' && pageWorker() !== null;
+  return drawSwitch() === 'default' && pageDrawer() !== null;
 }
 
 /**
@@ -389,9 +347,8 @@ export function canvasWanted(): boolean {
  * there is no canvas to draw in.
  */
 export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElement[]): boolean {
-  const target = pageWorker();
   const under = gd.querySelector('.svg-container > svg.main-svg');
-  if (!target || !under) {
+  if (!pageDrawer() || !under) {
     return false;
   }
   let entry = canvases.get(gd);
