@@ -268,7 +268,7 @@ interface IAsked {
 }
 /** The pictures this task asked for (null: none yet), and what waits for them. */
 let outbox: { asked: IAsked[]; then: (() => void)[] } | null = null;
-/** The page's picture drawer, made on first use (null: the browser cannot draw pictures, or drawing one failed). */
+/** Made on first use by pageDrawer. */
 let drawer: ((picture: IPicture) => ImageBitmap) | null | undefined;
 
 /** The page's picture drawer; null where the browser cannot draw a picture or drawing failed. */
@@ -297,17 +297,10 @@ function flush(): void {
   }
   const draw = pageDrawer();
   try {
-    for (const { entry, turn, picture } of draw ? message.asked : []) {
-      if (entry.turn !== turn || !entry.canvas.isConnected) {
-        continue;
+    for (const { entry, turn, picture } of message.asked) {
+      if (draw && entry.turn === turn && entry.canvas.isConnected) {
+        show(entry, draw(picture));
       }
-      entry.context.transferFromImageBitmap(draw!(picture));
-      for (const group of entry.hidden) {
-        if (group.style.visibility !== 'hidden') {
-          group.style.visibility = 'hidden';
-        }
-      }
-      entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
     }
   } catch (error) {
     console.warn('spark-streaming-workbench: the charts cannot be drawn as pictures here; their SVG is patched', error);
@@ -317,6 +310,17 @@ function flush(): void {
     }
   }
   message.then.forEach(call => call());
+}
+
+/** A chart's new picture into its canvas, over its live traces' SVG (hidden under it). */
+function show(entry: ICanvas, picture: ImageBitmap): void {
+  entry.context.transferFromImageBitmap(picture);
+  for (const group of entry.hidden) {
+    if (group.style.visibility !== 'hidden') {
+      group.style.visibility = 'hidden';
+    }
+  }
+  entry.gd.dataset.canvasDraws = String(Number(entry.gd.dataset.canvasDraws ?? 0) + 1);
 }
 
 /**
