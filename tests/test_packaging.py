@@ -557,16 +557,27 @@ def test_extension_has_no_import_circles():
           "patch": "import {\n  axisName\n} from './paths';\nimport type { ITrace } from './draw';",
           "ranges": "import type { ITrace } from './draw';", "paths": ""},
          [["draw", "patch", "draw"]]),
-        # Folders, re-exports and imports for their side effects or on demand.
-        ({"index": "import { streamsPlugin } from './streams/plugin';\nexport { x } from './host';",
-          "streams/plugin": "import { IStreamInfo } from '../protocol';\nimport './panel';",
-          "streams/panel": "const m = await import('../host');", "protocol": "", "host": ""}, []),
         ({"host": "export * from './streams/model';", "streams/model": "import { API } from '../host';"},
          [["host", "streams/model", "host"]]),
     ],
 )
 def test_extension_cycle_finder(sources, circles):
     assert import_cycles(extension_import_graph(sources)) == circles
+
+
+def test_extension_import_graph_reads_every_kind_of_import():
+    # Folders, re-exports, imports for their side effects or on demand; packages are no edges.
+    graph = extension_import_graph({
+        "index": "import { streamsPlugin } from './streams/plugin';\nexport { x } from './host';\n"
+                 "import { Widget } from '@lumino/widgets';",
+        "streams/plugin": "import { IStreamInfo } from '../protocol';\nimport './panel';",
+        "streams/panel": "const m = await import('../host');\nimport(/* chunk */ 'plotly.js-dist-min');",
+        "protocol": "", "host": ""})
+    assert {name: sorted(edges) for name, edges in graph.items()} == {
+        "index": ["host", "streams/plugin"], "streams/plugin": ["protocol", "streams/panel"],
+        "streams/panel": ["host"], "protocol": [], "host": []}
+    with pytest.raises(AssertionError, match=r"a\.ts:1 imports './gone', which is not a source"):
+        extension_import_graph({"a": "import { b } from './gone';"})
 
 
 def test_extension_cycle_message_names_each_import():
