@@ -316,12 +316,13 @@ def allocations(page: Any, cdp: Any, seconds: float, top: int = 12, young: bool 
 def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants: dict[str, str],
             trace_seconds: float = 0.0, trace_variants: tuple[str, ...] = ("as is",),
             allocation_seconds: float = 0.0, survivor_seconds: float = 0.0,
-            ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float], dict[str, Any]]:
-    """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), then the traces.
+            ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float], dict[str, Any], dict[str, Any]]:
+    """Each variant's phases (in rounds), the messages per batch by kind (the monitor as is), what
+    the page allocates and what of it survives (empty when not asked for); the traces printed.
 
     ``trace_seconds`` > 0 traces the page in each of ``trace_variants``, one after another;
     ``allocation_seconds`` > 0 then samples what the page as is allocates (:func:`allocations`), and
-    ``survivor_seconds`` > 0 what of it outlives the young generation (``allocated["survivors"]``).
+    ``survivor_seconds`` > 0 what of it outlives the young generation.
     """
     (lab.server_root / browser_cpu.NOTEBOOK).write_text(json.dumps(notebook(browser_cpu.CELLS)), encoding="utf-8")
     context = browser.new_context(viewport={"width": 1700, "height": 1200})
@@ -357,12 +358,11 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
                 page.wait_for_timeout(browser_cpu.SETTLE_S * 1000)
                 browser_cpu.print_trace(name, browser_cpu._trace(browser, page, cdp, trace_seconds))
         allocated = allocations(page, cdp, allocation_seconds) if allocation_seconds > 0 else {}
-        if survivor_seconds > 0:
-            allocated["survivors"] = allocations(page, cdp, survivor_seconds, young=False)
+        survivors = allocations(page, cdp, survivor_seconds, young=False) if survivor_seconds > 0 else {}
         page.evaluate(browser_cpu.JS_KERNEL, "workbench.stop_all()")
     finally:
         browser_cpu.close_page(lab, context, browser_cpu.NOTEBOOK)
-    return phases, {kind: n / count for kind, n in kinds.most_common()}, allocated
+    return phases, {kind: n / count for kind, n in kinds.most_common()}, allocated, survivors
 
 
 def main() -> None:
@@ -388,8 +388,8 @@ def main() -> None:
                      f"choose from {', '.join(VARIANTS)}")
     variants = {name: VARIANTS[name] for name in names}
     with lab_and_browser("--js-flags=--expose-gc") as (lab, browser):
-        phases, messages, allocated = measure(lab, browser, args.seconds, args.rounds, variants, args.trace, traced,
-                                              args.allocations, args.survivors)
+        phases, messages, allocated, survivors = measure(lab, browser, args.seconds, args.rounds, variants,
+                                                         args.trace, traced, args.allocations, args.survivors)
     print(f"one visible monitor, %%stream rates --trigger '1 second', {args.rounds} rounds of {args.seconds:.0f} s "
           "per variant; per minute, each round, then the median")
     rows = [("Chromium CPU (s/min)", "cpu s/min"), ("  renderer (s/min)", "renderer s/min"),
@@ -404,7 +404,6 @@ def main() -> None:
     print("messages the page receives per batch (the monitor as is):")
     for kind, per_batch in messages.items():
         print(f"  {per_batch:5.2f}  {kind}")
-    survivors = allocated.pop("survivors", None)
     if allocated:
         print(f"what the page's JS allocates (the monitor as is, {args.allocations:.0f} s; collected objects "
               f"included): {allocated['MB/min']:.1f} MB per minute")
