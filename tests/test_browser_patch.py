@@ -16,8 +16,10 @@ window is full, the axes move on again and the newest points stay inside them, a
 pictures compared are of charts whose axes moved so. Under a canvas, plotly's move redraws
 the live lines' hidden SVG through their two ends only (the canvas shows every point). The
 grid's caption names each batch only once every chart shows it (the pictures and the
-caption in one frame). Last, the page becomes a HiDPI one (two device pixels to a CSS
+caption in one frame). Then the page becomes a HiDPI one (two device pixels to a CSS
 pixel) and the next batch's pictures must again look as plotly draws them, in device pixels.
+Last, drawing a picture starts to fail: the canvases go and each chart's SVG must show the
+batch's points at once, as plotly draws them, and the next batch's too.
 """
 
 from __future__ import annotations
@@ -404,3 +406,34 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             if draw == "canvas":
                 assert chart["canvas"] > before[key]["canvas"], f"{key}: no picture at the new ratio: {chart}"
         _look_as_plotly_draws(page, drawn, "hidpi", cdp)
+
+        if draw == "canvas":
+            _drawing_fails(page, last + 1, cdp)
+
+
+def _drawing_fails(page: Any, batch: int, cdp: Any) -> None:
+    """Drawing a picture fails from now on (the browser's canvas gives out) while batch
+    ``batch`` is drawn: the page says so once, every canvas goes, and each chart's SVG shows
+    that batch's points at once, as plotly draws them (under a picture it held what plotly
+    last drew there, the lines through their two ends after an axis move); later batches
+    are written into the SVG."""
+    warnings: list[str] = []
+    page.on("console", lambda message: warnings.append(message.text) if message.type == "warning" else None)
+    page.evaluate("() => { OffscreenCanvas.prototype.transferToImageBitmap = () => { throw new Error('no picture'); }; }")
+    for sent in (batch, batch + 1):
+        before = _charts(page)
+        page.evaluate(JS_KERNEL_RUN, f"send({sent})")
+        wait_for(lambda: all(c["x"] and c["x"][0][-1] == sent for c in _charts(page).values()), 30, 0.05,
+                 text=lambda: f"batch {sent} not drawn once pictures failed: {_charts(page)}")
+        drawn = _charts(page)
+        assert page.locator("canvas.workbench-trace-canvas").count() == 0, "a canvas stayed after drawing failed"
+        for key, chart in drawn.items():
+            assert (chart["full"], chart["canvas"]) == (before[key]["full"], before[key]["canvas"]) and (
+                chart["patched"] > before[key]["patched"]), f"{key}: batch {sent} not patched into the SVG: {chart}"
+            assert page.evaluate(JS_SVG_SHOWN, key), f"{key}: its SVG is still hidden after drawing failed"
+        lines = page.evaluate(JS_SVG_LINE_POINTS, "rates")
+        assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: after batch {sent} the SVG lines hold {lines} points"
+        _look_as_plotly_draws(page, drawn, f"failed-{sent - batch}", cdp)
+        page.mouse.move(1, 1)
+    failed = [text for text in warnings if "cannot be drawn as pictures" in text]
+    assert len(failed) == 1, f"the page warned {len(failed)} times that pictures failed: {warnings}"

@@ -16,7 +16,8 @@
 // page".)
 //
 // Where an OffscreenCanvas, an ImageBitmap renderer or Path2D is not available (an old
-// browser), or drawing a picture fails, the patches write the SVG as before.
+// browser), or drawing a picture fails, the patches write the SVG as before (on a failure,
+// each chart's latest points at once).
 
 import { drawSwitch } from './switches';
 
@@ -257,6 +258,8 @@ interface ICanvas {
   /** Whether the canvas holds a picture or waits for one (the chart's live SVG hidden then). */
   shown: boolean;
   hidden: SVGGElement[];
+  /** Writes the points of the latest picture asked into the SVG under it (when drawing fails). */
+  writeSvg: () => void;
 }
 
 const canvases = new Map<HTMLElement, ICanvas>();
@@ -287,7 +290,7 @@ function pageDrawer(): ((picture: IPicture) => ImageBitmap) | null {
 /**
  * Draw the pictures this task asked for, each into its canvas (unless a later turn came),
  * then call what waited for them. When drawing fails, no picture is drawn from then on:
- * every chart's SVG shows again and the patches write it instead.
+ * every chart's SVG shows again, with its latest points, and the patches write it instead.
  */
 function flush(): void {
   const message = outbox;
@@ -305,9 +308,14 @@ function flush(): void {
   } catch (error) {
     console.warn('spark-streaming-workbench: the charts cannot be drawn as pictures here; their SVG is patched', error);
     drawer = null;
+    // The SVG under a picture holds what plotly last drew there (after an axis move, the
+    // live lines through their two ends): each chart's latest points are written into it as
+    // the canvas goes, not left for its next batch (a stopped stream has none).
+    const shown = [...canvases.values()].filter(entry => entry.shown);
     for (const entry of [...canvases.values()]) {
       forgetCanvas(entry.gd);
     }
+    shown.forEach(entry => entry.writeSvg());
   }
   message.then.forEach(call => call());
 }
@@ -347,10 +355,11 @@ export function canvasWanted(): boolean {
 
 /**
  * Draw `layers` over chart `gd` (a plotly div) in its canvas, made on first use; `hidden`
- * are the SVG groups the canvas stands in for (hidden when the picture shows). False when
- * there is no canvas to draw in.
+ * are the SVG groups the canvas stands in for (hidden when the picture shows), `writeSvg`
+ * writes the same points into them instead (called if drawing fails). False when there is
+ * no canvas to draw in.
  */
-export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElement[]): boolean {
+export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElement[], writeSvg: () => void): boolean {
   const under = gd.querySelector('.svg-container > svg.main-svg');
   if (!pageDrawer() || !under) {
     return false;
@@ -364,7 +373,7 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
     }
     canvas.classList.add('workbench-trace-canvas');
     Object.assign(canvas.style, { position: 'absolute', pointerEvents: 'none' });
-    entry = { gd, canvas, context, turn: 0, shown: false, hidden: [] };
+    entry = { gd, canvas, context, turn: 0, shown: false, hidden: [], writeSvg };
     canvases.set(gd, entry);
   }
   place(entry.canvas, under, overPlot(gd));
@@ -379,6 +388,7 @@ export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElemen
   }
   entry.shown = true;
   entry.hidden = hidden;
+  entry.writeSvg = writeSvg;
   if (!outbox) {
     outbox = { asked: [], then: [] };
     queueMicrotask(flush);

@@ -79,9 +79,10 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchRes
       const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
       const writes = plan(gd, traces, live, scene);
       const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
-      if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden)) {
+      const writeSvg = () => writes.forEach(write => write());
+      if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden, writeSvg)) {
         releaseCanvas(gd);
-        writes.forEach(write => write());
+        writeSvg();
       }
     }
     for (const index of live) {
