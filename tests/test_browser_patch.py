@@ -1,7 +1,7 @@
 """New points drawn without plotly look as plotly draws them, in JupyterLab.
 
-The monitor's four charts (watermark band, markers and steps; state lines on two axes;
-stacked duration bars, one trace of them outlined, and a line; rates over a single bar trace) in a chart grid
+The monitor's four charts (watermark band, markers and steps; state lines on two axes that
+meet inside a row of pixels; stacked duration bars, one trace of them outlined, and a line; rates over a single bar trace) in a chart grid
 under a cell, fed one batch at a time from the kernel. Points that fit the axes are drawn without a plotly call
 (``extensions/src/patch.ts``; the chart's ``data-patched-draws`` count): as a picture in a
 canvas over the chart (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly
@@ -46,9 +46,12 @@ GRID_CELL = """from workbench.views.charts import ChartGrid
 from workbench.views.monitor_charts import chart_specs, operator_traces
 specs = chart_specs()
 specs[1]["traces"] = operator_traces(["stateStoreSave"])
-# The state chart's upper subplot ends inside a pixel (at 154.3 px, 308.6 on a HiDPI page): the
+# The state chart's upper subplot ends inside a pixel (at 154.8 px, 309.6 on a HiDPI page): the
 # flat line along its bottom shows the share of the edge pixels plotly's clip path covers.
-specs[1]["layout"]["yaxis"]["domain"] = [0.3788, 1.0]
+specs[1]["layout"]["yaxis"]["domain"] = [0.37608, 1.0]
+# The lower subplot meets it there: the two subplots share that row of pixels, each drawing
+# its share of it (the upper one most).
+specs[1]["layout"]["yaxis2"]["domain"] = [0.0, 0.37608]
 # A note of the user's inside one plot: plotly draws it over the traces, so that chart's
 # canvas stays under plotly's upper layers (the others lie over them).
 specs[2]["layout"]["annotations"] = [{"text": "a note", "xref": "paper", "yref": "paper", "x": 0.2, "y": 0.9,
