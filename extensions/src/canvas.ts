@@ -258,7 +258,7 @@ interface ICanvas {
   /** Whether the canvas holds a picture or waits for one (the chart's live SVG hidden then). */
   shown: boolean;
   hidden: SVGGElement[];
-  /** Writes the points of the latest picture asked into the SVG under it (when drawing fails). */
+  /** Writes the chart's latest points into the SVG under it (when drawing fails). */
   writeSvg: () => void;
 }
 
@@ -356,8 +356,8 @@ export function canvasWanted(): boolean {
 /**
  * Draw `layers` over chart `gd` (a plotly div) in its canvas, made on first use; `hidden`
  * are the SVG groups the canvas stands in for (hidden when the picture shows), `writeSvg`
- * writes the same points into them instead (called if drawing fails). False when there is
- * no canvas to draw in.
+ * writes the chart's latest points into them instead (called if drawing fails). False when
+ * there is no canvas to draw in.
  */
 export function drawCanvas(gd: HTMLElement, layers: ILayer[], hidden: SVGGElement[], writeSvg: () => void): boolean {
   const under = gd.querySelector('.svg-container > svg.main-svg');

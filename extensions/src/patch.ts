@@ -79,10 +79,9 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchRes
       const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
       const writes = plan(gd, traces, live, scene);
       const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
-      const writeSvg = () => writes.forEach(write => write());
-      if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden, writeSvg)) {
+      if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden, () => rewriteSvg(gd, live))) {
         releaseCanvas(gd);
-        writeSvg();
+        writes.forEach(write => write());
       }
     }
     for (const index of live) {
@@ -99,6 +98,20 @@ export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchRes
     // for tests and benches.
     gd.dataset.patchDeclined = error instanceof Declined ? error.message : `error: ${String(error)}`;
     return 'plotly';
+  }
+}
+
+/**
+ * Write the live traces' points the chart's data holds (the latest patched) into its SVG, as
+ * without a canvas: what canvas.ts calls when a picture cannot be drawn. Planned again from
+ * the data rather than kept from the batch's plan, so that no batch's pixel pairs outlive it.
+ */
+function rewriteSvg(gd: any, live: number[]): void {
+  try {
+    plan(gd, gd.data as ITrace[], live, null).forEach(write => write());
+  } catch {
+    // A shape plotly has not made or a trace it declines (the patch before planned the same
+    // points, so neither is expected): the chart's next draw sees to it.
   }
 }
 
