@@ -538,10 +538,18 @@ def extension_import_graph(sources: dict[str, str]) -> dict[str, dict[str, Impor
     return graph
 
 
+#: The JupyterLab extension's TypeScript sources.
+EXTENSION_SRC = REPO / "extensions" / "src"
+
+
+def extension_sources() -> list[Path]:
+    """The extension's TypeScript sources, declaration files (``*.d.ts``, no code) left out."""
+    return [path for path in sorted(EXTENSION_SRC.rglob("*.ts")) if not path.name.endswith(".d.ts")]
+
+
 def test_extension_has_no_import_circles():
-    src = REPO / "extensions" / "src"
-    sources = {str(path.relative_to(src).with_suffix("")): path.read_text(encoding="utf-8")
-               for path in sorted(src.rglob("*.ts")) if not path.name.endswith(".d.ts")}
+    sources = {str(path.relative_to(EXTENSION_SRC).with_suffix("")): path.read_text(encoding="utf-8")
+               for path in extension_sources()}
     graph = extension_import_graph(sources)
     assert sum(map(len, graph.values())) > 30, "the extension's import graph is nearly empty: the checker sees nothing"
     circles = [describe_cycle(cycle, graph) for cycle in import_cycles(graph)]
@@ -594,7 +602,7 @@ MODULE_LINES = 550
 
 def source_modules() -> list[Path]:
     """The package's Python modules and the JupyterLab extension's TypeScript sources (built output left out)."""
-    return [*package_modules(), *sorted((REPO / "extensions" / "src").rglob("*.ts"))]
+    return [*package_modules(), *extension_sources()]
 
 
 def test_every_module_stays_short():
