@@ -102,6 +102,7 @@ VARIANTS = {
     "header fills row": f"{STATUS_LINE} {{ flex: 1 1 auto; }}",
     # The newest batch's line over the charts.
     "no caption": f".workbench-chart-caption {HIDDEN}",
+    "caption as HTML": "",
     "as before": f".workbench-chart-caption {HIDDEN}",
     "a tick only": NO_CHARTS,
     "a tick outside": NO_CHARTS,
@@ -172,6 +173,10 @@ PAGE_VARIANTS = {
     # The charts' points arrive and are kept but not drawn (data-workbench-draw="none"): what
     # the kernel's message costs the page before anything is drawn.
     "points not drawn": _draw("none"),
+    # The caption over the charts as HTML (data-workbench-caption="html", caption.ts), as
+    # before 2026-12-06, not as a picture.
+    "caption as HTML": ("() => { document.documentElement.dataset.workbenchCaption = 'html'; }",
+                        "() => { delete document.documentElement.dataset.workbenchCaption; }"),
     "points and caption not drawn": _draw("none"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),

@@ -421,6 +421,13 @@ JS_NO_CELL_RUNNING = """() => window.jupyterapp.shell.currentWidget.content.widg
   .every(cell => cell.model.executionState !== 'running'
     && !((cell.node.querySelector('.jp-InputPrompt') || {}).textContent || '').includes('*'))"""
 
+#: What a chart grid's caption (``.workbench-chart-caption``, the element evaluated) reads: the
+#: text of its picture (the canvas's accessible name, extensions/src/caption.ts) or its HTML's.
+JS_CAPTION_TEXT = """caption => {
+  const picture = caption.querySelector('canvas.workbench-caption-picture');
+  return picture ? picture.getAttribute('aria-label') || '' : caption.textContent || '';
+}"""
+
 #: Errors in the current notebook's outputs: [{cell, ename, evalue}].
 JS_ERRORS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;

@@ -47,7 +47,7 @@ import pytest
 
 from .helpers import wait_for
 from .browser_support import (
-    ARTIFACTS, JS_ACTIVATE_CELL, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
     JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, chromium_context, first_page, save_screenshot,
     scroll_into_view, served,
 )
@@ -274,7 +274,7 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     caption = monitor.locator(".workbench-chart-caption")  # the newest batch, drawn with the points
 
     def batch() -> int:
-        found = re.search(r"batch (\d+)", caption.text_content() or "")
+        found = re.search(r"batch (\d+)", caption.evaluate(JS_CAPTION_TEXT))
         return int(found.group(1)) if found else -1
 
     def points() -> int:
@@ -289,6 +289,11 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     wait_for(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20, 0.2,
              text=lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "
                           f"points {first_points} -> {points()}")
+    # The caption (text alone) is a picture whose accessible name is its text; no text of it
+    # is laid out in the page.
+    picture = caption.locator("canvas.workbench-caption-picture")
+    assert picture.count() == 1 and picture.get_attribute("role") == "img", caption.inner_html()
+    assert caption.text_content() == "", f"the caption's text is laid out too: {caption.text_content()!r}"
     assert page.evaluate(JS_NO_CELL_RUNNING), "a cell was running while the charts grew"
 
     # The picture of the live monitor for the README; it must show whole charts.

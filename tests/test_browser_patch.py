@@ -377,6 +377,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
                     assert chart["pictures"] == chart["asked"], f"{key}'s picture not in when the caption changed: {record}"
 
         _look_as_plotly_draws(page, drawn, "patched")
+        _plain_caption_looks_as_the_page_writes_it(page, draw)
 
         # Hovering the newest point (the real pointer) shows its batch: plotly's hover data
         # caught up with the patched points when the pointer entered.
@@ -385,6 +386,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         wait_for(lambda: _charts(page)["rates"]["patched"] > drawn["rates"]["patched"], 30, 0.05,
                  text=lambda: f"the next batch was not patched in: {_charts(page)['rates']}")
         div = page.locator('.workbench-chart[data-chart="rates"]')
+        div.scroll_into_view_if_needed()
         box = div.bounding_box()
         x, y = page.evaluate(JS_NEWEST_POINT, "rates")
         page.mouse.move(box["x"] + x, box["y"] + y)
@@ -412,6 +414,51 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
 
         if draw == "canvas":
             _drawing_fails(page, last + 1, cdp)
+
+
+#: A caption of text alone (an entity in its HTML), as a monitor's, and the text it reads.
+PLAIN_CAPTION = "batch 7 &middot; input 50.0 rows/s &middot; watermark 2026-01-01 10:00:05 UTC"
+PLAIN_TEXT = "batch 7 · input 50.0 rows/s · watermark 2026-01-01 10:00:05 UTC"
+#: Share of the caption line's pixels allowed to differ between its picture and the page's text
+#: (glyph edges anti-aliased differently); the same line a pixel lower differs in 8 %.
+CAPTION_SHARE = 0.005
+
+
+def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
+    """``canvas``: a caption of text alone is drawn as a picture, its text the picture's
+    accessible name, and looks as the page writes the same text as HTML
+    (``data-workbench-caption="html"``); ``svg`` (no ``OffscreenCanvas``): it is HTML."""
+    caption = page.locator(".workbench-chart-caption")
+    picture = caption.locator("canvas.workbench-caption-picture")
+
+    def set_caption(html: str) -> None:
+        page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({html!r})")
+
+    set_caption(PLAIN_CAPTION)
+    if draw == "svg":
+        wait_for(lambda: caption.text_content() == PLAIN_TEXT, 30, 0.05,
+                 text=lambda: f"the caption reads {caption.inner_html()!r} without OffscreenCanvas")
+        assert picture.count() == 0, "a caption picture without OffscreenCanvas"
+        return
+    wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == PLAIN_TEXT, 30, 0.05,
+             text=lambda: f"the caption is not a picture reading {PLAIN_TEXT!r}: {caption.inner_html()!r}")
+    assert picture.get_attribute("role") == "img" and caption.text_content() == "", caption.inner_html()
+    drawn = caption.screenshot()
+    page.evaluate("() => { document.documentElement.dataset.workbenchCaption = 'html'; }")
+    try:
+        set_caption("")
+        set_caption(PLAIN_CAPTION)
+        wait_for(lambda: caption.text_content() == PLAIN_TEXT, 30, 0.05,
+                 text=lambda: f"the caption as HTML reads {caption.inner_html()!r}")
+        written = caption.screenshot()
+    finally:
+        page.evaluate("() => { delete document.documentElement.dataset.workbenchCaption; }")
+    share = _differing(drawn, written)
+    if share > CAPTION_SHARE:
+        (ARTIFACTS / "caption-as-picture.png").write_bytes(drawn)
+        (ARTIFACTS / "caption-as-html.png").write_bytes(written)
+    assert share <= CAPTION_SHARE, (f"{share:.2%} of the caption picture's pixels differ from the page's text "
+                                    f"(at most {CAPTION_SHARE:.2%}; both pictures in {ARTIFACTS})")
 
 
 def _drawing_fails(page: Any, batch: int, cdp: Any) -> None:

@@ -41,7 +41,7 @@ from workbench.cli import lab_command
 
 from . import browser_support, test_browser
 from .browser_support import (
-    JS_ACTIVATE_CELL, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
+    JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
     scroll_into_view, served,
 )
 from .helpers import wait_for
@@ -310,9 +310,9 @@ def test_quickstart_without_the_extension(quickstart: Quickstart) -> None:
                  text=lambda: f"the replay panel's monitor drew charts with points {_charts_with_points(panel)}")
         # Its counters are the line over its charts, drawn with the step's points.
         caption = panel.locator(".workbench-chart-caption")
-        wait_for(lambda: (caption.text_content() or "").startswith(
+        wait_for(lambda: caption.evaluate(JS_CAPTION_TEXT).startswith(
                      "batch 0 (1 data batches) · watermark none yet → 2024-01-01 11:58:00 · rows in 2"), 60, 0.25,
-                 text=lambda: f"the replay panel's caption reads {caption.text_content()!r}")
+                 text=lambda: f"the replay panel's caption reads {caption.evaluate(JS_CAPTION_TEXT)!r}")
         comparison = page.locator(".jp-Notebook .jp-Cell").nth(_append_and_run(page, COMPARISON)).locator(
             ".workbench-charts")
         scroll_into_view(comparison)

@@ -20,8 +20,8 @@
 //
 // A grid may have a caption, one line of HTML over its charts (the monitor's newest batch,
 // rates and watermark): it comes in the data messages with the points and is shown with
-// their draw, in the same frame (when a worker draws the charts' pictures, once the pictures
-// are back: `afterPictures` in canvas.ts).
+// their draw, in the same frame (once the charts' pictures are drawn: `afterPictures` in
+// canvas.ts), as a picture where it can be (caption.ts).
 //
 // The grids of a page draw together (`DrawPasses`): the grids with something to draw draw
 // it in one animation frame, a draw pass, and the page's passes are at least `passGap` ms
@@ -33,6 +33,7 @@
 // arrives.
 
 import { afterPictures, forgetCanvas } from './canvas';
+import { CaptionLine } from './caption';
 import { CHART_WIDTH, drawChart, Plotly } from './draw';
 import { IModel, IRenderProps, IWidgetDef } from './host';
 import { applyData, IChartSpec, IDataMessage, ISeries } from './series';
@@ -53,6 +54,7 @@ class ChartGridView {
   private captionShown = '';
   /** Counts the captions drawn: one shown late (its pictures slow) gives way to a newer one. */
   private captionTurn = 0;
+  private captionLine = new CaptionLine(this.caption);
   private plots = new Map<string, HTMLDivElement>();
   private series = new Map<string, ISeries>();
   private plotly: Plotly | null = null;
@@ -247,7 +249,8 @@ class ChartGridView {
       return;
     }
     if (this.captionShown !== caption) {
-      this.caption.innerHTML = this.captionShown = caption;
+      this.captionLine.write(caption);
+      this.captionShown = caption;
     }
     this.caption.hidden = caption === '';
   }
@@ -260,6 +263,7 @@ class ChartGridView {
     this.model.off('change:empty_message', this.onCharts);
     this.model.off('msg:custom', this.onMessage);
     this.observer?.disconnect();
+    this.captionLine.dispose();
     document.removeEventListener('visibilitychange', this.onVisibility);
     drawPasses().cancel(this.draw); // no pass draws it, nor counts it among the grids that draw
     this.queued = false;

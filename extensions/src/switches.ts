@@ -12,6 +12,8 @@
 //   keeps the canvas out.
 // - `data-workbench-moves` (draw.ts): `all-points` has plotly move the axes with every point
 //   of the live traces under the canvas, not only their ends.
+// - `data-workbench-caption` (caption.ts): `html` shows every grid's caption as HTML, not as
+//   a picture.
 // - `data-workbench-passes` (charts.ts): a fixed gap between the page's draw passes, in ms,
 //   or `frame` for the frame after an update arrives, instead of a gap that grows with the
 //   grids drawing.
@@ -40,4 +42,9 @@ export function passGapAsked(): number | null {
   const asked = document.documentElement.dataset.workbenchPasses;
   const fixed = asked === 'frame' ? 0 : asked ? Number(asked) : NaN;
   return fixed >= 0 ? fixed : null;
+}
+
+/** How the page asked for the grids' captions to show: `html`, or `default` (a picture where it can be). */
+export function captionSwitch(): 'default' | 'html' {
+  return document.documentElement.dataset.workbenchCaption === 'html' ? 'html' : 'default';
 }

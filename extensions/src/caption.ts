@@ -1,0 +1,138 @@
+// A grid's caption drawn as a picture.
+//
+// The line over a live grid's charts (the monitor's newest batch, its rates and watermark)
+// changes with every batch. Text changed in the page costs its frame style, layout, paint,
+// the page's layerisation (over the notebook's whole paint, plotly's SVG included) and a
+// hit test for the pointer's hover: 3-5 ms per batch of one visible monitor here
+// (bench/README.md, "The caption drawn as a picture"). A picture put into a canvas
+// (`bitmaprenderer`, as the charts' pictures, canvas.ts) costs none of that.
+//
+// A caption of text alone that fits its line is drawn so, in the caption's own font and
+// colour, where CSS puts a line's text; the canvas carries the text as its accessible name
+// (`role="img"`, `aria-label`). A caption with markup, one wider than its line, a caption
+// before the page has laid its line out, or a browser without `OffscreenCanvas`, shows as
+// HTML, as does every caption on a page that asks for it (`data-workbench-caption="html"`,
+// switches.ts).
+
+import { captionSwitch } from './switches';
+
+/** Parsed, not shown: a caption's HTML read into nodes that are neither styled nor laid out. */
+let scratch: HTMLTemplateElement | null = null;
+
+/**
+ * The text of `html` when it is text alone (its entities decoded), else null.
+ *
+ * @example
+ * plainText('batch 7 &middot; 50 rows/s');  // 'batch 7 · 50 rows/s'
+ * plainText('batch <b>7</b>');              // null
+ */
+export function plainText(html: string): string | null {
+  scratch ??= document.createElement('template');
+  scratch.innerHTML = html;
+  const nodes = Array.from(scratch.content.childNodes);
+  return nodes.every(node => node.nodeType === Node.TEXT_NODE) ? nodes.map(node => node.textContent).join('') : null;
+}
+
+/** The page's one canvas the captions are drawn in, each in turn (its picture taken away whole). */
+let offscreen: OffscreenCanvas | null = null;
+
+/** A grid's caption line (`holder`): each caption written as a picture where it can be, else as HTML. */
+export class CaptionLine {
+  private canvas = document.createElement('canvas');
+  private renderer: ImageBitmapRenderingContext | null = null;
+  /** The line's width in CSS pixels, as the page last laid it out (0: not yet). */
+  private width = 0;
+  /** The text the picture shows (null: the caption shows as HTML). */
+  private drawn: string | null = null;
+  private observer: ResizeObserver | null = null;
+
+  constructor(private holder: HTMLElement) {
+    this.canvas.classList.add('workbench-caption-picture');
+    this.canvas.setAttribute('role', 'img');
+    Object.assign(this.canvas.style, { display: 'block', width: '100%' });
+    if (typeof ResizeObserver !== 'undefined' && typeof OffscreenCanvas !== 'undefined') {
+      this.observer = new ResizeObserver(entries => {
+        this.width = entries[entries.length - 1].contentRect.width;
+        if (this.drawn !== null && !this.draw(this.drawn)) {
+          this.holder.textContent = this.drawn; // now too wide for the line
+          this.drawn = null;
+        }
+      });
+      this.observer.observe(holder);
+    }
+  }
+
+  /** Show caption `html` (HTML the kernel made): as a picture where it can be, else as HTML. */
+  write(html: string): void {
+    const text = captionSwitch() === 'html' ? null : plainText(html);
+    if (text !== null && this.draw(text)) {
+      this.drawn = text;
+    } else {
+      this.drawn = null;
+      this.holder.innerHTML = html;
+    }
+  }
+
+  dispose(): void {
+    this.observer?.disconnect();
+  }
+
+  /** Draw `text` into the line's canvas; false when it cannot be (nothing changed then). */
+  private draw(text: string): boolean {
+    try {
+      return this.drawPicture(text);
+    } catch {
+      return false; // the browser cannot draw it (canvas.ts's pictures fail alike): HTML then
+    }
+  }
+
+  private drawPicture(text: string): boolean {
+    this.renderer ??= this.observer && this.canvas.getContext('bitmaprenderer');
+    if (this.width <= 0 || !this.renderer) {
+      return false;
+    }
+    const style = getComputedStyle(this.holder);
+    const line = parseFloat(style.lineHeight) || 20;
+    const ratio = window.devicePixelRatio || 1;
+    const width = Math.max(1, Math.round(this.width * ratio));
+    const height = Math.max(1, Math.round(line * ratio));
+    offscreen ??= new OffscreenCanvas(width, height);
+    if (offscreen.width !== width || offscreen.height !== height) {
+      offscreen.width = width;
+      offscreen.height = height;
+    }
+    const context = offscreen.getContext('2d');
+    if (!context) {
+      return false;
+    }
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, this.width, line);
+    context.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const measured = context.measureText(text);
+    if (measured.width > this.width) {
+      return false;
+    }
+    // Where the page puts a line's text: the font's ascent and descent in whole device
+    // pixels, the leading left over shared with its smaller half above them (as Chromium
+    // lays a line out), the baseline the ascent below that.
+    const ascent = Math.round(measured.fontBoundingBoxAscent * ratio);
+    const descent = Math.round(measured.fontBoundingBoxDescent * ratio);
+    const baseline = Number.isFinite(ascent + descent)
+      ? (Math.floor((line * ratio - ascent - descent) / 2) + ascent) / ratio
+      : line * 0.75;
+    context.fillStyle = style.color;
+    context.textBaseline = 'alphabetic';
+    context.fillText(text, 0, baseline);
+    if (this.canvas.parentElement !== this.holder) {
+      this.holder.replaceChildren(this.canvas);
+    }
+    if (this.canvas.style.height !== `${line}px`) {
+      this.canvas.style.height = `${line}px`;
+    }
+    this.renderer.transferFromImageBitmap(offscreen.transferToImageBitmap());
+    if (this.canvas.getAttribute('aria-label') !== text) {
+      this.canvas.setAttribute('aria-label', text);
+    }
+    return true;
+  }
+}
