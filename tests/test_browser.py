@@ -47,9 +47,9 @@ import pytest
 
 from .helpers import wait_for
 from .browser_support import (
-    ARTIFACTS, JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE,
-    JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, chromium_context, first_page, save_screenshot,
-    scroll_into_view, served,
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CELL_INDEX, JS_CELLS_SHOWING, JS_CODE_CELLS, JS_ERRORS,
+    JS_KERNEL_IDLE, JS_KERNEL_PRINT, JS_NO_CELL_RUNNING, REPO_ROOT, LabServer, chromium_context, first_page,
+    save_screenshot, scroll_into_view, served,
 )
 
 pytestmark = pytest.mark.browser

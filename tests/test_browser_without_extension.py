@@ -41,8 +41,8 @@ from workbench.cli import lab_command
 
 from . import browser_support, test_browser
 from .browser_support import (
-    JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT, LabServer,
-    scroll_into_view, served,
+    JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CODE_CELLS, JS_ERRORS, JS_KERNEL_IDLE, JS_KERNEL_PRINT, REPO_ROOT,
+    LabServer, scroll_into_view, served,
 )
 from .helpers import wait_for
 from .test_browser import (

@@ -8,11 +8,13 @@
 // (`bitmaprenderer`, as the charts' pictures, canvas.ts) costs none of that.
 //
 // A caption of text alone that fits its line is drawn so, in the caption's own font and
-// colour, where CSS puts a line's text; the canvas carries the text as its accessible name
-// (`role="img"`, `aria-label`). A caption with markup, one wider than its line, a caption
-// before the page has laid its line out, or a browser without `OffscreenCanvas`, shows as
-// HTML, as does every caption on a page that asks for it (`data-workbench-caption="html"`,
-// switches.ts).
+// colour, where the page puts a line's text; the canvas carries the text as its accessible
+// name (`role="img"`, `aria-label`). Only while the captions come fast: one that stays
+// `SETTLE_MS` (a stream stopped, paused or slow) is written as text, which the reader can
+// select and search and which the page's theme restyles. A caption with markup, one wider
+// than its line, a caption before the page has laid its line out, or a browser without
+// `OffscreenCanvas`, shows as HTML, as does every caption on a page that asks for it
+// (`data-workbench-caption="html"`, switches.ts).
 
 import { captionSwitch } from './switches';
 
@@ -36,6 +38,9 @@ export function plainText(html: string): string | null {
 /** The page's one canvas the captions are drawn in, each in turn (its picture taken away whole). */
 let offscreen: OffscreenCanvas | null = null;
 
+/** How long a caption shows as a picture before it is written as text, if none follows (ms). */
+export const SETTLE_MS = 3000;
+
 /** A grid's caption line (`holder`): each caption written as a picture where it can be, else as HTML. */
 export class CaptionLine {
   private canvas = document.createElement('canvas');
@@ -45,6 +50,8 @@ export class CaptionLine {
   /** The text the picture shows (null: the caption shows as HTML). */
   private drawn: string | null = null;
   private observer: ResizeObserver | null = null;
+  /** Writes the picture's text as text once no caption followed it for `SETTLE_MS`. */
+  private settle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private holder: HTMLElement) {
     this.canvas.classList.add('workbench-caption-picture');
@@ -54,8 +61,7 @@ export class CaptionLine {
       this.observer = new ResizeObserver(entries => {
         this.width = entries[entries.length - 1].contentRect.width;
         if (this.drawn !== null && !this.draw(this.drawn)) {
-          this.holder.textContent = this.drawn; // now too wide for the line
-          this.drawn = null;
+          this.settled(); // now too wide for the line
         }
       });
       this.observer.observe(holder);
@@ -64,9 +70,11 @@ export class CaptionLine {
 
   /** Show caption `html` (HTML the kernel made): as a picture where it can be, else as HTML. */
   write(html: string): void {
+    clearTimeout(this.settle);
     const text = captionSwitch() === 'html' ? null : plainText(html);
     if (text !== null && this.draw(text)) {
       this.drawn = text;
+      this.settle = setTimeout(this.settled, SETTLE_MS);
     } else {
       this.drawn = null;
       this.holder.innerHTML = html;
@@ -74,8 +82,17 @@ export class CaptionLine {
   }
 
   dispose(): void {
+    clearTimeout(this.settle);
     this.observer?.disconnect();
   }
+
+  /** The picture's text written as text, in place of the picture. */
+  private settled = (): void => {
+    if (this.drawn !== null) {
+      this.holder.textContent = this.drawn;
+      this.drawn = null;
+    }
+  };
 
   /** Draw `text` into the line's canvas; false when it cannot be (nothing changed then). */
   private draw(text: string): boolean {
