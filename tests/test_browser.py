@@ -289,10 +289,12 @@ def _run_quickstart(page: Any, lab: LabServer) -> None:
     wait_for(lambda: batch() >= first_batch + 2 and points() >= first_points + 6, 20, 0.2,
              text=lambda: f"the monitor did not keep updating while idle: batch {first_batch} -> {batch()}, "
                           f"points {first_points} -> {points()}")
-    # The caption (text alone) is a picture whose accessible name is its text; no text of it
-    # is laid out in the page.
+    # While batches come, the caption (text alone) is a picture whose accessible name is its
+    # text; no text of it is laid out in the page. (One left alone for 3 s becomes text: the
+    # next batch's is a picture again.)
     picture = caption.locator("canvas.workbench-caption-picture")
-    assert picture.count() == 1 and picture.get_attribute("role") == "img", caption.inner_html()
+    wait_for(lambda: picture.count() == 1 and picture.get_attribute("role") == "img", 20, 0.1,
+             text=lambda: f"the monitor's caption is not a picture: {caption.inner_html()!r}")
     assert caption.text_content() == "", f"the caption's text is laid out too: {caption.text_content()!r}"
     assert page.evaluate(JS_NO_CELL_RUNNING), "a cell was running while the charts grew"
 
