@@ -344,13 +344,18 @@ export function afterPictures(then: () => void): void {
   }
 }
 
+/** Whether this page draws pictures: the browser can, and drawing one has not failed. */
+export function picturesDrawable(): boolean {
+  return pageDrawer() !== null;
+}
+
 /**
  * Whether live traces may be drawn into a canvas on this page: the browser can, and the page
  * asked for no other way (switches.ts; e.g. `svg` for the SVG patches: what tests and
  * benches compare with).
  */
 export function canvasWanted(): boolean {
-  return drawSwitch() === 'default' && pageDrawer() !== null;
+  return drawSwitch() === 'default' && picturesDrawable();
 }
 
 /**

@@ -12,10 +12,11 @@
 // name (`role="img"`, `aria-label`). Only while the captions come fast: one that stays
 // `SETTLE_MS` (a stream stopped, paused or slow) is written as text, which the reader can
 // select and search and which the page's theme restyles. A caption with markup, one wider
-// than its line, a caption before the page has laid its line out, or a browser without
-// `OffscreenCanvas`, shows as HTML, as does every caption on a page that asks for it
-// (`data-workbench-caption="html"`, switches.ts).
+// than its line, a caption before the page has laid its line out, or a page that draws no
+// pictures (canvas.ts: the browser cannot, or drawing one failed), shows as HTML, as does
+// every caption on a page that asks for it (`data-workbench-caption="html"`, switches.ts).
 
+import { picturesDrawable } from './canvas';
 import { captionSwitch } from './switches';
 
 /** Parsed, not shown: a caption's HTML read into nodes that are neither styled nor laid out. */
@@ -39,7 +40,7 @@ export function plainText(html: string): string | null {
 let offscreen: OffscreenCanvas | null = null;
 
 /** How long a caption shows as a picture before it is written as text, if none follows (ms). */
-export const SETTLE_MS = 3000;
+const SETTLE_MS = 3000;
 
 /** A grid's caption line (`holder`): each caption written as a picture where it can be, else as HTML. */
 export class CaptionLine {
@@ -57,7 +58,7 @@ export class CaptionLine {
     this.canvas.classList.add('workbench-caption-picture');
     this.canvas.setAttribute('role', 'img');
     Object.assign(this.canvas.style, { display: 'block', width: '100%' });
-    if (typeof ResizeObserver !== 'undefined' && typeof OffscreenCanvas !== 'undefined') {
+    if (typeof ResizeObserver !== 'undefined') {
       this.observer = new ResizeObserver(entries => {
         this.width = entries[entries.length - 1].contentRect.width;
         if (this.drawn !== null && !this.draw(this.drawn)) {
@@ -104,8 +105,11 @@ export class CaptionLine {
   }
 
   private drawPicture(text: string): boolean {
-    this.renderer ??= this.observer && this.canvas.getContext('bitmaprenderer');
-    if (this.width <= 0 || !this.renderer) {
+    if (this.width <= 0 || !picturesDrawable()) {
+      return false; // the line not laid out yet (or no ResizeObserver to say), or no pictures here
+    }
+    this.renderer ??= this.canvas.getContext('bitmaprenderer');
+    if (!this.renderer) {
       return false;
     }
     const style = getComputedStyle(this.holder);
