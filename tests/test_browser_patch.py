@@ -27,6 +27,7 @@ too.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
 from pathlib import Path
@@ -380,6 +381,8 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
 
         _look_as_plotly_draws(page, drawn, "patched")
         _plain_caption_looks_as_the_page_writes_it(page, draw)
+        if draw == "canvas":
+            _caption_keeps_a_line_as_wide_as_its_text(page)
 
         # Hovering the newest point (the real pointer) shows its batch: plotly's hover data
         # caught up with the patched points when the pointer entered.
@@ -454,6 +457,63 @@ def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
         (ARTIFACTS / "caption-as-text.png").write_bytes(written)
     assert share <= CAPTION_SHARE, (f"{share:.2%} of the caption picture's pixels differ from the page's text "
                                     f"(at most {CAPTION_SHARE:.2%}; both pictures in {ARTIFACTS})")
+
+
+#: The grid's view a flex row's item, as wide as its content (as the replay panel's monitor is,
+#: or a grid in an HBox).
+AS_WIDE_AS_CONTENT = """() => {
+  const style = document.createElement('style');
+  style.id = 'as-wide-as-content';
+  style.textContent = '.jp-OutputArea-output:has(> .workbench-charts) { display: flex; flex-direction: row; }';
+  document.head.appendChild(style);
+}"""
+#: Count the changes of the caption line's children (a picture written as text, or back).
+JS_COUNT_SWAPS = """() => {
+  const caption = document.querySelector('.workbench-chart-caption');
+  window.captionSwaps = 0;
+  window.captionSwapObserver = new MutationObserver(records => { window.captionSwaps += records.length; });
+  window.captionSwapObserver.observe(caption, {childList: true});
+}"""
+#: A caption wider than any one chart, as a monitor's with its processing rate.
+WIDE_CAPTION = PLAIN_CAPTION.replace("rows/s", "rows/s &middot; processed 196.9 rows/s")
+
+
+def _caption_keeps_a_line_as_wide_as_its_text(page: Any) -> None:
+    """Where the grid's line is as wide as its content and the caption's text is wider than
+    the charts, the text sets the line's width: the caption drawn as a picture keeps that
+    width and stays a picture (a picture as wide as its line only would narrow the line, and
+    the text would no longer fit it: picture and text swapped with every caption), and
+    written as text again it keeps that width too."""
+    caption = page.locator(".workbench-chart-caption")
+    picture = caption.locator("canvas.workbench-caption-picture")
+    text = html.unescape(WIDE_CAPTION)
+    page.evaluate(AS_WIDE_AS_CONTENT)
+    try:
+        # Wider than the line so far: written as HTML, and the line grows to hold it.
+        page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({WIDE_CAPTION!r})")
+        wait_for(lambda: caption.text_content() == text, 30, 0.05,
+                 text=lambda: f"the wide caption is not text: {caption.inner_html()!r}")
+        text_width = caption.bounding_box()["width"]
+        charts = page.evaluate("() => Math.max(...[...document.querySelectorAll('.workbench-chart')]"
+                               ".map(chart => chart.getBoundingClientRect().width))")
+        assert text_width > charts + 20, f"the caption's text ({text_width} px) is not wider than a chart ({charts} px)"
+        # The same text in other HTML (its characters, not their entities): a new caption for
+        # the kernel to send, which fits the line it made.
+        page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({text!r})")
+        wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == text, 30, 0.05,
+                 text=lambda: f"the caption is not a picture: {caption.inner_html()!r}")
+        page.evaluate(JS_COUNT_SWAPS)
+        page.wait_for_timeout(1000)  # well within SETTLE_MS: the picture must still be there
+        swaps = page.evaluate("() => { window.captionSwapObserver.disconnect(); return window.captionSwaps; }")
+        assert swaps == 0 and picture.count() == 1, (
+            f"the caption's picture was swapped {swaps} times in 1 s with no caption after it: {caption.inner_html()!r}")
+        drawn_width = caption.bounding_box()["width"]
+        assert abs(drawn_width - text_width) <= 1, f"the line {text_width} px wide as text, {drawn_width} as a picture"
+        wait_for(lambda: picture.count() == 0, SETTLE_MS / 1000 + 10, 0.1,
+                 text=lambda: f"the caption left alone was not written as text: {caption.inner_html()!r}")
+        assert abs(caption.bounding_box()["width"] - text_width) <= 1, "the line changed its width as text again"
+    finally:
+        page.evaluate("() => document.getElementById('as-wide-as-content').remove()")
 
 
 def _drawing_fails(page: Any, batch: int, cdp: Any) -> None:

@@ -57,7 +57,7 @@ export class CaptionLine {
   constructor(private holder: HTMLElement) {
     this.canvas.classList.add('workbench-caption-picture');
     this.canvas.setAttribute('role', 'img');
-    Object.assign(this.canvas.style, { display: 'block', width: '100%' });
+    this.canvas.style.display = 'block';
     if (typeof ResizeObserver !== 'undefined') {
       this.observer = new ResizeObserver(entries => {
         this.width = entries[entries.length - 1].contentRect.width;
@@ -147,8 +147,15 @@ export class CaptionLine {
     if (this.canvas.parentElement !== this.holder) {
       this.holder.replaceChildren(this.canvas);
     }
-    if (this.canvas.style.height !== `${line}px`) {
-      this.canvas.style.height = `${line}px`;
+    // As wide as the line was when drawn, not `100%`: where the line is as wide as its
+    // content (a grid in a flex row, as in the replay panel or an HBox), a picture of no
+    // width of its own would narrow the line below its text's width, and the text no
+    // longer fit it. The line's width follows the text it held until a wider caption comes
+    // (as HTML, once) or the line is resized (the observer draws it again at its width).
+    for (const [key, css] of [['width', `${this.width}px`], ['height', `${line}px`]] as const) {
+      if (this.canvas.style[key] !== css) {
+        this.canvas.style[key] = css;
+      }
     }
     this.renderer.transferFromImageBitmap(offscreen.transferToImageBitmap());
     if (this.canvas.getAttribute('aria-label') !== text) {
