@@ -431,6 +431,13 @@ SETTLE_MS = 3000
 CAPTION_SHARE = 0.005
 
 
+def _wait_until_settled(caption: Any, text: str) -> None:
+    """Wait until the caption line, left alone for ``SETTLE_MS``, holds ``text`` as text, not a picture."""
+    wait_for(lambda: caption.locator("canvas").count() == 0 and caption.text_content() == text,
+             SETTLE_MS / 1000 + 10, 0.1,
+             text=lambda: f"the caption left alone was not written as text: {caption.inner_html()!r}")
+
+
 def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
     """``canvas``: a caption of text alone is drawn as a picture, its text the picture's
     accessible name; left alone (no caption after it for ``SETTLE_MS``, as when a stream
@@ -448,8 +455,7 @@ def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
              text=lambda: f"the caption is not a picture reading {PLAIN_TEXT!r}: {caption.inner_html()!r}")
     assert picture.get_attribute("role") == "img" and caption.text_content() == "", caption.inner_html()
     drawn = caption.screenshot()
-    wait_for(lambda: picture.count() == 0 and caption.text_content() == PLAIN_TEXT, SETTLE_MS / 1000 + 10, 0.1,
-             text=lambda: f"the caption left alone was not written as text: {caption.inner_html()!r}")
+    _wait_until_settled(caption, PLAIN_TEXT)
     written = caption.screenshot()
     share = _differing(drawn, written)
     if share > CAPTION_SHARE:
@@ -511,8 +517,7 @@ def _caption_keeps_a_line_as_wide_as_its_text(page: Any) -> None:
             f"the caption's picture was swapped {swaps} times in 0.5 s with no caption after it: {caption.inner_html()!r}")
         drawn_width = caption.bounding_box()["width"]
         assert abs(drawn_width - text_width) <= 1, f"the line {text_width} px wide as text, {drawn_width} as a picture"
-        wait_for(lambda: picture.count() == 0, SETTLE_MS / 1000 + 10, 0.1,
-                 text=lambda: f"the caption left alone was not written as text: {caption.inner_html()!r}")
+        _wait_until_settled(caption, text)
         assert abs(caption.bounding_box()["width"] - text_width) <= 1, "the line changed its width as text again"
     finally:
         page.evaluate("() => document.getElementById('as-wide-as-content').remove()")

@@ -152,10 +152,11 @@ export class CaptionLine {
     // width of its own would narrow the line below its text's width, and the text no
     // longer fit it. The line's width follows the text it held until a wider caption comes
     // (as HTML, once) or the line is resized (the observer draws it again at its width).
-    for (const [key, css] of [['width', `${this.width}px`], ['height', `${line}px`]] as const) {
-      if (this.canvas.style[key] !== css) {
-        this.canvas.style[key] = css;
-      }
+    if (this.canvas.style.width !== `${this.width}px`) {
+      this.canvas.style.width = `${this.width}px`;
+    }
+    if (this.canvas.style.height !== `${line}px`) {
+      this.canvas.style.height = `${line}px`;
     }
     this.renderer.transferFromImageBitmap(offscreen.transferToImageBitmap());
     if (this.canvas.getAttribute('aria-label') !== text) {
