@@ -429,11 +429,13 @@ SETTLE_MS = 3000
 #: Share of the caption line's pixels allowed to differ between its picture and the page's text
 #: (glyph edges anti-aliased differently); the same line a pixel lower differs in 8 %.
 CAPTION_SHARE = 0.005
+#: The caption line's picture (caption.ts), inside ``.workbench-chart-caption``.
+PICTURE = "canvas.workbench-caption-picture"
 
 
 def _wait_until_settled(caption: Any, text: str) -> None:
     """Wait until the caption line, left alone for ``SETTLE_MS``, holds ``text`` as text, not a picture."""
-    wait_for(lambda: caption.locator("canvas").count() == 0 and caption.text_content() == text,
+    wait_for(lambda: caption.locator(PICTURE).count() == 0 and caption.text_content() == text,
              SETTLE_MS / 1000 + 10, 0.1,
              text=lambda: f"the caption left alone was not written as text: {caption.inner_html()!r}")
 
@@ -444,7 +446,7 @@ def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
     stops) it is written as text, which must look as the picture did. ``svg`` (no
     ``OffscreenCanvas``): it is text at once."""
     caption = page.locator(".workbench-chart-caption")
-    picture = caption.locator("canvas.workbench-caption-picture")
+    picture = caption.locator(PICTURE)
     page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({PLAIN_CAPTION!r})")
     if draw == "svg":
         wait_for(lambda: caption.text_content() == PLAIN_TEXT, 30, 0.05,
@@ -491,7 +493,7 @@ def _caption_keeps_a_line_as_wide_as_its_text(page: Any) -> None:
     the text would no longer fit it: picture and text swapped with every caption), and
     written as text again it keeps that width too."""
     caption = page.locator(".workbench-chart-caption")
-    picture = caption.locator("canvas.workbench-caption-picture")
+    picture = caption.locator(PICTURE)
     text = html.unescape(WIDE_CAPTION)
     page.evaluate(AS_WIDE_AS_CONTENT)
     try:

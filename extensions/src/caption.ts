@@ -152,11 +152,13 @@ export class CaptionLine {
     // width of its own would narrow the line below its text's width, and the text no
     // longer fit it. The line's width follows the text it held until a wider caption comes
     // (as HTML, once) or the line is resized (the observer draws it again at its width).
-    if (this.canvas.style.width !== `${this.width}px`) {
-      this.canvas.style.width = `${this.width}px`;
+    const cssWidth = `${this.width}px`;
+    const cssHeight = `${line}px`;
+    if (this.canvas.style.width !== cssWidth) {
+      this.canvas.style.width = cssWidth;
     }
-    if (this.canvas.style.height !== `${line}px`) {
-      this.canvas.style.height = `${line}px`;
+    if (this.canvas.style.height !== cssHeight) {
+      this.canvas.style.height = cssHeight;
     }
     this.renderer.transferFromImageBitmap(offscreen.transferToImageBitmap());
     if (this.canvas.getAttribute('aria-label') !== text) {
