@@ -14,7 +14,9 @@ and drives it in headless Chromium. For each arm, in a fresh page and kernel:
   side) to its point being in plotly's own data in the page (``gd.data``, polled every
   animation frame in the page), and the part of it from the batch's record reaching the
   kernel's history (the progress poller's subscription) to that point: the rest is the
-  wait for the next progress poll, which both arms share;
+  wait for the next progress poll, which both arms share. A chart grid puts a message's
+  points into plotly's data when it draws them (``extensions/src/series.ts`` keeps them
+  apart until then), so the point is seen there in the animation frame after it is drawn;
 - **ten monitors**: bytes until ten monitors of one stream are drawn on one page, in a
   window tall enough to show them all (a workbench chart grid out of view gets no points);
 - **re-runs**: the page's JS heap (after a forced garbage collection) before and after
