@@ -17,7 +17,9 @@ its window is full, the axes move on again and the newest points stay inside the
 compared are of charts whose axes moved so. Under a canvas, plotly's move redraws the live lines'
 hidden SVG through their two ends only (the canvas shows every point). The grid's caption names each
 batch only once every chart shows it (the pictures and the caption in one frame); a caption of text
-alone is drawn as a picture, and left alone it becomes text that looks the same. Then the page
+alone is drawn as a picture, and left alone it becomes text that looks the same; under the
+pointer it is text (to select), and a caption sent while the reader's selection holds the line
+waits until the selection is cleared. Then the page
 becomes a HiDPI one (two device pixels to a CSS pixel) and the next batch's pictures must again look
 as plotly draws them, in device pixels. Last, drawing a picture starts to fail: the canvases go and
 each chart's SVG must show the batch's points at once, as plotly draws them, and the next batch's
@@ -381,6 +383,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
 
         _look_as_plotly_draws(page, drawn, "patched")
         _plain_caption_looks_as_the_page_writes_it(page, draw)
+        _caption_under_the_pointer_is_text_and_a_selection_holds_it(page, draw)
         if draw == "canvas":
             _caption_keeps_a_line_as_wide_as_its_text(page)
 
@@ -465,6 +468,72 @@ def _plain_caption_looks_as_the_page_writes_it(page: Any, draw: str) -> None:
         (ARTIFACTS / "caption-as-text.png").write_bytes(written)
     assert share <= CAPTION_SHARE, (f"{share:.2%} of the caption picture's pixels differ from the page's text "
                                     f"(at most {CAPTION_SHARE:.2%}; both pictures in {ARTIFACTS})")
+
+
+#: Count the captions drawn as pictures from now on: a picture put into the caption line, or
+#: the one there drawn again (each picture of a new text names it anew, ``aria-label``).
+JS_COUNT_PICTURES = """() => {
+  const caption = document.querySelector('.workbench-chart-caption');
+  window.captionPictures = 0;
+  window.captionPictureObserver?.disconnect();
+  window.captionPictureObserver = new MutationObserver(records => {
+    for (const record of records) {
+      window.captionPictures += record.type === 'attributes'
+        ? 1 : [...record.addedNodes].filter(node => node.nodeName === 'CANVAS').length;
+    }
+  });
+  window.captionPictureObserver.observe(caption, {childList: true, subtree: true, attributeFilter: ['aria-label']});
+}"""
+
+
+def _caption_under_the_pointer_is_text_and_a_selection_holds_it(page: Any, draw: str) -> None:
+    """With the pointer over the caption line, each caption is written as text (``canvas``:
+    no picture while the pointer stays), which the reader can select; while a selection
+    holds the line, a newer caption waits (the line's ``data-held``) and shows once the
+    selection is cleared; with the pointer gone, captions are pictures again."""
+    caption = page.locator(".workbench-chart-caption")
+    picture = caption.locator(PICTURE)
+    captions = [PLAIN_CAPTION.replace("batch 7", f"batch {n}") for n in (201, 202, 203, 204)]
+    texts = [html.unescape(text) for text in captions]
+    page.mouse.move(1, 1)
+    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[0]!r})")
+    if draw == "canvas":
+        wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == texts[0], 30, 0.05,
+                 text=lambda: f"the caption is not a picture of {texts[0]!r}: {caption.inner_html()!r}")
+    else:
+        wait_for(lambda: caption.text_content() == texts[0], 30, 0.05,
+                 text=lambda: f"the caption does not read {texts[0]!r}: {caption.inner_html()!r}")
+    caption.scroll_into_view_if_needed()
+    caption.hover()
+    page.evaluate(JS_COUNT_PICTURES)
+    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[1]!r})")
+    wait_for(lambda: caption.text_content() == texts[1], 30, 0.05,
+             text=lambda: f"the caption under the pointer does not read {texts[1]!r}: {caption.inner_html()!r}")
+    assert page.evaluate("() => window.captionPictures") == 0, (
+        f"a caption was drawn as a picture under the pointer: {caption.inner_html()!r}")
+
+    page.evaluate("() => getSelection().selectAllChildren(document.querySelector('.workbench-chart-caption'))")
+    assert page.evaluate("() => getSelection().toString()") == texts[1]
+    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[2]!r})")
+    wait_for(lambda: caption.get_attribute("data-held") == "true", 30, 0.05,
+             text=lambda: f"the caption sent during a selection was not held: {caption.inner_html()!r}")
+    assert caption.text_content() == texts[1], f"the selected caption was rewritten: {caption.inner_html()!r}"
+    assert page.evaluate("() => getSelection().toString()") == texts[1], "the selection was lost"
+    assert "selection" in (caption.get_attribute("title") or ""), caption.get_attribute("title")
+    page.evaluate("() => getSelection().removeAllRanges()")
+    wait_for(lambda: caption.text_content() == texts[2] and caption.get_attribute("data-held") is None, 30, 0.05,
+             text=lambda: f"the held caption did not show once the selection went: {caption.inner_html()!r}")
+    assert caption.get_attribute("title") is None, caption.get_attribute("title")
+
+    page.mouse.move(1, 1)
+    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[3]!r})")
+    if draw == "canvas":
+        wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == texts[3], 30, 0.05,
+                 text=lambda: f"the caption with the pointer gone is not a picture: {caption.inner_html()!r}")
+    else:
+        wait_for(lambda: caption.text_content() == texts[3], 30, 0.05,
+                 text=lambda: f"the caption does not read {texts[3]!r}: {caption.inner_html()!r}")
+    page.evaluate("() => window.captionPictureObserver.disconnect()")
 
 
 #: The grid's view a flex row's item, as wide as its content (as the replay panel's monitor is,

@@ -15,6 +15,12 @@
 // than its line, a caption before the page has laid its line out, or a page that draws no
 // pictures (canvas.ts: the browser cannot, or drawing one failed), shows as HTML, as does
 // every caption on a page that asks for it (`data-workbench-caption="html"`, switches.ts).
+//
+// The reader's pointer over the line makes it text at once, and every caption while the
+// pointer stays (as a chart under the pointer is plotly's own, draw.ts): text there to
+// select. While a selection holds part of the line, a newer caption waits (the line says so
+// in `data-held` and its tooltip) and shows when the selection goes: what the reader
+// selected is not rewritten under the mouse.
 
 import { picturesDrawable } from './canvas';
 import { captionSwitch } from './switches';
@@ -53,11 +59,23 @@ export class CaptionLine {
   private observer: ResizeObserver | null = null;
   /** Writes the picture's text as text once no caption followed it for `SETTLE_MS`. */
   private settle: ReturnType<typeof setTimeout> | undefined;
+  /** The pointer is over the line: captions are written as text. */
+  private inside = false;
+  /** The newest caption, held while a selection holds part of the line (null: none held). */
+  private held: string | null = null;
 
   constructor(private holder: HTMLElement) {
     this.canvas.classList.add('workbench-caption-picture');
     this.canvas.setAttribute('role', 'img');
     this.canvas.style.display = 'block';
+    holder.addEventListener('pointerenter', () => {
+      this.inside = true;
+      clearTimeout(this.settle);
+      this.settled();
+    });
+    holder.addEventListener('pointerleave', () => {
+      this.inside = false; // the next caption is a picture again
+    });
     if (typeof ResizeObserver !== 'undefined') {
       this.observer = new ResizeObserver(entries => {
         this.width = entries[entries.length - 1].contentRect.width;
@@ -72,7 +90,16 @@ export class CaptionLine {
   /** Show caption `html` (HTML the kernel made): as a picture where it can be, else as HTML. */
   write(html: string): void {
     clearTimeout(this.settle);
-    const text = captionSwitch() === 'html' ? null : plainText(html);
+    if (this.selected()) {
+      if (this.held === null) {
+        this.holder.dataset.held = 'true';
+        this.holder.title = 'A newer caption shows when the selection is cleared';
+        document.addEventListener('selectionchange', this.onSelection);
+      }
+      this.held = html;
+      return;
+    }
+    const text = captionSwitch() === 'html' || this.inside ? null : plainText(html);
     if (text !== null && this.draw(text)) {
       this.drawn = text;
       this.settle = setTimeout(this.settled, SETTLE_MS);
@@ -85,7 +112,27 @@ export class CaptionLine {
   dispose(): void {
     clearTimeout(this.settle);
     this.observer?.disconnect();
+    document.removeEventListener('selectionchange', this.onSelection);
   }
+
+  /** Whether the page's selection holds part of the line (a caption would rewrite it). */
+  private selected(): boolean {
+    const selection = document.getSelection();
+    return !!selection && !selection.isCollapsed && selection.containsNode(this.holder, true);
+  }
+
+  /** The selection changed while a caption is held: once it holds none of the line, show it. */
+  private onSelection = (): void => {
+    if (this.held === null || this.selected()) {
+      return;
+    }
+    const html = this.held;
+    this.held = null;
+    document.removeEventListener('selectionchange', this.onSelection);
+    delete this.holder.dataset.held;
+    this.holder.removeAttribute('title');
+    this.write(html);
+  };
 
   /** The picture's text written as text, in place of the picture. */
   private settled = (): void => {
