@@ -87,7 +87,10 @@ export class CaptionLine {
     }
   }
 
-  /** Show caption `html` (HTML the kernel made): as a picture where it can be, else as HTML. */
+  /**
+   * Show caption `html` (HTML the kernel made): as a picture where it can be, else as HTML;
+   * as HTML while the pointer is over the line; not yet while a selection holds the line.
+   */
   write(html: string): void {
     clearTimeout(this.settle);
     if (this.selected()) {
