@@ -39,6 +39,11 @@ differences, so every variant is measured in every round, one after the other):
 - **HiDPI**: the page as is on a HiDPI screen (device-pixel ratio 2: the canvases'
   pictures, the SVG's raster and the compositor's frames have four times the pixels);
   **HiDPI svg patches**: the SVG patches there;
+- **pointer on a chart**: the pointer resting on the middle of the *Rates* chart (its new
+  points then written into its SVG, under plotly's hover label, not into its canvas);
+  **pointer on a chart by plotly**: the same with plotly drawing each of that chart's
+  updates (``data-workbench-pointer="plotly"``, as until 2026-12-06); **pointer on the
+  caption**: resting on the caption line over the charts (each caption then written as text);
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
   batch (and the caption is hidden), and a hidden Streams panel's page a snapshot per batch
@@ -120,6 +125,17 @@ VARIANTS = {
     # re-rasterises that layer's tiles rather than the notebook's scrolling layer's.
     "charts layered": ".workbench-chart { will-change: transform; }",
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
+    "pointer on a chart": "",
+    "pointer on a chart by plotly": "",
+    "pointer on the caption": "",
+}
+#: Variant -> what the pointer rests on for its phase (the middle of the first such element;
+#: the others: away from the monitor). Over a chart plotly draws every update (its hover reads
+#: its own data, draw.ts); over the caption line the caption is text (caption.ts).
+POINTERS = {
+    "pointer on a chart": '.workbench-chart[data-chart="rates"]',
+    "pointer on a chart by plotly": '.workbench-chart[data-chart="rates"]',
+    "pointer on the caption": ".workbench-chart-caption",
 }
 
 
@@ -178,6 +194,10 @@ PAGE_VARIANTS = {
     "caption as HTML": ("() => { document.documentElement.dataset.workbenchCaption = 'html'; }",
                         "() => { delete document.documentElement.dataset.workbenchCaption; }"),
     "points and caption not drawn": _draw("none"),
+    # Plotly draws every update of the chart under the pointer (data-workbench-pointer="plotly",
+    # draw.ts), as until 2026-12-06.
+    "pointer on a chart by plotly": ("() => { document.documentElement.dataset.workbenchPointer = 'plotly'; }",
+                                         "() => { delete document.documentElement.dataset.workbenchPointer; }"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),
     "HiDPI svg patches": _draw("svg"),
@@ -275,9 +295,13 @@ def _variant(page: Any, name: str, cdp: Any) -> Iterator[None]:
         print(f"{name}: {page.evaluate(browser_cpu.JS_KERNEL, on)} changed", file=sys.stderr)
     if name in RATIOS:
         set_device_ratio(page, cdp, RATIOS[name])
+    if name in POINTERS:
+        page.locator(POINTERS[name]).first.hover()
     try:
         yield
     finally:
+        if name in POINTERS:
+            page.mouse.move(1, 1)
         if name in RATIOS:
             set_device_ratio(page, cdp, 1.0)
         if off:

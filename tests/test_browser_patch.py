@@ -8,7 +8,9 @@ fit the axes are drawn without a plotly call (``extensions/src/patch.ts``; the c
 (``extensions/src/canvas.ts``; ``data-canvas-draws``), the SVG plotly drew left untouched, or, on a
 page that asks for it, written into that SVG. Then the pointer enters each chart: plotly redraws it
 from its data (its hover reads its own), and the picture must be the one the patches drew, pixel for
-pixel but for anti-aliasing, with the same points in the chart's data. Once the window is full and
+pixel but for anti-aliasing, with the same points in the chart's data. A pointer resting on a chart
+costs no plotly draw per batch (the batch is patched into its SVG, under plotly's hover label);
+plotly catches up once when the pointer moves, and its hover shows the new batch. Once the window is full and
 moves on, a patched batch changes no SVG shape (canvas), or only a few shapes per trace (the browser
 repaints only those): the newest and oldest part of each line, the shape of the batch that left
 reused for the new one, not every point's. When the points pass the axes' room, plotly moves the
@@ -93,7 +95,7 @@ JS_CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.workbenc
   div.dataset.chart,
   {full: Number(div.dataset.fullDraws || 0), points: Number(div.dataset.pointDraws || 0),
    patched: Number(div.dataset.patchedDraws || 0), axis: Number(div.dataset.axisDraws || 0),
-   canvas: Number(div.dataset.canvasDraws || 0),
+   pointer: Number(div.dataset.pointerDraws || 0), canvas: Number(div.dataset.canvasDraws || 0),
    x: div.data ? div.data.map(trace => Array.from(trace.x || [])) : []}]))"""
 
 JS_KERNEL_RUN = """async (code) => {
@@ -180,7 +182,8 @@ JS_WATCH_CAPTION = """() => {
       div.dataset.chart,
       {newest: div.data[0].x[div.data[0].x.length - 1],
        pictures: Number(div.dataset.canvasDraws || 0),
-       asked: Number(div.dataset.patchedDraws || 0) + Number(div.dataset.axisDraws || 0)}]))
+       asked: Number(div.dataset.patchedDraws || 0) - Number(div.dataset.pointerDraws || 0)
+              + Number(div.dataset.axisDraws || 0)}]))
   })).observe(caption, {subtree: true, childList: true, characterData: true});
 }"""
 
@@ -210,8 +213,10 @@ def _charts(page: Any) -> dict[str, Any]:
 
 
 def _wait_for_pictures(page: Any) -> None:
-    """Wait until every chart's canvas holds the pictures its patched batches and axis moves asked for."""
-    wait_for(lambda: all(c["canvas"] == c["patched"] + c["axis"] for c in _charts(page).values()), 10, 0.05,
+    """Wait until every chart's canvas holds the pictures its patched batches (but those under
+    the pointer, written into the SVG) and axis moves asked for."""
+    wait_for(lambda: all(c["canvas"] == c["patched"] - c["pointer"] + c["axis"] for c in _charts(page).values()),
+             10, 0.05,
              text=lambda: f"pictures asked for did not reach the canvases: {_charts(page)}")
 
 
@@ -316,7 +321,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
             canvases = page.locator(f'.workbench-chart[data-chart="{key}"] canvas.workbench-trace-canvas').count()
             if draw == "canvas":
                 # Every patched batch, and each batch that moved the axes alone, drew the canvas.
-                assert chart["canvas"] == chart["patched"] + chart["axis"] and canvases == 1, (
+                assert chart["pointer"] == 0 and chart["canvas"] == chart["patched"] + chart["axis"] and canvases == 1, (
                     f"{key}: patched batches not drawn in the chart's canvas ({canvases} canvases): {chart}")
             else:
                 assert chart["canvas"] == 0 and canvases == 0, (
@@ -403,6 +408,7 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
                  text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
         # Plotly draws the chart under the pointer: no picture lies over its hover label.
         assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: the canvas still shows a picture while hovered"
+        last = _a_resting_pointer_costs_no_plotly_draw(page, last + 1, draw)
 
         # A HiDPI screen, two device pixels to a CSS pixel: the next batch is drawn at the
         # page's new ratio (the canvas's picture in device pixels, crisp bars snapped to them)
@@ -422,6 +428,54 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
 
         if draw == "canvas":
             _drawing_fails(page, last + 1, cdp)
+
+
+#: The upper end of a chart's batch axis.
+JS_X_END = """(key) => document.querySelector(`.workbench-chart[data-chart="${key}"]`)._fullLayout.xaxis.range[1]"""
+
+
+def _hover_newest(page: Any, key: str) -> Any:
+    """Move the pointer onto the newest point of chart ``key``; its hover layer."""
+    div = page.locator(f'.workbench-chart[data-chart="{key}"]')
+    box = div.bounding_box()
+    x, y = page.evaluate(JS_NEWEST_POINT, key)
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    return div.locator(".hoverlayer")
+
+
+def _a_resting_pointer_costs_no_plotly_draw(page: Any, newest: int, draw: str) -> int:
+    """The pointer resting on the *rates* chart (on batch ``newest``): the next batch is
+    patched into the chart's SVG, not drawn by plotly (no full draw; no picture over plotly's
+    hover label); once the pointer moves, plotly draws the chart from its data once, and
+    its hover shows the new batch. Returns the newest batch sent."""
+    if page.evaluate(JS_X_END, "rates") < newest + 3:
+        # Room on the batch axis first (the pointer away): a batch past the axes is drawn in full.
+        page.mouse.move(1, 1)
+        while page.evaluate(JS_X_END, "rates") < newest + 3:
+            newest += 1
+            _send(page, newest, draw)
+        hover = _hover_newest(page, "rates")
+        wait_for(lambda: f"{newest}" in hover.text_content(), 10, 0.1,
+                 text=lambda: f"hovering batch {newest} shows {hover.text_content()!r}")
+    before = _charts(page)["rates"]
+    sent = newest + 1
+    page.evaluate(JS_KERNEL_RUN, f"send({sent})")
+    wait_for(lambda: _charts(page)["rates"]["x"][0][-1] == sent, 30, 0.05,
+             text=lambda: f"batch {sent} not in the rates chart under the pointer: {_charts(page)['rates']}")
+    now = _charts(page)["rates"]
+    assert now["full"] == before["full"] and now["patched"] == before["patched"] + 1, (
+        f"rates: a batch under the resting pointer was not patched without plotly: {before} -> {now}")
+    assert now["pointer"] == before["pointer"] + 1 and now["canvas"] == before["canvas"], (
+        f"rates: a batch under the pointer was not written into the SVG alone: {before} -> {now}")
+    assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: a picture covers plotly's hover label under the pointer"
+    lines = page.evaluate(JS_SVG_LINE_POINTS, "rates")
+    assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: under the pointer the SVG lines hold {lines} points"
+    hover = _hover_newest(page, "rates")
+    wait_for(lambda: f"{sent}" in hover.text_content(), 10, 0.1,
+             text=lambda: f"hovering batch {sent} after the pointer moved shows {hover.text_content()!r}")
+    moved = _charts(page)["rates"]
+    assert moved["full"] == before["full"] + 1, f"rates: plotly did not catch up once when the pointer moved: {moved}"
+    return sent
 
 
 #: A caption of text alone (an entity in its HTML), as a monitor's, and the text it reads.

@@ -6,10 +6,13 @@
 //
 // A full plotly draw (`react`, `extendTraces`, `restyle`) recomputes and redraws the whole
 // chart: defaults, axes, ticks, legend, margins, with a forced layout per text it measures.
-// New points alone are written straight into the SVG plotly drew (patch.ts), or, for what
-// that does not know and while the pointer is over the chart (plotly's hover reads its own
-// data), take plotly's animation path (`Plotly.animate` with no transition and no redraw),
-// which redraws only the traces. For either the axes must not need to move: the axes of
+// New points alone are drawn without plotly (patch.ts: a picture in a canvas over the
+// chart, canvas.ts, or written into the SVG plotly drew), or, for what that does not know,
+// take plotly's animation path (`Plotly.animate` with no transition and no redraw), which
+// redraws only the traces. Under the pointer they are written into the SVG (plotly's hover
+// labels stay over them), and plotly's own data, which its hover reads, catches up when
+// the pointer moves (one redraw a batch at most): a pointer resting on a chart costs the
+// page no plotly draw per batch. For either the axes must not need to move: the axes of
 // live charts get ranges with room to grow (ranges.ts), and a full draw happens only when
 // the points leave them (or the spec, the traces or the empty state change). An axis the
 // user zoomed or panned keeps the user's range until autoscaled.
@@ -17,7 +20,7 @@
 import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
 import { IAxes, liveRanges, within } from './ranges';
-import { drawSwitch, movesWithAllPoints } from './switches';
+import { drawSwitch, movesWithAllPoints, pointerPlotly } from './switches';
 import type { IChartSpec, ISeries, ITrace } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -41,7 +44,7 @@ interface IDrawn extends IAxes {
   epoch: number;
   /** Points were patched in since plotly last drew: its hover data is behind. */
   patched: boolean;
-  /** The pointer is over the chart: plotly draws every update (hover, zoom). */
+  /** The pointer is over the chart: points are patched into the SVG, not a canvas (hover, zoom). */
   inside: boolean;
 }
 
@@ -75,9 +78,10 @@ function draws(): 'plotly' | 'full-axes' | 'fixed-axes' | 'patch' {
 /**
  * Counts the draws per kind on the chart, for tests and benches: `data-full-draws` (plotly
  * drew it all), `data-point-draws` (new points alone), and of those `data-patched-draws`
- * (written into the SVG without plotly), `data-axis-draws` (moved axes, see moveAxes).
+ * (drawn without plotly), of which `data-pointer-draws` into the SVG under the pointer (no
+ * picture), and `data-axis-draws` (moved axes, see moveAxes).
  */
-function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws' | 'axisDraws'): void {
+function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws' | 'pointerDraws' | 'axisDraws'): void {
   div.dataset[kind] = String(Number(div.dataset[kind] ?? 0) + 1);
 }
 
@@ -122,15 +126,19 @@ export function drawChart(
   const asked = draws();
   const fixed = pointsOnly && before.patched && asked === 'fixed-axes';
   if (pointsOnly && (fixed || within(before, spec.layout, traces, window))) {
-    // They fit the axes: write them into the SVG, or redraw the traces alone with plotly;
+    // They fit the axes: draw them without plotly, or redraw the traces alone with plotly;
     // when plotly has yet to make a shape they need (a line that had no points at its last
     // full draw), draw in full below, which makes it.
-    const patched = !before.inside && asked !== 'plotly' ? patchPoints(gd, traces, live) : 'plotly';
+    const byPlotly = asked === 'plotly' || (before.inside && pointerPlotly());
+    const patched = byPlotly ? 'plotly' : patchPoints(gd, traces, live, before.inside);
     if (patched !== 'missing') {
       count(div, 'pointDraws');
       before.patched = patched === 'patched';
       if (before.patched) {
         count(div, 'patchedDraws');
+        if (before.inside) {
+          count(div, 'pointerDraws');
+        }
         return;
       }
       releaseCanvas(div);
@@ -201,6 +209,8 @@ export function drawChart(
     gd.on('plotly_relayout', (event: Record<string, unknown>) => onRelayout(div, event));
     div.addEventListener('pointerenter', () => onPointer(plotly, div, true));
     div.addEventListener('pointerleave', () => onPointer(plotly, div, false));
+    // Before plotly's own handlers (capture): its hover then reads points it has drawn.
+    div.addEventListener('pointermove', event => onPointerMove(plotly, div, event), { capture: true });
   }
   drawn.set(div, state);
 }
@@ -315,7 +325,8 @@ function present(point: any): boolean {
 /**
  * The pointer entered or left the chart. Plotly's hover and zoom read its own calc data,
  * which patched points leave behind: on entering, plotly redraws the chart from its data
- * once, and draws every update while the pointer stays.
+ * (and without the canvas, so that its hover labels show over the points); while the
+ * pointer stays, new points are patched into that SVG (drawChart).
  */
 function onPointer(plotly: Plotly, div: HTMLElement, inside: boolean): void {
   const state = drawn.get(div);
@@ -323,7 +334,26 @@ function onPointer(plotly: Plotly, div: HTMLElement, inside: boolean): void {
     return;
   }
   state.inside = inside;
-  if (inside && state.patched) {
+  if (inside) {
+    catchUp(plotly, div, state);
+  }
+}
+
+/**
+ * The pointer moved over the chart: plotly's hover is about to read its data, so points
+ * patched in since plotly last drew are drawn by plotly first (once for all of them). Not
+ * while a button is down: plotly's zoom or pan then owns the chart, and draws it when done.
+ */
+function onPointerMove(plotly: Plotly, div: HTMLElement, event: PointerEvent): void {
+  const state = drawn.get(div);
+  if (state && state.inside && event.buttons === 0) {
+    catchUp(plotly, div, state);
+  }
+}
+
+/** Plotly redraws the chart from its data, if points were patched in since it last drew. */
+function catchUp(plotly: Plotly, div: HTMLElement, state: IDrawn): void {
+  if (state.patched) {
     state.patched = false;
     releaseCanvas(div);
     plotly.redraw(div);

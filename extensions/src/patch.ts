@@ -69,14 +69,16 @@ class Declined extends Error {}
 /**
  * Draw the live traces' new points into `gd` (a chart plotly drew); nothing is written
  * unless it answers 'patched'. `traces` are the chart's traces with their points, `live`
- * the indexes of the live ones.
+ * the indexes of the live ones. `svg`: into the SVG plotly drew even where a canvas could
+ * show them (under the pointer, where plotly's hover labels must stay over the points).
  */
-export function patchPoints(gd: any, traces: ITrace[], live: number[]): PatchResult {
+export function patchPoints(gd: any, traces: ITrace[], live: number[], svg = false): PatchResult {
   try {
     // The `none` switch: nothing drawn, the points only kept (what bench_browser_parts.py
     // measures).
     if (drawSwitch() !== 'none') {
-      const scene: IScene | null = canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
+      const scene: IScene | null =
+        !svg && canvasWanted() ? { bars: new Map(), lines: new Map(), hidden: [], ok: true } : null;
       const writes = plan(gd, traces, live, scene);
       const layers = scene?.ok ? [...sorted(scene.bars), ...sorted(scene.lines)] : null;
       if (!scene || !layers || !drawCanvas(gd, layers, scene.hidden, () => rewriteSvg(gd, live))) {

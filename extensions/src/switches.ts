@@ -14,6 +14,8 @@
 //   of the live traces under the canvas, not only their ends.
 // - `data-workbench-caption` (caption.ts): `html` shows every grid's caption as HTML, not as
 //   a picture.
+// - `data-workbench-pointer` (draw.ts): `plotly` has plotly draw every update of a chart under
+//   the pointer (as until 2026-12-06), instead of patching it into the chart's SVG.
 // - `data-workbench-passes` (charts.ts): a fixed gap between the page's draw passes, in ms,
 //   or `frame` for the frame after an update arrives, instead of a gap that grows with the
 //   grids drawing.
@@ -47,4 +49,9 @@ export function passGapAsked(): number | null {
 /** How the page asked for the grids' captions to show: `html`, or `default` (a picture where it can be). */
 export function captionSwitch(): 'default' | 'html' {
   return document.documentElement.dataset.workbenchCaption === 'html' ? 'html' : 'default';
+}
+
+/** Whether the page asked plotly to draw every update of a chart under the pointer. */
+export function pointerPlotly(): boolean {
+  return document.documentElement.dataset.workbenchPointer === 'plotly';
 }
