@@ -130,8 +130,9 @@ VARIANTS = {
     "pointer on the caption": "",
 }
 #: Variant -> what the pointer rests on for its phase (the middle of the first such element;
-#: the others: away from the monitor). Over a chart plotly draws every update (its hover reads
-#: its own data, draw.ts); over the caption line the caption is text (caption.ts).
+#: the others: away from the monitor). Over a chart its new points go into its SVG, and plotly
+#: draws it from its data when the pointer moves (draw.ts); over the caption line the caption
+#: is text (caption.ts).
 POINTERS = {
     "pointer on a chart": '.workbench-chart[data-chart="rates"]',
     "pointer on a chart by plotly": '.workbench-chart[data-chart="rates"]',
@@ -197,7 +198,7 @@ PAGE_VARIANTS = {
     # Plotly draws every update of the chart under the pointer (data-workbench-pointer="plotly",
     # draw.ts), as until 2026-12-06.
     "pointer on a chart by plotly": ("() => { document.documentElement.dataset.workbenchPointer = 'plotly'; }",
-                                         "() => { delete document.documentElement.dataset.workbenchPointer; }"),
+                                     "() => { delete document.documentElement.dataset.workbenchPointer; }"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),
     "HiDPI svg patches": _draw("svg"),

@@ -398,12 +398,8 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         page.evaluate(JS_KERNEL_RUN, f"send({last + 1})")
         wait_for(lambda: _charts(page)["rates"]["patched"] > drawn["rates"]["patched"], 30, 0.05,
                  text=lambda: f"the next batch was not patched in: {_charts(page)['rates']}")
-        div = page.locator('.workbench-chart[data-chart="rates"]')
-        div.scroll_into_view_if_needed()
-        box = div.bounding_box()
-        x, y = page.evaluate(JS_NEWEST_POINT, "rates")
-        page.mouse.move(box["x"] + x, box["y"] + y)
-        hover = div.locator(".hoverlayer")
+        page.locator('.workbench-chart[data-chart="rates"]').scroll_into_view_if_needed()
+        hover = _hover_newest(page, "rates")
         wait_for(lambda: f"{last + 1}" in hover.text_content(), 10, 0.1,
                  text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
         # Plotly draws the chart under the pointer: no picture lies over its hover label.
@@ -549,14 +545,18 @@ def _caption_under_the_pointer_is_text_and_a_selection_holds_it(page: Any, draw:
     picture = caption.locator(PICTURE)
     captions = [PLAIN_CAPTION.replace("batch 7", f"batch {n}") for n in (201, 202, 203, 204)]
     texts = [html.unescape(text) for text in captions]
-    page.mouse.move(1, 1)
-    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[0]!r})")
-    if draw == "canvas":
-        wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == texts[0], 30, 0.05,
-                 text=lambda: f"the caption is not a picture of {texts[0]!r}: {caption.inner_html()!r}")
-    else:
-        wait_for(lambda: caption.text_content() == texts[0], 30, 0.05,
-                 text=lambda: f"the caption does not read {texts[0]!r}: {caption.inner_html()!r}")
+
+    def shown_away_from_the_pointer(index: int) -> None:
+        page.mouse.move(1, 1)
+        page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[index]!r})")
+        if draw == "canvas":
+            wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == texts[index], 30, 0.05,
+                     text=lambda: f"the caption is not a picture of {texts[index]!r}: {caption.inner_html()!r}")
+        else:
+            wait_for(lambda: caption.text_content() == texts[index], 30, 0.05,
+                     text=lambda: f"the caption does not read {texts[index]!r}: {caption.inner_html()!r}")
+
+    shown_away_from_the_pointer(0)
     caption.scroll_into_view_if_needed()
     caption.hover()
     page.evaluate(JS_COUNT_PICTURES)
@@ -579,14 +579,7 @@ def _caption_under_the_pointer_is_text_and_a_selection_holds_it(page: Any, draw:
              text=lambda: f"the held caption did not show once the selection went: {caption.inner_html()!r}")
     assert caption.get_attribute("title") is None, caption.get_attribute("title")
 
-    page.mouse.move(1, 1)
-    page.evaluate(JS_KERNEL_RUN, f"grid.set_caption({captions[3]!r})")
-    if draw == "canvas":
-        wait_for(lambda: picture.count() == 1 and picture.get_attribute("aria-label") == texts[3], 30, 0.05,
-                 text=lambda: f"the caption with the pointer gone is not a picture: {caption.inner_html()!r}")
-    else:
-        wait_for(lambda: caption.text_content() == texts[3], 30, 0.05,
-                 text=lambda: f"the caption does not read {texts[3]!r}: {caption.inner_html()!r}")
+    shown_away_from_the_pointer(3)  # a picture again with the pointer gone
     page.evaluate("() => window.captionPictureObserver.disconnect()")
 
 
