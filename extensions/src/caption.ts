@@ -17,8 +17,7 @@
 // every caption on a page that asks for it (`data-workbench-caption="html"`, switches.ts).
 //
 // The reader's pointer over the line makes it text at once, and every caption while the
-// pointer stays (as a chart under the pointer is plotly's own, draw.ts): text there to
-// select. While a selection holds part of the line, a newer caption waits (the line says so
+// pointer stays: text there to select. While a selection holds part of the line, a newer caption waits (the line says so
 // in `data-held` and its tooltip) and shows when the selection goes: what the reader
 // selected is not rewritten under the mouse.
 
