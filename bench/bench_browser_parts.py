@@ -42,7 +42,9 @@ differences, so every variant is measured in every round, one after the other):
 - **pointer on a chart**: the pointer resting on the middle of the *Rates* chart (its new
   points then written into its SVG, under plotly's hover label, not into its canvas);
   **pointer on a chart by plotly**: the same with plotly drawing each of that chart's
-  updates (``data-workbench-pointer="plotly"``, as until 2026-12-06); **pointer on the
+  updates (``data-workbench-pointer="plotly"``, as until 2026-12-06); **pointer on a chart
+  with axes in full**: the same with plotly drawing that chart in full when its points pass the
+  axes (``data-workbench-pointer="full-axes"``, as until 2026-12-06 16:50); **pointer on the
   caption**: resting on the caption line over the charts (each caption then written as text);
 - **as before**: the monitor and the Streams panel as they were before the status line's
   batch numbers moved into the charts' caption: the kernel sends the status line with each
@@ -127,6 +129,7 @@ VARIANTS = {
     "grid layered": ".workbench-chart-grid { will-change: transform; }",
     "pointer on a chart": "",
     "pointer on a chart by plotly": "",
+    "pointer on a chart with axes in full": "",
     "pointer on the caption": "",
 }
 #: Variant -> what the pointer rests on for its phase (the middle of the first such element;
@@ -136,6 +139,7 @@ VARIANTS = {
 POINTERS = {
     "pointer on a chart": '.workbench-chart[data-chart="rates"]',
     "pointer on a chart by plotly": '.workbench-chart[data-chart="rates"]',
+    "pointer on a chart with axes in full": '.workbench-chart[data-chart="rates"]',
     "pointer on the caption": ".workbench-chart-caption",
 }
 
@@ -199,6 +203,10 @@ PAGE_VARIANTS = {
     # draw.ts), as until 2026-12-06.
     "pointer on a chart by plotly": ("() => { document.documentElement.dataset.workbenchPointer = 'plotly'; }",
                                      "() => { delete document.documentElement.dataset.workbenchPointer; }"),
+    # Plotly draws the chart under the pointer in full when its points pass the axes
+    # (data-workbench-pointer="full-axes", draw.ts), as until 2026-12-06 16:50.
+    "pointer on a chart with axes in full": ("() => { document.documentElement.dataset.workbenchPointer = 'full-axes'; }",
+                                         "() => { delete document.documentElement.dataset.workbenchPointer; }"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),
     "HiDPI svg patches": _draw("svg"),

@@ -9,8 +9,10 @@ fit the axes are drawn without a plotly call (``extensions/src/patch.ts``; the c
 page that asks for it, written into that SVG. Then the pointer enters each chart: plotly redraws it
 from its data (its hover reads its own), and the picture must be the one the patches drew, pixel for
 pixel but for anti-aliasing, with the same points in the chart's data. A pointer resting on a chart
-costs no plotly draw per batch (the batch is patched into its SVG, under plotly's hover label);
-plotly catches up once when the pointer moves, and its hover shows the new batch. Once the window is full and
+costs no plotly draw per batch (the batch is patched into its SVG, under plotly's hover label),
+nor does a batch that passes the axes under it (plotly moves the axes alone, the points are patched
+into the SVG over them); plotly catches up once when the pointer moves, and its hover shows the new
+batch. Once the window is full and
 moves on, a patched batch changes no SVG shape (canvas), or only a few shapes per trace (the browser
 repaints only those): the newest and oldest part of each line, the shape of the batch that left
 reused for the new one, not every point's. When the points pass the axes' room, plotly moves the
@@ -443,9 +445,10 @@ def _a_resting_pointer_costs_no_plotly_draw(page: Any, newest: int, draw: str) -
     """The pointer resting on the *rates* chart (on batch ``newest``): the next batch is
     patched into the chart's SVG, not drawn by plotly (no full draw; no picture over plotly's
     hover label); once the pointer moves, plotly draws the chart from its data once, and
-    its hover shows the new batch. Returns the newest batch sent."""
+    its hover shows the new batch. Then batches until one passes the axes (below). Returns the
+    newest batch sent."""
     if page.evaluate(JS_X_END, "rates") < newest + 3:
-        # Room on the batch axis first (the pointer away): a batch past the axes is drawn in full.
+        # Room on the batch axis first (the pointer away), so that the next batch fits the axes.
         page.mouse.move(1, 1)
         while page.evaluate(JS_X_END, "rates") < newest + 3:
             newest += 1
@@ -453,25 +456,60 @@ def _a_resting_pointer_costs_no_plotly_draw(page: Any, newest: int, draw: str) -
         hover = _hover_newest(page, "rates")
         wait_for(lambda: f"{newest}" in hover.text_content(), 10, 0.1,
                  text=lambda: f"hovering batch {newest} shows {hover.text_content()!r}")
-    before = _charts(page)["rates"]
     sent = newest + 1
-    page.evaluate(JS_KERNEL_RUN, f"send({sent})")
-    wait_for(lambda: _charts(page)["rates"]["x"][0][-1] == sent, 30, 0.05,
-             text=lambda: f"batch {sent} not in the rates chart under the pointer: {_charts(page)['rates']}")
-    now = _charts(page)["rates"]
+    before, now = _send_rates(page, sent)
     assert now["full"] == before["full"] and now["patched"] == before["patched"] + 1, (
         f"rates: a batch under the resting pointer was not patched without plotly: {before} -> {now}")
+    _in_the_svg_then_caught_up(page, sent, before, now, "under the resting pointer")
+    return _axes_move_under_a_resting_pointer(page, sent)
+
+
+def _axes_move_under_a_resting_pointer(page: Any, newest: int) -> int:
+    """The pointer resting on the *rates* chart (on batch ``newest``, plotly caught up): batches
+    until one passes the batch axis's room are patched into the SVG, and that one has plotly move
+    the axes alone (no full draw, no picture), its points patched into the SVG over them; once the
+    pointer moves, plotly draws the chart once and its hover shows that batch. Returns it."""
+    end = page.evaluate(JS_X_END, "rates")
+    for _ in range(100):
+        newest += 1
+        before, now = _send_rates(page, newest)
+        if page.evaluate(JS_X_END, "rates") != end:
+            break
+        assert now["pointer"] == before["pointer"] + 1 and now["full"] == before["full"], (
+            f"rates: batch {newest} under the resting pointer was not patched into the SVG: {before} -> {now}")
+    else:
+        raise AssertionError(f"the rates chart's batch axis did not move in 100 batches: it ends at {end}")
+    assert now["full"] == before["full"] and now["axis"] == before["axis"] + 1, (
+        f"rates: batch {newest} past the axes under the resting pointer was drawn in full: {before} -> {now}")
+    assert page.evaluate(JS_X_END, "rates") > newest, "rates: the newest batch lies past the moved axis"
+    _in_the_svg_then_caught_up(page, newest, before, now, "past the axes under the resting pointer")
+    return newest
+
+
+def _send_rates(page: Any, batch: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send ``batch``: the *rates* chart's counts before, and once its data holds the batch."""
+    before = _charts(page)["rates"]
+    page.evaluate(JS_KERNEL_RUN, f"send({batch})")
+    wait_for(lambda: _charts(page)["rates"]["x"][0][-1] == batch, 30, 0.05,
+             text=lambda: f"batch {batch} not in the rates chart under the pointer: {_charts(page)['rates']}")
+    return before, _charts(page)["rates"]
+
+
+def _in_the_svg_then_caught_up(page: Any, batch: int, before: dict[str, Any], now: dict[str, Any],
+                               what: str) -> None:
+    """Batch ``batch`` (the counts ``before`` and ``now``) was written into the *rates* chart's SVG
+    alone, the whole window in its lines and no picture over plotly's hover label; once the pointer
+    moves onto it, plotly draws the chart once and its hover shows the batch."""
     assert now["pointer"] == before["pointer"] + 1 and now["canvas"] == before["canvas"], (
-        f"rates: a batch under the pointer was not written into the SVG alone: {before} -> {now}")
+        f"rates: batch {batch} {what} was not written into the SVG alone: {before} -> {now}")
     assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: a picture covers plotly's hover label under the pointer"
     lines = page.evaluate(JS_SVG_LINE_POINTS, "rates")
-    assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: under the pointer the SVG lines hold {lines} points"
+    assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: {what} the SVG lines hold {lines} points"
     hover = _hover_newest(page, "rates")
-    wait_for(lambda: f"{sent}" in hover.text_content(), 10, 0.1,
-             text=lambda: f"hovering batch {sent} after the pointer moved shows {hover.text_content()!r}")
+    wait_for(lambda: f"{batch}" in hover.text_content(), 10, 0.1,
+             text=lambda: f"hovering batch {batch} after the pointer moved shows {hover.text_content()!r}")
     moved = _charts(page)["rates"]
-    assert moved["full"] == before["full"] + 1, f"rates: plotly did not catch up once when the pointer moved: {moved}"
-    return sent
+    assert moved["full"] == now["full"] + 1, f"rates: plotly did not catch up once when the pointer moved: {moved}"
 
 
 #: A caption of text alone (an entity in its HTML), as a monitor's, and the text it reads.

@@ -20,7 +20,7 @@
 import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
 import { IAxes, liveRanges, within } from './ranges';
-import { drawSwitch, movesWithAllPoints, pointerPlotly } from './switches';
+import { drawSwitch, movesWithAllPoints, pointerSwitch } from './switches';
 import type { IChartSpec, ISeries, ITrace } from './series';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -78,8 +78,8 @@ function draws(): 'plotly' | 'full-axes' | 'fixed-axes' | 'patch' {
 /**
  * Counts the draws per kind on the chart, for tests and benches: `data-full-draws` (plotly
  * drew it all), `data-point-draws` (new points alone), and of those `data-patched-draws`
- * (drawn without plotly), of which `data-pointer-draws` into the SVG under the pointer (no
- * picture), and `data-axis-draws` (moved axes, see moveAxes).
+ * (drawn without plotly), and `data-axis-draws` (moved axes, see moveAxes); of both,
+ * `data-pointer-draws` counts those written into the SVG under the pointer (no picture).
  */
 function count(div: HTMLElement, kind: 'fullDraws' | 'pointDraws' | 'patchedDraws' | 'pointerDraws' | 'axisDraws'): void {
   div.dataset[kind] = String(Number(div.dataset[kind] ?? 0) + 1);
@@ -129,7 +129,7 @@ export function drawChart(
     // They fit the axes: draw them without plotly, or redraw the traces alone with plotly;
     // when plotly has yet to make a shape they need (a line that had no points at its last
     // full draw), draw in full below, which makes it.
-    const byPlotly = asked === 'plotly' || (before.inside && pointerPlotly());
+    const byPlotly = asked === 'plotly' || (before.inside && pointerSwitch() === 'plotly');
     const patched = byPlotly ? 'plotly' : patchPoints(gd, traces, live, before.inside);
     if (patched !== 'missing') {
       count(div, 'pointDraws');
@@ -151,10 +151,14 @@ export function drawChart(
       Promise.resolve(update).catch(() => undefined);
       return;
     }
-  } else if (pointsOnly && before.patched && !before.inside && asked === 'patch') {
-    // They left the axes, and the points before were patched: move the axes alone.
+  } else if (pointsOnly && before.patched && asked === 'patch' && !(before.inside && pointerSwitch() !== 'default')) {
+    // They left the axes, and the points before were patched: move the axes alone (under
+    // the pointer too, the points then patched into the SVG, as above).
     if (moveAxes(plotly, gd, before, spec.layout, traces, live, window)) {
       count(div, 'axisDraws');
+      if (before.inside) {
+        count(div, 'pointerDraws');
+      }
       return;
     }
   }
@@ -242,8 +246,9 @@ function onlyPointsChanged(
  * New points that left the axes of a chart drawn by patches: plotly moves the axes
  * (`relayout` of their ranges: ticks, grid and its own, older points, about half the script
  * of a full draw, which also recomputes every default and trace), then the new points are
- * patched in over them. False when the ranges did not change or the points cannot be
- * patched: the caller then draws in full.
+ * patched in over them (into the SVG under the pointer, where plotly's hover label shows).
+ * False when the ranges did not change or the points cannot be patched: the caller then
+ * draws in full.
  */
 function moveAxes(
   plotly: Plotly,
@@ -273,21 +278,22 @@ function moveAxes(
     Promise.resolve(plotly.relayout(gd, update)).catch(() => {
       state.stale = true;
     });
-  if (canvasShown(gd) && !movesWithAllPoints()) {
+  if ((canvasShown(gd) || state.inside) && !movesWithAllPoints()) {
     withEnds(gd, live, move);
   } else {
     move();
   }
-  return patchPoints(gd, traces, live) === 'patched';
+  return patchPoints(gd, traces, live, state.inside) === 'patched';
 }
 
 /**
  * Call `during` (plotly's move of the axes) with plotly's calc data of the live traces cut
  * to their first and last points, then put back. A move redraws every trace with the axes,
  * each point's shape and style (about three fifths of the move's script), but a chart drawn
- * in its canvas hides its live traces' SVG under it: plotly then keeps two points of each,
- * enough for every shape the patches look for (a line's path, a marker, a bar, a band), and
- * the canvas shows them all. Plotly's next draw of its own (the pointer over the chart, a
+ * in its canvas hides its live traces' SVG under it, and under the pointer the patches write
+ * every point into that SVG right after: plotly then keeps two points of each, enough for
+ * every shape the patches look for (a line's path, a marker, a bar, a band), and the canvas
+ * or the patched SVG shows them all. Plotly's next draw of its own (the pointer over the chart, a
  * full draw) starts from the chart's data again. A trace whose first or last point is
  * missing keeps all its points: with fewer than two, plotly would remove its line.
  * `data-workbench-moves="all-points"` on the page keeps them all (what the bench compares with).

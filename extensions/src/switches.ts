@@ -15,7 +15,9 @@
 // - `data-workbench-caption` (caption.ts): `html` shows every grid's caption as HTML, not as
 //   a picture.
 // - `data-workbench-pointer` (draw.ts): `plotly` has plotly draw every update of a chart under
-//   the pointer (as until 2026-12-06), instead of patching it into the chart's SVG.
+//   the pointer (as until 2026-12-06), instead of patching it into the chart's SVG;
+//   `full-axes` has plotly draw the whole chart under the pointer when its points pass the
+//   axes (as until 2026-12-06 16:50), instead of moving the axes alone.
 // - `data-workbench-passes` (charts.ts): a fixed gap between the page's draw passes, in ms,
 //   or `frame` for the frame after an update arrives, instead of a gap that grows with the
 //   grids drawing.
@@ -51,7 +53,11 @@ export function captionSwitch(): 'default' | 'html' {
   return document.documentElement.dataset.workbenchCaption === 'html' ? 'html' : 'default';
 }
 
-/** Whether the page asked plotly to draw every update of a chart under the pointer. */
-export function pointerPlotly(): boolean {
-  return document.documentElement.dataset.workbenchPointer === 'plotly';
+/**
+ * How the page asked a chart under the pointer to be drawn: `plotly` every update,
+ * `full-axes` in full when its axes move, or `default`.
+ */
+export function pointerSwitch(): 'default' | 'plotly' | 'full-axes' {
+  const asked = document.documentElement.dataset.workbenchPointer;
+  return asked === 'plotly' || asked === 'full-axes' ? asked : 'default';
 }
