@@ -293,8 +293,8 @@ function moveAxes(
  * in its canvas hides its live traces' SVG under it, and under the pointer the patches write
  * every point into that SVG right after: plotly then keeps two points of each, enough for
  * every shape the patches look for (a line's path, a marker, a bar, a band), and the canvas
- * or the patched SVG shows them all. Plotly's next draw of its own (the pointer over the chart, a
- * full draw) starts from the chart's data again. A trace whose first or last point is
+ * or the patched SVG shows them all. Plotly's next draw of its own (the pointer moving over
+ * the chart, a full draw) starts from the chart's data again. A trace whose first or last point is
  * missing keeps all its points: with fewer than two, plotly would remove its line.
  * `data-workbench-moves="all-points"` on the page keeps them all (what the bench compares with).
  */
