@@ -165,6 +165,12 @@ def _draw(how: str) -> tuple[str, str]:
             "() => { delete document.documentElement.dataset.workbenchDraw; }")
 
 
+def _pointer(how: str) -> tuple[str, str]:
+    """A page variant: a chart under the pointer drawn as ``data-workbench-pointer`` = ``how`` asks (draw.ts)."""
+    return (f"() => {{ document.documentElement.dataset.workbenchPointer = '{how}'; }}",
+            "() => { delete document.documentElement.dataset.workbenchPointer; }")
+
+
 TEXT_TICK = "tick.textContent = `tick ${++n}`"
 #: A small box fixed over the page's bottom left corner, outside JupyterLab's widgets.
 FIXED_BOX = "{position: 'fixed', left: '8px', bottom: '8px', zIndex: 10000, height: '20px', "
@@ -201,12 +207,10 @@ PAGE_VARIANTS = {
     "points and caption not drawn": _draw("none"),
     # Plotly draws every update of the chart under the pointer (data-workbench-pointer="plotly",
     # draw.ts), as until 2026-12-06.
-    "pointer on a chart by plotly": ("() => { document.documentElement.dataset.workbenchPointer = 'plotly'; }",
-                                     "() => { delete document.documentElement.dataset.workbenchPointer; }"),
+    "pointer on a chart by plotly": _pointer("plotly"),
     # Plotly draws the chart under the pointer in full when its points pass the axes
     # (data-workbench-pointer="full-axes", draw.ts), as until 2026-12-06 16:50.
-    "pointer on a chart with axes in full": ("() => { document.documentElement.dataset.workbenchPointer = 'full-axes'; }",
-                                         "() => { delete document.documentElement.dataset.workbenchPointer; }"),
+    "pointer on a chart with axes in full": _pointer("full-axes"),
     # New points written into the charts' SVG (as before 2026-12-03) instead of a canvas.
     "svg patches": _draw("svg"),
     "HiDPI svg patches": _draw("svg"),

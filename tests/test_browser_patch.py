@@ -401,12 +401,11 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
         wait_for(lambda: _charts(page)["rates"]["patched"] > drawn["rates"]["patched"], 30, 0.05,
                  text=lambda: f"the next batch was not patched in: {_charts(page)['rates']}")
         page.locator('.workbench-chart[data-chart="rates"]').scroll_into_view_if_needed()
-        hover = _hover_newest(page, "rates")
-        wait_for(lambda: f"{last + 1}" in hover.text_content(), 10, 0.1,
-                 text=lambda: f"hovering batch {last + 1} shows {hover.text_content()!r}")
+        _hover_newest(page, "rates", last + 1)
         # Plotly draws the chart under the pointer: no picture lies over its hover label.
         assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: the canvas still shows a picture while hovered"
         last = _a_resting_pointer_costs_no_plotly_draw(page, last + 1, draw)
+        last = _axes_move_under_a_resting_pointer(page, last)
 
         # A HiDPI screen, two device pixels to a CSS pixel: the next batch is drawn at the
         # page's new ratio (the canvas's picture in device pixels, crisp bars snapped to them)
@@ -432,36 +431,35 @@ def test_patched_points_look_as_plotly_draws_them(lab: LabServer, page: Any, dra
 JS_X_END = """(key) => document.querySelector(`.workbench-chart[data-chart="${key}"]`)._fullLayout.xaxis.range[1]"""
 
 
-def _hover_newest(page: Any, key: str) -> Any:
-    """Move the pointer onto the newest point of chart ``key``; its hover layer."""
+def _hover_newest(page: Any, key: str, batch: int) -> None:
+    """Move the pointer onto the newest point of chart ``key``; wait until its hover shows ``batch``."""
     div = page.locator(f'.workbench-chart[data-chart="{key}"]')
     box = div.bounding_box()
     x, y = page.evaluate(JS_NEWEST_POINT, key)
     page.mouse.move(box["x"] + x, box["y"] + y)
-    return div.locator(".hoverlayer")
+    hover = div.locator(".hoverlayer")
+    wait_for(lambda: f"{batch}" in hover.text_content(), 10, 0.1,
+             text=lambda: f"hovering {key}'s newest point (batch {batch}) shows {hover.text_content()!r}")
 
 
 def _a_resting_pointer_costs_no_plotly_draw(page: Any, newest: int, draw: str) -> int:
     """The pointer resting on the *rates* chart (on batch ``newest``): the next batch is
     patched into the chart's SVG, not drawn by plotly (no full draw; no picture over plotly's
     hover label); once the pointer moves, plotly draws the chart from its data once, and
-    its hover shows the new batch. Then batches until one passes the axes (below). Returns the
-    newest batch sent."""
+    its hover shows the new batch. Returns the newest batch sent."""
     if page.evaluate(JS_X_END, "rates") < newest + 3:
         # Room on the batch axis first (the pointer away), so that the next batch fits the axes.
         page.mouse.move(1, 1)
         while page.evaluate(JS_X_END, "rates") < newest + 3:
             newest += 1
             _send(page, newest, draw)
-        hover = _hover_newest(page, "rates")
-        wait_for(lambda: f"{newest}" in hover.text_content(), 10, 0.1,
-                 text=lambda: f"hovering batch {newest} shows {hover.text_content()!r}")
+        _hover_newest(page, "rates", newest)
     sent = newest + 1
     before, now = _send_rates(page, sent)
     assert now["full"] == before["full"] and now["patched"] == before["patched"] + 1, (
         f"rates: a batch under the resting pointer was not patched without plotly: {before} -> {now}")
     _in_the_svg_then_caught_up(page, sent, before, now, "under the resting pointer")
-    return _axes_move_under_a_resting_pointer(page, sent)
+    return sent
 
 
 def _axes_move_under_a_resting_pointer(page: Any, newest: int) -> int:
@@ -505,9 +503,7 @@ def _in_the_svg_then_caught_up(page: Any, batch: int, before: dict[str, Any], no
     assert page.evaluate(JS_SVG_SHOWN, "rates"), "rates: a picture covers plotly's hover label under the pointer"
     lines = page.evaluate(JS_SVG_LINE_POINTS, "rates")
     assert len(lines) >= 2 and sum(lines) >= 2 * 60, f"rates: {what} the SVG lines hold {lines} points"
-    hover = _hover_newest(page, "rates")
-    wait_for(lambda: f"{batch}" in hover.text_content(), 10, 0.1,
-             text=lambda: f"hovering batch {batch} after the pointer moved shows {hover.text_content()!r}")
+    _hover_newest(page, "rates", batch)
     moved = _charts(page)["rates"]
     assert moved["full"] == now["full"] + 1, f"rates: plotly did not catch up once when the pointer moved: {moved}"
 

@@ -17,9 +17,9 @@
 // every caption on a page that asks for it (`data-workbench-caption="html"`, switches.ts).
 //
 // The reader's pointer over the line makes it text at once, and every caption while the
-// pointer stays: text there to select. While a selection holds part of the line, a newer caption waits (the line says so
-// in `data-held` and its tooltip) and shows when the selection goes: what the reader
-// selected is not rewritten under the mouse.
+// pointer stays: text there to select. While a selection holds part of the line, a newer
+// caption waits (the line says so in `data-held` and its tooltip) and shows when the
+// selection goes: what the reader selected is not rewritten under the mouse.
 
 import { picturesDrawable } from './canvas';
 import { captionSwitch } from './switches';

@@ -13,9 +13,10 @@
 // labels stay over them), and plotly's own data, which its hover reads, catches up when
 // the pointer moves (one redraw a batch at most): a pointer resting on a chart costs the
 // page no plotly draw per batch. For either the axes must not need to move: the axes of
-// live charts get ranges with room to grow (ranges.ts), and a full draw happens only when
-// the points leave them (or the spec, the traces or the empty state change). An axis the
-// user zoomed or panned keeps the user's range until autoscaled.
+// live charts get ranges with room to grow (ranges.ts); when the points leave them, plotly
+// moves the axes alone (moveAxes) and the points are drawn over them as above, and a full
+// draw happens only when that cannot be done (or the spec, the traces or the empty state
+// change). An axis the user zoomed or panned keeps the user's range until autoscaled.
 
 import { canvasShown, releaseCanvas } from './canvas';
 import { patchPoints } from './patch';
@@ -294,8 +295,8 @@ function moveAxes(
  * every point into that SVG right after: plotly then keeps two points of each, enough for
  * every shape the patches look for (a line's path, a marker, a bar, a band), and the canvas
  * or the patched SVG shows them all. Plotly's next draw of its own (the pointer moving over
- * the chart, a full draw) starts from the chart's data again. A trace whose first or last point is
- * missing keeps all its points: with fewer than two, plotly would remove its line.
+ * the chart, a full draw) starts from the chart's data again. A trace whose first or last
+ * point is missing keeps all its points: with fewer than two, plotly would remove its line.
  * `data-workbench-moves="all-points"` on the page keeps them all (what the bench compares with).
  */
 function withEnds(gd: any, live: number[], during: () => void): void {
