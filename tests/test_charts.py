@@ -210,7 +210,8 @@ def test_an_unbuilt_checkout_says_how_to_build(monkeypatch, tmp_path):
     assert text.startswith("export default") and "was not built" in text and "npm run build" in text
 
 
-@pytest.mark.parametrize("module", ["workbench.views.charts", "workbench.views.sparkui", "workbench.views.widget_code"])
+@pytest.mark.parametrize("module", ["workbench.views.charts", "workbench.views.pictures", "workbench.views.sparkui",
+                                    "workbench.views.widget_code"])
 def test_docstring_examples(module):
     import doctest
     import importlib

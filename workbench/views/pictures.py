@@ -4,7 +4,7 @@ A live :class:`~workbench.views.charts.ChartGrid` exists only in a page that run
 only while its kernel lives. :func:`grid_picture` draws the same charts (titles, axes,
 traces, colours, empty messages) as one PNG with matplotlib's Agg backend: no browser and no
 network, so it works under ``jupyter nbconvert --execute`` too. It reads what the grid holds,
-plotly chart specs with their points (:meth:`ChartGrid.figure`), and understands the part of
+plotly chart specs with their points (:meth:`ChartGrid.drawn_spec`), and understands the part of
 plotly's figure format the workbench's charts use: ``scatter`` traces (lines, markers, step
 lines, ``connectgaps``, ``fill="tonexty"`` bands, dashes), stacked ``bar`` traces, several y
 axes stacked by ``domain`` over one batch axis, date axes, and annotations on the paper.
@@ -59,9 +59,7 @@ def grid_picture(grid: Any, *, columns: int = 2) -> bytes:
     >>> grid_picture(grid)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from .charts import figure_spec
-
-    return figures_picture([figure_spec(key, grid.figure(key)) for key in grid.chart_keys()], columns=columns)
+    return figures_picture([grid.drawn_spec(key) for key in grid.chart_keys()], columns=columns)
 
 
 def figures_picture(specs: Sequence[Mapping[str, Any]], *, columns: int = 2) -> bytes:
@@ -154,15 +152,36 @@ def _draw_chart(figure: Any, spec: Mapping[str, Any], cell: tuple[float, float, 
                         _text(note), ha="center", va="center" if not note.get("yanchor") else "bottom",
                         fontsize=font.get("size", 12) * 0.8, color=font.get("color", _TEXT))
     if has_legend:
-        handles, labels = [], []
-        for ax in axes.values():
-            more, names = ax.get_legend_handles_labels()
-            handles += more
-            labels += names
-        if handles:
-            figure.legend(handles, labels, loc="upper center", frameon=False, fontsize=7,
-                          ncol=max(1, int(pixels[0] // 120)), labelcolor=_TEXT,
-                          bbox_to_anchor=(plot[0] + plot[2] / 2, bottom + (bottom_px - 26) * py))
+        columns = max(1, int(pixels[0] // 120))
+        entries = _legend_order([entry for ax in axes.values() for entry in zip(*ax.get_legend_handles_labels())],
+                                layout, traces, columns)
+        if entries:
+            handles, labels = zip(*entries)
+            figure.legend(handles, labels, loc="upper center", frameon=False, fontsize=7, ncol=columns,
+                          labelcolor=_TEXT, bbox_to_anchor=(plot[0] + plot[2] / 2, bottom + (bottom_px - 26) * py))
+
+
+def _legend_order(entries: Sequence[Any], layout: Mapping[str, Any], traces: Sequence[Mapping[str, Any]],
+                  columns: int) -> list[Any]:
+    """Legend entries (in trace order) in the order matplotlib needs to place them as plotly does.
+
+    plotly lists the last trace first by default for stacked bars and for bands filled to
+    the previous trace (unless ``legend.traceorder`` says), and fills a horizontal legend
+    row by row, where matplotlib fills its columns one after the other.
+
+    Examples
+    --------
+    >>> _legend_order(list("abcde"), {"barmode": "stack"}, [{"type": "bar"}], columns=2)
+    ['e', 'c', 'a', 'd', 'b']
+    >>> _legend_order(list("abc"), {}, [{"type": "scatter"}], columns=4)
+    ['a', 'b', 'c']
+    """
+    order = layout.get("legend", {}).get("traceorder")
+    reversed_ = ("reversed" in order) if isinstance(order, str) else any(
+        (t.get("type") == "bar" and layout.get("barmode") == "stack") or t.get("fill") in ("tonextx", "tonexty")
+        for t in traces)
+    listed = list(entries)[::-1] if reversed_ else list(entries)
+    return [entry for column in range(columns) for entry in listed[column::columns]]
 
 
 def _axis_number(name: str) -> int:
@@ -227,7 +246,7 @@ def _draw_traces(axes: Mapping[str, Any], layout: Mapping[str, Any], traces: Seq
         if trace.get("type") == "bar":
             base = [stacks.get((name, xv), 0.0) for xv in x]
             heights = [0.0 if v != v else v for v in y]
-            ax.bar(x, heights, bottom=base, width=0.9, color=colour, label=label, linewidth=0)
+            _bars(ax, x, heights, base, colour, label)
             if layout.get("barmode") == "stack":
                 for xv, b, h in zip(x, base, heights):
                     stacks[(name, xv)] = b + h
@@ -251,6 +270,20 @@ def _draw_traces(axes: Mapping[str, Any], layout: Mapping[str, Any], traces: Seq
                 ax.fill_between(x, below_y, y, color=fill, linewidth=0, alpha=None if trace.get("fillcolor") else 0.3)
         previous[name] = (x, y)
     return dated
+
+
+def _bars(ax: Any, x: Sequence[float], heights: Sequence[float], base: Sequence[float], colour: Any,
+          label: str | None) -> None:
+    """Bars 0.9 wide centred on ``x``, as one collection (``ax.bar`` makes an artist per bar,
+    which was most of a monitor picture's drawing time with its 60 latency bars per part)."""
+    from matplotlib.collections import PolyCollection
+
+    boxes = [((xv - 0.45, b), (xv - 0.45, b + h), (xv + 0.45, b + h), (xv + 0.45, b))
+             for xv, h, b in zip(x, heights, base) if xv == xv]
+    bars = PolyCollection(boxes, facecolors=[colour], linewidths=0, label=label)
+    bars.sticky_edges.y.extend(base)  # as ax.bar: the axis starts at the bars' feet, no margin below
+    ax.add_collection(bars)
+    ax.autoscale_view()
 
 
 def _style_axis(ax: Any, layout: Mapping[str, Any], name: str, *, bottom: bool, dates: bool) -> None:
