@@ -352,10 +352,11 @@ class ChartGrid(anywidget.AnyWidget):
     def drawn_spec(self, key: str) -> dict[str, Any]:
         """Chart ``key`` as a plain spec (``{"key", "layout", "traces"}``) holding the points drawn.
 
-        What :meth:`figure` wraps in plotly's validated objects, without them: the static
-        picture (:func:`~workbench.views.pictures.grid_picture`) draws from this: building
-        and encoding a validated figure took a third of a monitor picture's time. A live
-        chart without points carries the empty message as an annotation.
+        What :meth:`figure` wraps in plotly's validated objects. The static picture
+        (:func:`~workbench.views.pictures.grid_picture`) draws from this instead: building
+        and encoding validated figures took about a fifth of a monitor picture's time
+        (``bench/bench_pictures.py``). A live chart without points carries the empty
+        message as an annotation.
 
         Examples
         --------

@@ -4,10 +4,11 @@ A live :class:`~workbench.views.charts.ChartGrid` exists only in a page that run
 only while its kernel lives. :func:`grid_picture` draws the same charts (titles, axes,
 traces, colours, empty messages) as one PNG with matplotlib's Agg backend: no browser and no
 network, so it works under ``jupyter nbconvert --execute`` too. It reads what the grid holds,
-plotly chart specs with their points (:meth:`ChartGrid.drawn_spec`), and understands the part of
-plotly's figure format the workbench's charts use: ``scatter`` traces (lines, markers, step
-lines, ``connectgaps``, ``fill="tonexty"`` bands, dashes), stacked ``bar`` traces, several y
-axes stacked by ``domain`` over one batch axis, date axes, and annotations on the paper.
+plotly chart specs with their points (:meth:`ChartGrid.drawn_spec`), and understands the
+part of plotly's figure format the workbench's charts use: ``scatter`` traces (lines,
+markers, step lines, ``connectgaps``, ``fill="tonexty"`` bands, dashes), stacked ``bar``
+traces, several y axes stacked by ``domain`` over one batch axis, date axes, annotations on
+the paper, and legends in plotly's order.
 
 matplotlib is imported when the first picture is drawn, never at import time.
 """
@@ -274,8 +275,9 @@ def _draw_traces(axes: Mapping[str, Any], layout: Mapping[str, Any], traces: Seq
 
 def _bars(ax: Any, x: Sequence[float], heights: Sequence[float], base: Sequence[float], colour: Any,
           label: str | None) -> None:
-    """Bars 0.9 wide centred on ``x``, as one collection (``ax.bar`` makes an artist per bar,
-    which was most of a monitor picture's drawing time with its 60 latency bars per part)."""
+    """Bars 0.9 wide centred on ``x``, as one collection: ``ax.bar`` makes an artist per bar,
+    which took a quarter of a monitor picture's time with its 360 latency bars
+    (``bench/bench_pictures.py``)."""
     from matplotlib.collections import PolyCollection
 
     boxes = [((xv - 0.45, b), (xv - 0.45, b + h), (xv + 0.45, b + h), (xv + 0.45, b))
