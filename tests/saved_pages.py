@@ -19,6 +19,7 @@ its live quickstart, so that the quickstart runs once for its live and its saved
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from .browser_support import JS_ACTIVATE_CELL, JS_KERNEL_IDLE, LabServer, save_screenshot, scroll_into_view
 from .helpers import wait_for
 from .test_browser import STOP_CELL, evidence_on_failure
+from .test_pictures import pixels, share_of
 from .test_saved_notebooks import (
     ERROR_TEXTS, JS_PICTURES, PICTURE_SIZE, SAVED_BUDGET, _console_output, _environment, _monitor_output, _nbconvert,
     _no_error_boxes, _plain,
@@ -47,6 +49,11 @@ JS_OUTPUT_TYPES = """(start) => {
 #: Whether JupyterLab trusts every code cell of the current notebook (then it picks widget views).
 JS_TRUSTED = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .filter(c => c.model.type === 'code').every(c => c.model.trusted)"""
+
+#: The colour plotly gave each trace of each of a monitor's charts (the trace's own or the colorway's).
+JS_TRACE_COLOURS = """(monitor) => Object.fromEntries([...monitor.querySelectorAll('.workbench-chart')]
+  .map(chart => [chart.dataset.chart,
+                 (chart._fullData || []).map(t => String((t.type === 'bar' ? t.marker : t.line)?.color))]))"""
 
 JS_ALL_RAN = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .every(c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running'))"""
@@ -97,6 +104,7 @@ def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         path = lab.server_root / NOTEBOOK
         wait_for(lambda: _saved(path), 30, 0.25, text="the saved notebook lacks the picture or the console text")
+        _drawn_in_the_live_colours(_saved(path), monitor.evaluate(JS_TRACE_COLOURS))
         # With its pictures and texts, the saved quickstart stays small (no widget state, no plotly.js).
         size = path.stat().st_size
         assert size <= SAVED_BUDGET, f"the saved quickstart is {size} bytes (budget {SAVED_BUDGET})"
@@ -106,6 +114,19 @@ def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
     notebook = _saved(path)
     assert notebook is not None
     return notebook
+
+
+def _drawn_in_the_live_colours(notebook: dict[str, Any], live: dict[str, list[str]]) -> None:
+    """The monitor's picture draws the latency chart's first bars and the rates chart's two
+    lines in the colours the page drew them in (plotly.js's colorway, not plotly.py's)."""
+    image = pixels(base64.b64decode(_monitor_output(notebook)["data"]["image/png"]))
+    half_h, half_w = image.shape[0] // 2, image.shape[1] // 2
+    for key, region, traces in (("latency", image[half_h:, :half_w], 1), ("rates", image[half_h:, half_w:], 2)):
+        for index, colour in enumerate(live[key][:traces]):
+            rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+            assert share_of(region, rgb) > 0.001, (
+                f"the picture's {key} chart has no trace in {colour}, the colour the page drew its trace {index} in "
+                f"(the page's colours: {live[key]})")
 
 
 def _shows_pictures_and_tables(page: Any) -> None:

@@ -7,6 +7,7 @@ kernel keeps and sends, message by message.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -118,6 +119,23 @@ def test_an_empty_chart_says_what_it_waits_for():
     assert [a.text for a in figure.layout.annotations] == [EMPTY_MESSAGE]
     grid.extend({"a": ([0], [[1], [2]])})
     assert not grid.figure("a").layout.annotations
+
+
+def test_a_figure_has_the_pages_colours_unless_its_spec_names_a_template():
+    # The page draws a spec without a template in plotly.js's colours; a saved HTML or a
+    # picture of it should show the same ones (plotly.py's templates have others).
+    from workbench.views.pictures import PLOTLY_COLOURS
+
+    own = {"layout": {"colorway": ["#123456"]}}
+    grid = ChartGrid([{"key": "plain", "layout": {}, "traces": [{"type": "scatter"}]},
+                      {"key": "templated", "layout": {"template": own}, "traces": [{"type": "scatter"}]}])
+    plain, templated = grid.figure("plain").layout, grid.figure("templated").layout
+    # plotly.js's own default colours, as the plotly.js the page loads has them.
+    defaults = re.search(r'\.defaults=(\[[^\]]*\]);\w+\.defaultLine="#444"', PLOTLY_MIN_JS.read_text())
+    assert defaults, "plotly.js's default colours not found in its bundle"
+    assert list(plain.colorway) == list(PLOTLY_COLOURS) == json.loads(defaults.group(1))
+    assert templated.colorway is None and list(templated.template.layout.colorway) == ["#123456"]
+    assert "template" not in grid.drawn_spec("plain")["layout"]  # what the page gets
 
 
 def test_chart_keys_must_be_unique():

@@ -377,7 +377,6 @@ class ChartGrid(anywidget.AnyWidget):
                 live = True
                 trace["x"], trace["y"] = x, next(lanes, [])
         layout = spec.get("layout", {})
-        layout.setdefault("template", "plotly_white")
         if not traces or (live and not x):
             text = spec.get("empty_message", self.empty_message)
             layout["annotations"] = [*layout.get("annotations", []), _empty_annotation(text)]
@@ -386,12 +385,20 @@ class ChartGrid(anywidget.AnyWidget):
     def figure(self, key: str) -> Any:
         """Chart ``key`` as a ``plotly.graph_objects.Figure`` holding the points drawn.
 
-        A live chart without points carries the empty message as an annotation.
+        A live chart without points carries the empty message as an annotation. A spec
+        without a template gets plotly_white's look in the colours the page draws it with
+        (plotly.js's own, :data:`~workbench.views.pictures.PLOTLY_COLOURS`), so that a saved
+        HTML shows the traces as the live chart did.
         """
         import plotly.graph_objects as go
 
+        from .pictures import PLOTLY_COLOURS
+
         spec = self.drawn_spec(key)
-        return go.Figure({"data": spec["traces"], "layout": spec["layout"]}, skip_invalid=True)
+        layout = spec["layout"]
+        if "template" not in layout:
+            layout = {"template": "plotly_white", "colorway": list(PLOTLY_COLOURS), **layout}
+        return go.Figure({"data": spec["traces"], "layout": layout}, skip_invalid=True)
 
     def figures(self) -> dict[str, Any]:
         """Every chart as a plotly figure, by key."""

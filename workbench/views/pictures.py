@@ -21,10 +21,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["grid_picture", "figures_picture", "PLOTLY_COLOURS"]
 
-#: plotly's default colour sequence (the ``plotly_white`` template's ``colorway``), used for
-#: traces without a colour of their own, by trace index as plotly.js does.
-PLOTLY_COLOURS = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A",
-                  "#19d3f3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52")
+#: plotly.js's default colour sequence (its ``colorway`` when the layout names no template),
+#: used, by trace index as plotly.js does, for traces without a colour of their own: the page
+#: draws the monitor's charts with no template, so these are the colours a reader saw live.
+PLOTLY_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _DPI = 80
 _WIDTH = 560   # pixels per chart, as the live grid draws them
 _HEIGHT = 320
