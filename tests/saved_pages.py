@@ -103,8 +103,9 @@ def stop_and_save(lab: LabServer, page: Any) -> dict[str, Any]:
 
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         path = lab.server_root / NOTEBOOK
-        wait_for(lambda: _saved(path), 30, 0.25, text="the saved notebook lacks the picture or the console text")
-        _drawn_in_the_live_colours(_saved(path), monitor.evaluate(JS_TRACE_COLOURS))
+        saved = wait_for(lambda: _saved(path), 30, 0.25,
+                         text="the saved notebook lacks the picture or the console text")
+        _drawn_in_the_live_colours(saved, monitor.evaluate(JS_TRACE_COLOURS))
         # With its pictures and texts, the saved quickstart stays small (no widget state, no plotly.js).
         size = path.stat().st_size
         assert size <= SAVED_BUDGET, f"the saved quickstart is {size} bytes (budget {SAVED_BUDGET})"

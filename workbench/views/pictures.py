@@ -286,7 +286,7 @@ def _bars(ax: Any, x: Sequence[float], heights: Sequence[float], base: Sequence[
     bars = PolyCollection(boxes, facecolors=[colour], linewidths=0, label=label)
     bars.sticky_edges.y.extend(base)  # as ax.bar: the axis starts at the bars' feet, no margin below
     ax.add_collection(bars)
-    ax.autoscale_view()
+    ax.autoscale_view()  # matplotlib before 3.11 leaves the view as it was for a collection
 
 
 def _style_axis(ax: Any, layout: Mapping[str, Any], name: str, *, bottom: bool, dates: bool) -> None:
