@@ -226,8 +226,8 @@ class QueryRecorder:
     def heard(self, run_id: str) -> list[Mapping[str, Any]]:
         """The newest reports (up to :data:`HEARD_LIMIT`) of a run released with ``wake``, oldest first.
 
-        Spark's own recent list (``recentProgress``) keeps ``numRecentProgressUpdates``
-        reports; a poll that comes after more batches than that ended would miss some. The
+        Spark's own recent list (``recentProgress``) keeps one report fewer than
+        ``numRecentProgressUpdates`` (99 by default); a poll that comes after more batches than that ended would miss some. The
         listener hears every one: the owner reads them here too. Empty for other runs.
         """
         with self._lock:

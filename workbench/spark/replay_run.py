@@ -17,8 +17,10 @@ How the controls map onto Spark (measured on 4.3):
 
 One limit follows from stepping by restarts: a query with several watermarks (a
 stream-stream join) keeps only the global watermark in its checkpoint, not each input's
-maximum event time, so a step whose batch has rows on one side only can move the watermark
-further than playing would. Compare such queries by playing them.
+maximum event time. After a restart an input without rows yet counts as watermark 0, so
+a step whose batch has rows on one side only cannot move the watermark (with the default
+``min`` policy) where playing would move it. Compare such queries by playing them, or
+script every batch that moves the watermark with rows on both sides (notebook 04 does).
 
 Results are collected with ``foreachBatch``, one parquet folder per batch id: Spark's
 memory sink refuses to restart from a checkpoint in append and update mode, and a
