@@ -216,6 +216,9 @@ class RecordedStream:
         return self._final[1]
 
     def on_finished(self, callback) -> None:
+        if self._final is not None:  # as a StreamHandle: at once when it has already ended
+            callback(self)
+            return
         self._callbacks.append(callback)
 
     def finish(self, status: str = "stopped", error: str | None = None) -> None:
@@ -469,6 +472,27 @@ def test_close_lets_go_of_everything():
     late = RecordingComm()
     publisher.attach(late)  # a comm opened after closing is closed at once
     assert late.closed and publisher.comms == 0
+
+
+def test_an_ended_stream_is_let_go():
+    # The publisher follows each stream's history until the stream ends, then lets go of it:
+    # a stream replaced by a cell run again is not kept, with its history, for the kernel's life.
+    stream = RecordedStream("numbers")
+    env, clock = Streams(stream), Clock()
+    publisher, comm = publisher_for(env, clock), RecordingComm(clock)
+    publisher.attach(comm)
+    publisher.pump()
+    assert stream.progress._listeners
+    stream.finish()
+    assert not stream.progress._listeners
+    ended = RecordedStream("ended")
+    ended.finish()
+    env.start(ended)  # already over when the publisher first hears of it
+    clock.now += 1
+    publisher.pump()
+    assert not ended.progress._listeners
+    assert [(s["name"], s["status"]) for s in comm.sent[-1]["streams"]] == [("numbers", "stopped"), ("ended", "stopped")]
+    publisher.close()
 
 
 def test_publisher_rejects_a_bad_interval():

@@ -309,6 +309,39 @@ def test_rerunning_a_cell_replaces_its_stream(shell, magics, spark, env):
 
 
 @pytest.mark.spark
+def test_a_replaced_stream_leaves_no_widget_open_and_nothing_holding_it(shell, magics, env):
+    # A kernel whose %%stream cell runs again and again keeps one monitor's widgets (with
+    # their layouts and styles) and lets each replaced stream's handle and history go; a
+    # box left open used to keep its buttons, their callbacks the monitor, and so the stream.
+    import gc
+    import weakref
+
+    from ipywidgets.widgets import widget
+
+    def run_cell():
+        with capture_output():
+            shell.run_cell_magic("stream", "again --trigger '0.2 seconds'", "SELECT * FROM events")
+        handle = env.get("again")
+        wait_for(lambda: handle.progress.total >= 2, 60, message="two batches")
+        return handle
+
+    before = len(widget._instances)
+    first = run_cell()
+    one_monitor = len(widget._instances) - before
+    with capture_output():
+        shell.run_line_magic("stream", "show again")  # a second monitor of it, in another cell
+    assert len(widget._instances) - before == 2 * one_monitor
+    gone = [weakref.ref(first), weakref.ref(first.progress)]
+    del first
+    for _ in range(2):
+        run_cell()
+    assert len(widget._instances) - before == one_monitor
+    shell.run_line_magic("stream", "stop again")
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None], "the first run's handle or history is still held"
+
+
+@pytest.mark.spark
 def test_show_displays_the_monitor_again_and_stop_all_stops_everything(shell, magics, spark, env):
     from workbench.views.monitor import StreamMonitor
 

@@ -205,6 +205,19 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     assert "a real error line" in "".join(stderr_texts)
     assert not any("StackOverflowError" in text or "java.util.regex" in text for text in stderr_texts)
 
+    # Running a console cell again replaces its console: the replaced one's widgets close and
+    # it no longer runs after every cell (each run used to leave its widgets and two hooks).
+    counting = ("from ipywidgets.widgets import widget as _widget\n"
+                "print(json.dumps({'widgets': len(_widget._instances),\n"
+                "                  'hooks': len(get_ipython().events.callbacks['post_execute'])}))")
+    counts = []
+    for _ in range(3):
+        kernel.run("%%stream ticks --sink console --trigger once --no-monitor\n"
+                   "spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 3).load()\n", timeout=60)
+        kernel.run("assert workbench.stream('ticks').wait_finished(60)", timeout=70)
+        counts.append(json.loads(kernel.stdout_of(kernel.run(counting, timeout=30)).strip().splitlines()[-1]))
+    assert counts[0] == counts[1] == counts[2], counts
+
     # A stream still running at shutdown: the kernel exits by itself and takes Spark along.
     kernel.run(
         "%%stream again --trigger 0.3 seconds --no-monitor\n"

@@ -91,6 +91,9 @@ class StreamMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         #: The view last displayed for each stream (monitor, replay panel or status text).
         self.views: dict[str, Any] = {}
+        #: Further views of a stream (``%stream show``, ``%stream watch``) and each stream's
+        #: console, by name: closed with the cell's view when the stream is replaced.
+        self._more_views: dict[str, list[Any]] = {}
         #: Replay panels by stream name (a re-run closes the previous one).
         self.panels: dict[str, Any] = {}
         #: The query each cell's own code started (by the cell's stream name), stopped on a re-run.
@@ -154,7 +157,7 @@ class StreamMagics(Magics):
             return
         handle = self._handle(command.name, "show")
         view = handle.monitor(rows=self.default_rows, window=self.monitor_window)
-        self.views[command.name] = view
+        self._keep_view(command.name, view)
         display(view)
 
     def _result(self, command: ResultCommand) -> Any:
@@ -183,7 +186,7 @@ class StreamMagics(Magics):
         for handle in handles:
             print(_watch_line(handle))
             view = handle.monitor(rows=self.default_rows, window=self.monitor_window)
-            self.views[handle.name] = view
+            self._keep_view(handle.name, view)
             display(view)
 
     def stop_everything(self, grace: float = 1.0) -> None:
@@ -229,6 +232,7 @@ class StreamMagics(Magics):
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
         self._show_under_cell(handle, command.monitor, rows, command.name)
         if isinstance(console, CellConsole):
+            self._more_views.setdefault(command.name, []).append(console)
             display(console.widget)
 
     def _frame(self, command: StartCommand, env: Any) -> Any:
@@ -314,13 +318,20 @@ class StreamMagics(Magics):
         )
         self._show_under_cell(handle, command.monitor, rows, handle.name)
 
+    def _keep_view(self, name: str, view: Any) -> None:
+        """``view`` is the newest of stream ``name``; the one it follows still shows (another cell)."""
+        previous = self.views.get(name)
+        if hasattr(previous, "close"):
+            self._more_views.setdefault(name, []).append(previous)
+        self.views[name] = view
+
     def _show_under_cell(self, handle: Any, monitor: bool, rows: int, key: str) -> None:
         """The live monitor under the cell, or (``--no-monitor``) a one-line status."""
         # The previous view of this name belongs to a replaced stream: close it, so that its
         # widgets (and their models in the page) do not pile up with every re-run.
-        previous = self.views.pop(key, None)
-        if hasattr(previous, "close"):
-            previous.close()
+        for previous in [self.views.pop(key, None), *self._more_views.pop(key, [])]:
+            if hasattr(previous, "close"):
+                previous.close()
         if monitor:
             view: Any = handle.monitor(rows=rows, window=self.monitor_window)
             display(view)

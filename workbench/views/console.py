@@ -19,6 +19,7 @@ from collections import deque
 from typing import Any, Callable
 
 from ..errors import InterruptionNoiseFilter
+from .closing import close_tree
 from .static_output import StaticOutput
 
 __all__ = ["cell_console", "in_kernel", "CellConsole", "filter_kernel_stderr", "unfilter_kernel_stderr"]
@@ -121,8 +122,14 @@ class CellConsole:
                     f"<i>{self.dropped} earlier batches not shown (the newest {self.max_batches} are kept)</i>"
                 )
             self.widget.children = ((self._note,) if self.dropped else ()) + tuple(self._batches)
-        for widget in old:
-            widget.close()
+        close_tree(*old)
+
+    def close(self) -> None:
+        """Stop publishing after cells and close the widgets (when its cell runs again)."""
+        self._output.stop_listening()
+        with self._lock:
+            batches, self._batches = list(self._batches), deque()
+        close_tree(self.widget, self._note, *batches)
 
     def texts(self) -> list[str]:
         """The text of each batch shown, oldest first."""

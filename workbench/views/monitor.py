@@ -30,6 +30,7 @@ from ..progress.diagnosis import OutputSummary
 from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
 from ..progress.records import BatchProgress
 from .charts import ChartGrid
+from .closing import close_tree
 from .monitor_charts import (
     NO_STATE, NO_WATERMARK, chart_points, chart_specs, input_traces, known_watermark, operator_traces, utc_text,
 )
@@ -522,9 +523,10 @@ class StreamMonitor(widgets.VBox):
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
         self._detach()
-        for child in [self.header, self.diagnosis, self.stop_button, self.pause_button, self.spark_ui_button,
-                      self.preview, self.charts, *self.children]:
-            child.close()
+        # Every widget under it, with their layouts and styles: a box left open keeps its
+        # buttons, whose callbacks keep this monitor and its stream's handle alive.
+        close_tree(self.header, self.diagnosis, self.stop_button, self.pause_button, self.spark_ui_button,
+                   self.preview, self.charts, *self.children, self.layout)
         super().close()
 
     def __repr__(self) -> str:

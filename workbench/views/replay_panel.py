@@ -19,6 +19,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from .charts import ChartGrid, figure_spec
+from .closing import close_tree
 from .pictures import figures_picture, grid_picture
 from .static_output import StaticOutput, widget_front_end_connected
 
@@ -420,10 +421,9 @@ class ReplayPanel(widgets.VBox):
             self._unsubscribe()
         if self.monitor is not None:
             self.monitor.close()
-        for child in (self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
-                      self.test_path, self.test_button,
-                      self.counters, self.late, self.message, self.monitor_box, self.state_view):
-            child.close()
+        close_tree(self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
+                   self.test_path, self.test_button, self.counters, self.late, self.message, self.monitor_box,
+                   self.state_view, *self.children, self.layout)
         super().close()
 
     def __repr__(self) -> str:

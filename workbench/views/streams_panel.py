@@ -282,7 +282,9 @@ class StreamsPublisher:
         self._comms: list[_Reader] = []
         self._env: Any = None
         self._watched: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
-        self._unsubscribe: list[Callable[[], None]] = []
+        # One per stream run it follows, until the run ends: an unsubscribe function keeps its
+        # history (and what that history feeds) alive.
+        self._unsubscribe: dict[tuple[str, str], Callable[[], None]] = {}
         self._cells: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._last_time = float("-inf")
         self._port = 0
@@ -382,8 +384,16 @@ class StreamsPublisher:
                 return ids
             ids = (handle.id, handle.run_id)  # constant per run: read once
             self._watched[handle] = ids
-            self._unsubscribe.append(handle.progress.subscribe(lambda _records: self._wake.set()))
-        handle.on_finished(lambda _handle: self._wake.set())
+            self._unsubscribe[ids] = handle.progress.subscribe(lambda _records: self._wake.set())
+
+        def finished(_handle: Any) -> None:
+            with self._watch_lock:
+                unsubscribe = self._unsubscribe.pop(ids, None)
+            if unsubscribe is not None:
+                unsubscribe()
+            self._wake.set()
+
+        handle.on_finished(finished)
         return ids
 
     def _spark_ui_port(self, env: EnvLike) -> int:
@@ -462,7 +472,7 @@ class StreamsPublisher:
             except Exception:
                 log.debug("closing a Streams panel comm failed", exc_info=True)
         with self._watch_lock:
-            for unsubscribe in self._unsubscribe:
+            for unsubscribe in self._unsubscribe.values():
                 unsubscribe()
             self._unsubscribe.clear()
             if self._env is not None and self._on_started in self._env.on_stream_started:
