@@ -50,6 +50,8 @@ interface IWidgetRenderer {
 const waiting = new Map<IWidgetRenderer, IRenderMime.IMimeModel>();
 /** The widget model whose view each renderer shows (set once the view is in). */
 const viewOf = new WeakMap<IWidgetRenderer, string>();
+/** Renderers whose disposal already takes them out of `waiting` (one handler each, however often they render). */
+const watched = new WeakSet<IWidgetRenderer>();
 let notebooks: INotebookTracker | null = null;
 
 /** Whether the notebook has no kernel ("No Kernel"): no widget manager will come. */
@@ -155,7 +157,8 @@ function patch(prototype: any): void {
       return;
     }
     viewOf.delete(this);
-    if (!waiting.has(this)) {
+    if (!watched.has(this)) {
+      watched.add(this);
       this.disposed.connect(() => waiting.delete(this));
     }
     waiting.set(this, model);
@@ -164,6 +167,9 @@ function patch(prototype: any): void {
     whenAttached(this);
     await original.call(this, model);
     waiting.delete(this);
+    if (this.isDisposed) {
+      return; // closed (cell run again, outputs cleared) while the manager looked for the model
+    }
     if (failed(this) && showFallback(this.node, model)) {
       this.removeClass('jupyter-widgets');
     } else if (this.widgets.length === 1) {
