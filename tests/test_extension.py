@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -555,6 +557,35 @@ def test_snapshot_of_a_real_stream(env, spark, rate_stream):
     assert (info["status"], info["error"]) == ("stopped", None)
     assert info["batches"] == handle.progress.total
     publisher.close()
+
+
+@pytest.mark.spark
+def test_a_stream_replaced_while_the_panel_pumps_does_not_hang(env, rate_stream, request):
+    # Replacing a stream holds the registry's lock while the old one stops, and its end is
+    # reported on the stopping thread; the publisher, pumping on its own thread, reads the
+    # registry under its own lock. The end's callback must not wait for that lock (it did:
+    # a re-run %%stream cell hung while the Streams panel was open).
+    from .helpers import wait_for
+
+    publisher = StreamsPublisher(lambda: env, min_interval=0.05)  # with its own thread
+    publisher.attach(RecordingComm())
+    try:
+        for run in range(4):
+            started: list = []
+            starter = threading.Thread(target=lambda: started.append(
+                env.start(rate_stream(rows_per_batch=5), "panel_again", trigger="0.1 seconds")), daemon=True)
+            starter.start()
+            starter.join(60)
+            if not started:  # deadlocked: nothing could end this run (its session's teardown waits too)
+                request.config.pluginmanager.getplugin("capturemanager").suspend_global_capture(in_=False)
+                print(f"run {run}: a stream replacing the previous one did not start in 60 s: deadlocked",
+                      file=sys.stderr, flush=True)
+                faulthandler.dump_traceback(sys.stderr)
+                os._exit(3)
+            wait_for(lambda: started[0].progress.total >= 2, 60, message="two batches")
+        env.stop("panel_again")
+    finally:
+        publisher.close()
 
 
 # ---------------------------------------------------------------------------------------------

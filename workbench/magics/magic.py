@@ -321,17 +321,19 @@ class StreamMagics(Magics):
     def _keep_view(self, name: str, view: Any) -> None:
         """``view`` is the newest of stream ``name``; the one it follows still shows (another cell)."""
         previous = self.views.get(name)
-        if hasattr(previous, "close"):
+        if hasattr(previous, "close") and previous is not self.panels.get(name):  # a panel closes on its own
             self._more_views.setdefault(name, []).append(previous)
         self.views[name] = view
 
+    def _close_views(self, name: str) -> None:
+        """Close every view of stream ``name`` (it is being replaced), so that its widgets do not pile up."""
+        for view in [self.views.pop(name, None), *self._more_views.pop(name, [])]:
+            if hasattr(view, "close") and view is not self.panels.get(name):
+                view.close()
+
     def _show_under_cell(self, handle: Any, monitor: bool, rows: int, key: str) -> None:
         """The live monitor under the cell, or (``--no-monitor``) a one-line status."""
-        # The previous view of this name belongs to a replaced stream: close it, so that its
-        # widgets (and their models in the page) do not pile up with every re-run.
-        for previous in [self.views.pop(key, None), *self._more_views.pop(key, [])]:
-            if hasattr(previous, "close"):
-                previous.close()
+        self._close_views(key)  # those of the stream this one replaced
         if monitor:
             view: Any = handle.monitor(rows=rows, window=self.monitor_window)
             display(view)
@@ -387,6 +389,7 @@ class StreamMagics(Magics):
             )
         self._close_panel(command.name)
         current_env().stop(command.name, missing_ok=True)
+        self._close_views(command.name)
         try:
             panel = replay_panel(
                 source, query, name=command.name, output_mode=command.output_mode or scenario_mode,

@@ -65,8 +65,9 @@ class ReplayPanel(widgets.VBox):
     -----
     Step restarts the query for one batch on its checkpoint. A query with several
     watermarks (a stream-stream join) keeps only the global watermark across restarts, not
-    each input's maximum event time, so stepping it can move the watermark further than
-    playing would; the step report then says the next watermark is ``unknown``.
+    each input's maximum event time, so a step whose batch has rows on one input only cannot
+    move the watermark (with the default ``min`` policy) where playing would; the step report
+    then says the next watermark is ``unknown``.
     ``late_rows()`` follows Spark's rules for windowed, session-window and plain
     aggregations and for deduplication (none are dropped in complete mode); for joins and
     ``applyInPandasWithState`` it applies the plain rule (event time behind the watermark).

@@ -283,8 +283,11 @@ class StreamsPublisher:
         self._env: Any = None
         self._watched: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
         # One per stream run it follows, until the run ends: an unsubscribe function keeps its
-        # history (and what that history feeds) alive.
+        # history (and what that history feeds) alive. Under a lock of its own, held for nothing
+        # else: a run's end is reported on its stopping thread while whoever replaces it holds
+        # the registry's lock, which a snapshot (under the watch lock) waits for.
         self._unsubscribe: dict[tuple[str, str], Callable[[], None]] = {}
+        self._unsubscribe_lock = threading.Lock()
         self._cells: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._last_time = float("-inf")
         self._port = 0
@@ -384,10 +387,12 @@ class StreamsPublisher:
                 return ids
             ids = (handle.id, handle.run_id)  # constant per run: read once
             self._watched[handle] = ids
-            self._unsubscribe[ids] = handle.progress.subscribe(lambda _records: self._wake.set())
+            unsubscribe = handle.progress.subscribe(lambda _records: self._wake.set())
+            with self._unsubscribe_lock:
+                self._unsubscribe[ids] = unsubscribe
 
         def finished(_handle: Any) -> None:
-            with self._watch_lock:
+            with self._unsubscribe_lock:  # never the watch lock here (see __init__)
                 unsubscribe = self._unsubscribe.pop(ids, None)
             if unsubscribe is not None:
                 unsubscribe()
@@ -472,9 +477,10 @@ class StreamsPublisher:
             except Exception:
                 log.debug("closing a Streams panel comm failed", exc_info=True)
         with self._watch_lock:
-            for unsubscribe in self._unsubscribe.values():
+            with self._unsubscribe_lock:
+                following, self._unsubscribe = list(self._unsubscribe.values()), {}
+            for unsubscribe in following:
                 unsubscribe()
-            self._unsubscribe.clear()
             if self._env is not None and self._on_started in self._env.on_stream_started:
                 self._env.on_stream_started.remove(self._on_started)
         manager, self._target_manager = self._target_manager, None
