@@ -572,16 +572,24 @@ def test_a_stream_replaced_while_the_panel_pumps_does_not_hang(env, rate_stream,
     try:
         for run in range(4):
             started: list = []
-            starter = threading.Thread(target=lambda: started.append(
-                env.start(rate_stream(rows_per_batch=5), "panel_again", trigger="0.1 seconds")), daemon=True)
+
+            def start() -> None:
+                try:
+                    started.append(env.start(rate_stream(rows_per_batch=5), "panel_again", trigger="0.1 seconds"))
+                except BaseException as exc:  # a start that failed is a failure, not a deadlock
+                    started.append(exc)
+
+            starter = threading.Thread(target=start, daemon=True)
             starter.start()
             starter.join(60)
-            if not started:  # deadlocked: nothing could end this run (its session's teardown waits too)
+            if starter.is_alive():  # deadlocked: nothing could end this run (its session's teardown waits too)
                 request.config.pluginmanager.getplugin("capturemanager").suspend_global_capture(in_=False)
                 print(f"run {run}: a stream replacing the previous one did not start in 60 s: deadlocked",
                       file=sys.stderr, flush=True)
                 faulthandler.dump_traceback(sys.stderr)
                 os._exit(3)
+            if isinstance(started[0], BaseException):
+                raise started[0]
             wait_for(lambda: started[0].progress.total >= 2, 60, message="two batches")
         env.stop("panel_again")
     finally:

@@ -389,7 +389,6 @@ class StreamMagics(Magics):
             )
         self._close_panel(command.name)
         current_env().stop(command.name, missing_ok=True)
-        self._close_views(command.name)
         try:
             panel = replay_panel(
                 source, query, name=command.name, output_mode=command.output_mode or scenario_mode,
@@ -400,6 +399,7 @@ class StreamMagics(Magics):
         except Exception as exc:
             log.debug("replay %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
+        self._close_views(command.name)  # the replaced stream's, once the panel stands (a typo keeps them)
         self.panels[command.name] = panel
         self.views[command.name] = panel
         display(panel)
