@@ -124,8 +124,7 @@ def _drawn_in_the_live_colours(notebook: dict[str, Any], live: dict[str, list[st
     half_h, half_w = image.shape[0] // 2, image.shape[1] // 2
     for key, region, traces in (("latency", image[half_h:, :half_w], 1), ("rates", image[half_h:, half_w:], 2)):
         for index, colour in enumerate(live[key][:traces]):
-            rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-            assert share_of(region, rgb) > 0.001, (
+            assert share_of(region, tuple(bytes.fromhex(colour[1:]))) > 0.001, (
                 f"the picture's {key} chart has no trace in {colour}, the colour the page drew its trace {index} in "
                 f"(the page's colours: {live[key]})")
 

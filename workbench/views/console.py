@@ -128,8 +128,8 @@ class CellConsole:
         """Stop publishing after cells and close the widgets (when its cell runs again)."""
         self._output.stop_listening()
         with self._lock:
-            batches, self._batches = list(self._batches), deque()
-        close_tree(self.widget, self._note, *batches)
+            self._batches.clear()
+        close_tree(self.widget, self._note)  # the note is in the box only once batches were dropped
 
     def texts(self) -> list[str]:
         """The text of each batch shown, oldest first."""

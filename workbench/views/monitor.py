@@ -525,8 +525,7 @@ class StreamMonitor(widgets.VBox):
         self._detach()
         # Every widget under it, with their layouts and styles: a box left open keeps its
         # buttons, whose callbacks keep this monitor and its stream's handle alive.
-        close_tree(self.header, self.diagnosis, self.stop_button, self.pause_button, self.spark_ui_button,
-                   self.preview, self.charts, *self.children, self.layout)
+        close_tree(*self.children, self.preview, self.layout)  # the preview is in them only with rows
         super().close()
 
     def __repr__(self) -> str:

@@ -422,9 +422,7 @@ class ReplayPanel(widgets.VBox):
             self._unsubscribe()
         if self.monitor is not None:
             self.monitor.close()
-        close_tree(self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed,
-                   self.test_path, self.test_button, self.counters, self.late, self.message, self.monitor_box,
-                   self.state_view, *self.children, self.layout)
+        close_tree(*self.children, self.layout)
         super().close()
 
     def __repr__(self) -> str:
