@@ -15,6 +15,7 @@ from workbench.progress import (
     ProgressPoller,
     ProgressSource,
 )
+from workbench.progress.poller import ENDED_TRIES, MAX_RETRY, SourceGone
 from tests.helpers import wait_for
 
 # The shape of a real progress entry of a windowed aggregation (captured from Spark 4.3).
@@ -269,16 +270,66 @@ class TestPollerThread:
         assert [r.batch_id for r in history.records()] == [0, 1, 2]
         assert not poller.running
 
-    def test_source_errors_stop_the_thread_and_call_finish(self):
-        class Broken(ScriptedSource):
+    def test_a_source_that_is_gone_stops_the_thread_and_calls_finish(self):
+        class Gone(ScriptedSource):
             def is_active(self):
-                raise RuntimeError("session is gone")
+                raise SourceGone("session is gone")
 
         finished = threading.Event()
-        poller = ProgressPoller(Broken(), ProgressHistory(), interval=0.01, on_finished=finished.set).start()
+        poller = ProgressPoller(Gone(), ProgressHistory(), interval=0.01, on_finished=finished.set).start()
         assert finished.wait(5)
         poller.stop()
         assert not poller.running
+
+    @pytest.mark.parametrize("failing", ["last_progress", "is_active"])
+    def test_failed_reads_of_a_running_query_are_tried_again_not_taken_for_its_end(self, failing):
+        class Flaky(ScriptedSource):
+            broken = False
+
+            def fail(self):
+                if self.broken:
+                    raise ConnectionError("gRPC: UNAVAILABLE")
+
+            def is_active(self):
+                if failing == "is_active":
+                    self.fail()
+                return super().is_active()
+
+            def last_progress(self):
+                if failing == "last_progress":
+                    self.fail()
+                return super().last_progress()
+
+        source, history, finished = Flaky(), ProgressHistory(), threading.Event()
+        poller = ProgressPoller(source, history, interval=0.01, on_finished=finished.set).start()
+        source.report(batch(0))
+        wait_for(lambda: history.last_batch_id == 0, timeout=5, message="first batch")
+        source.broken = True
+        source.report(batch(1), batch(2))
+        wait_for(lambda: poller.read_failures >= 3, timeout=5, message="three failed reads")
+        poller.wake()  # a batch's event: it does not hurry the next try, which waits ever longer
+        assert "ConnectionError" in poller.read_error and "UNAVAILABLE" in poller.read_error
+        assert poller.running and not finished.is_set() and history.last_batch_id == 0
+        source.broken = False
+        # The tries come at most MAX_RETRY seconds apart.
+        wait_for(lambda: history.last_batch_id == 2, timeout=MAX_RETRY + 10, message="the batches after the failures")
+        assert [r.batch_id for r in history.records()] == [0, 1, 2]
+        assert poller.read_failures == 0 and poller.read_error is None
+        assert poller.running and not finished.is_set()
+        source.active = False
+        assert finished.wait(5) and not poller.running
+
+    def test_the_last_read_of_an_ended_query_is_tried_a_few_times_then_given_up(self):
+        class Unreadable(ScriptedSource):
+            def recent_progress(self):
+                super().recent_progress()
+                raise ValueError("a progress report this version cannot read")
+
+        source, finished = Unreadable(), threading.Event()
+        poller = ProgressPoller(source, ProgressHistory(), interval=0.01, on_finished=finished.set).start()
+        source.active = False
+        assert finished.wait(5)
+        assert source.recent_calls == ENDED_TRIES and not poller.running
 
     def test_stop_joins_the_thread(self):
         poller = ProgressPoller(ScriptedSource(), ProgressHistory(), interval=0.01).start()

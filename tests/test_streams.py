@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import workbench
-from workbench.errors import StreamStartError
+from workbench.errors import StreamStartError, StreamStopError
 from workbench.spark import STREAM_COLUMNS
 from workbench.spark.stopping import describe_cause
 from tests.helpers import live_threads, wait_for
@@ -130,6 +130,68 @@ def test_history_keeps_every_batch_beyond_sparks_recent_list(env, spark, rate_st
     ids = list(handle.history()["batch_id"])
     assert len(ids) >= 20 and ids == list(range(len(ids)))
     assert fetches <= 3, f"the poller fetched Spark's recent list {fetches} times in {len(ids)} batches"
+
+
+def test_a_failing_progress_read_is_not_taken_for_the_streams_end(env, rate_stream):
+    # A network blip to a cluster or Spark Connect server, or a report the reader trips on:
+    # the query runs on, so the stream must stay active (and stoppable), not be settled as stopped.
+    handle = env.start(rate_stream(rows_per_batch=2), "flaky_reads", poll_interval=0.2)
+    monitor = handle.monitor()
+    try:
+        wait_for(lambda: handle.progress.total >= 2, timeout=120, message="two batches")
+        source = handle.poller.source
+
+        def unreadable():
+            raise ConnectionError("Error while sending or receiving")
+
+        source.last_progress = unreadable  # the instance's read fails; the query is untouched
+        wait_for(lambda: handle.poller.read_failures >= 2, timeout=30, message="two failed reads")
+        assert handle.status == "active" and handle.query.isActive and not handle.finished
+        assert env.streams().set_index("name").loc["flaky_reads", "status"] == "active"
+        assert handle.progress_note.startswith("Reading this stream's progress failed")
+        assert "ConnectionError: Error while sending or receiving" in handle.progress_note
+        wait_for(lambda: "Reading this stream&#x27;s progress failed" in monitor.header.value, timeout=30,
+                 text=lambda: f"the monitor's status line says so: {monitor.header.value!r}")
+        before = handle.progress.total
+        del source.last_progress
+        wait_for(lambda: handle.progress.total >= before + 2, timeout=60, message="batches again")
+        assert handle.progress_note is None
+        wait_for(lambda: "progress failed" not in monitor.header.value, timeout=30, message="the note gone")
+    finally:
+        handle.stop()
+        monitor.close()
+    assert handle.status == "stopped" and not handle.query.isActive
+    ids = list(handle.history()["batch_id"])
+    assert ids == list(range(len(ids)))  # none lost while the reads failed
+
+
+def test_a_stop_that_spark_could_not_carry_out_leaves_the_stream_active_and_says_so(env, rate_stream):
+    # The stop call itself fails (a Spark Connect server out of reach, a JVM call that breaks)
+    # and the query runs on: the stream must not be settled as stopped while it still runs.
+    handle = env.start(rate_stream(rows_per_batch=2), "unstoppable", poll_interval=0.2)
+    wait_for(lambda: handle.progress.total >= 2, timeout=120, message="two batches")
+
+    def failing_stop():
+        raise ConnectionError("Error while sending or receiving")
+
+    handle.query.stop = failing_stop  # this run's stop call fails; the query is untouched
+    try:
+        with pytest.raises(StreamStopError) as raised:
+            handle.stop(0.0)
+        assert str(raised.value) == (
+            "stream 'unstoppable' could not be stopped: ConnectionError: Error while sending or receiving; "
+            "it still runs (stop() again tries again)")
+        assert raised.value._render_traceback_() == [f"StreamStopError: {raised.value}"]
+        assert handle.status == "active" and handle.query.isActive and not handle.finished
+        assert env.streams().set_index("name").loc["unstoppable", "status"] == "active"
+        before = handle.progress.total
+        wait_for(lambda: handle.progress.total >= before + 2, timeout=60, message="the history going on")
+    finally:
+        del handle.query.stop
+    handle.stop(0.0)  # tries again
+    assert handle.status == "stopped" and not handle.query.isActive and handle.finished
+    ids = list(handle.history()["batch_id"])
+    assert ids == list(range(len(ids)))
 
 
 def test_idle_re_reports_are_not_batches(env, spark, tmp_path):

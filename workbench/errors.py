@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "summarize_error", "WorkbenchError", "StreamStartError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
+    "summarize_error", "WorkbenchError", "StreamStartError", "StreamStopError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
     "InterruptionNoiseFilter",
 ]
 
@@ -91,6 +91,22 @@ class WorkbenchError(Exception):
 class StreamStartError(WorkbenchError, ValueError):
     """Spark refused to start a query (analysis error, unsupported output mode, ...)."""
 
+
+class StreamStopError(WorkbenchError, RuntimeError):
+    """Spark could not stop a query and it still runs (or its state cannot be read).
+
+    The stream stays active, its history goes on, and a later ``stop()`` tries again.
+    Shown as its one line in a notebook; Spark's full text is in :attr:`details`.
+
+    Examples
+    --------
+    >>> error = StreamStopError("stream 'x' could not be stopped: TimeoutException: ...", details="...")
+    >>> error._render_traceback_()
+    ["StreamStopError: stream 'x' could not be stopped: TimeoutException: ..."]
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 #: Spark's most common streaming refusals (a fragment of its message, lower case) and what to do.

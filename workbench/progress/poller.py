@@ -20,19 +20,32 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from ..errors import summarize_error
 from .history import ProgressHistory
 from .records import BatchProgress
 
-__all__ = ["ProgressSource", "ProgressPoller"]
+__all__ = ["ProgressSource", "ProgressPoller", "SourceGone"]
 
 log = logging.getLogger(__name__)
+
+#: Most seconds between two tries of a read that keeps failing while the query runs.
+MAX_RETRY = 30.0
+#: Failed tries of the last read of a query that has ended before the poller ends without it.
+ENDED_TRIES = 3
+
+
+class SourceGone(RuntimeError):
+    """Raised by a :class:`ProgressSource` whose query can never report again (its session is gone).
+
+    The poller then ends at once; any other error of a source is a failed read, tried again.
+    """
 
 
 class ProgressSource(Protocol):
     """Where a poller reads progress from (a running query, or a script in tests)."""
 
     def is_active(self) -> bool:
-        """Whether the query still runs."""
+        """Whether the query still runs; raises :class:`SourceGone` when it never can again."""
 
     def last_progress(self) -> Mapping[str, Any] | None:
         """The newest progress dictionary (cheap)."""
@@ -66,8 +79,10 @@ class ProgressPoller:
         second, besides the interval's own ticks.
     on_finished : callable, optional
         Called once, with no arguments, on the poller's thread when the poller ends by
-        itself: the query stopped (its last batches were read) or the source failed. Not
-        called after :meth:`stop`: the caller that stops the poller finishes the job.
+        itself: the query stopped (its last batches were read) or the source is gone
+        (:class:`SourceGone`). A read that fails while the query runs is tried again, ever
+        less often (at most every ``MAX_RETRY`` seconds), and noted in :attr:`read_error`.
+        Not called after :meth:`stop`: the caller that stops the poller finishes the job.
     name : str, optional
         Thread name, for debugging.
 
@@ -116,6 +131,10 @@ class ProgressPoller:
         self._name = name
         #: How many times the expensive ``recent_progress`` was fetched (for benchmarks).
         self.recent_fetches = 0
+        #: Reads in a row that failed while the query still ran (0 once one works again).
+        self.read_failures = 0
+        #: The last such failure in one line, or None once a read works again.
+        self.read_error: str | None = None
 
     # -- pure logic -------------------------------------------------------------------
 
@@ -198,6 +217,31 @@ class ProgressPoller:
         self._woken.clear()
         return not self._stop.is_set()
 
+    def _read_failed(self, exc: BaseException) -> float:
+        """Note a failed read of a query that still runs; the seconds until the next try."""
+        self.read_failures += 1
+        self.read_error = summarize_error(f"{type(exc).__name__}: {exc}")
+        if self.read_failures == 1:
+            log.warning("reading the progress of %s failed; retrying: %s", self._name, self.read_error)
+        log.debug("progress read %d of %s failed", self.read_failures, self._name, exc_info=True)
+        # Back off (1, 2, 4 ... intervals, at most MAX_RETRY seconds): a read that keeps failing
+        # costs little, and wakes cannot hurry it.
+        return min(self.interval * 2 ** (self.read_failures - 1), max(self.interval, MAX_RETRY))
+
+    def _still_active(self) -> bool:
+        try:
+            return bool(self.source.is_active())
+        except SourceGone:
+            raise
+        except Exception:
+            return True  # cannot tell: keep trying
+
+    def _read_ok(self) -> None:
+        if self.read_failures:
+            log.warning("reading the progress of %s works again after %d failed reads", self._name,
+                        self.read_failures)
+            self.read_failures, self.read_error = 0, None
+
     def _run(self) -> None:
         try:
             now = time.monotonic()
@@ -205,17 +249,31 @@ class ProgressPoller:
             while self._wait_for_tick(due, earliest):
                 tick = time.monotonic()
                 due = tick + self.interval
-                if not self.source.is_active():
-                    # The query ended between ticks: read what it did before it stopped.
-                    self.fill()
-                    break
-                if self.poll_once():
+                try:
+                    if not self.source.is_active():
+                        # The query ended between ticks: read what it did before it stopped.
+                        self.fill()
+                        break
+                    brought = self.poll_once()
+                except SourceGone:
+                    raise
+                except Exception as exc:
+                    # Not an end: a read that failed (a network blip to a cluster, a progress
+                    # report this version cannot read) is tried again; the last read of a
+                    # query that has ended, a few times only.
+                    wait = self._read_failed(exc)
+                    if self.read_failures >= ENDED_TRIES and not self._still_active():
+                        break
+                    due = earliest = tick + wait  # a wake does not hurry the next try
+                    continue
+                self._read_ok()
+                if brought:
                     # Only a tick that brought batches (and so a redraw) holds the next wake back.
                     earliest = tick + self.min_gap
             else:
                 return  # stopped from outside: whoever stopped us finishes the job
         except Exception:
-            # Usually the session went away under us; the history keeps what it has.
+            # The session went away under us (SourceGone), or the poller broke; the history keeps what it has.
             log.debug("progress poller %s stopped on an error", self._name, exc_info=True)
         self._stop.set()
         if self._on_finished is not None:

@@ -265,6 +265,19 @@ class StreamHandle:
         """
         return self._memory.note
 
+    @property
+    def progress_note(self) -> str | None:
+        """One line while reading the query's progress fails and the query still runs, else None.
+
+        The poller keeps trying (less often the longer it fails) and the history fills in
+        once a read works again; the full error is in the ``workbench`` log.
+        """
+        error = self.poller.read_error
+        if error is None or self._end.status is not None:
+            return None
+        return (f"Reading this stream's progress failed {self.poller.read_failures} time(s) in a row; "
+                f"the query still runs and the workbench keeps trying: {error}")
+
     def _find_cut_batch(self) -> None:
         """After the query ended: find a batch whose rows reached the memory table without progress."""
         if self.sink == "memory":
@@ -447,6 +460,10 @@ class StreamHandle:
             On a KeyboardInterrupt while waiting (Spark waits for a running Python
             ``foreachBatch`` function to return). The stop goes on in the background; the
             next ``stop()`` waits for it.
+        StreamStopError
+            When Spark could not stop the query and it still runs (the stop call failed, as
+            when a Spark Connect server is out of reach): the stream stays active, and the
+            next ``stop()`` tries again.
 
         Examples
         --------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Sequence
 
+from ..progress.poller import SourceGone
 from .session_end import spark_is_gone
 
 __all__ = ["QueryProgressSource", "progress_json", "jvm_query", "SPARK_STOPPED"]
@@ -41,7 +42,7 @@ class QueryProgressSource:
     def is_active(self) -> bool:
         if self._spark is not None and spark_is_gone(self._spark):
             # Ends the poller at once, without a failing (and loudly logged) py4j call.
-            raise RuntimeError(SPARK_STOPPED)
+            raise SourceGone(SPARK_STOPPED)
         return bool(self._query.isActive)
 
     def last_progress(self) -> Mapping[str, Any] | None:

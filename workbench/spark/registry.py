@@ -18,6 +18,7 @@ import pandas as pd
 
 from .session_end import run_aside, spark_is_gone
 from .handle import StreamHandle
+from ..errors import StreamStopError
 from .stopping import StreamInterrupted
 from .watch import SessionWatcher, find_query, watched_handle
 
@@ -212,6 +213,9 @@ class StreamRegistry:
                     "running batch returns); spark.streams.active lists them until then, and stopping again "
                     "waits for them"
                 ) from None
+            for _, stopper in stoppers:
+                if stopper is not None and isinstance(stopper.error, StreamStopError):
+                    log.warning("%s", stopper.error)  # everything else still stops
             stop_others()
             return
         log.debug("stopping the streams side by side, for at most %.1f s", wait)

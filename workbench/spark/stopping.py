@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..errors import summarize_error
+from ..errors import StreamStopError, summarize_error
 from .progress_source import SPARK_STOPPED, jvm_query
 from .session_end import spark_is_gone
 
@@ -229,6 +229,8 @@ class Stopper:
         ------
         StreamInterrupted
             On a KeyboardInterrupt while waiting; the stop goes on in the background.
+        StreamStopError
+            When Spark could not stop the query and it still runs.
         """
         worker = self.begin(grace)
         if worker is None:
@@ -240,6 +242,8 @@ class Stopper:
                 f"interrupted: stream {self._name!r} is still stopping in the background (Spark ends it once its "
                 "running batch returns); spark.streams.active lists it until then, and stop() again waits for it"
             ) from None
+        if isinstance(worker.error, StreamStopError):
+            raise worker.error
 
     def begin(self, grace: float) -> Worker | None:
         """Start stopping on a thread of its own (once); the worker to wait for, or None when done here."""
@@ -253,7 +257,10 @@ class Stopper:
                     self._running = None
                     worker = None
         if worker is None:
-            self._stop_now(grace)
+            try:
+                self._stop_now(grace)
+            except StreamStopError as exc:
+                log.warning("%s", exc)
             return None
         if worker.thread is threading.current_thread():
             return None
@@ -271,8 +278,9 @@ class Stopper:
                     log.debug("reading the state of %s before stopping it failed", self._name, exc_info=True)
                 try:
                     self._query.stop()
-                except Exception:
+                except Exception as exc:
                     log.debug("stopping %s failed", self._name, exc_info=True)
+                    self._unless_stopped(exc)
             self._poller.stop()
             if gone:
                 self._end.settle()
@@ -289,6 +297,26 @@ class Stopper:
         finally:
             with self._lock:
                 self._running = None
+
+    def _unless_stopped(self, exc: Exception) -> None:
+        """After ``query.stop()`` raised: raise :class:`StreamStopError` unless the query has ended after all.
+
+        Spark ends a query's run before its stop returns, so a query still active (or one
+        whose state cannot be read, as when a Spark Connect server is out of reach) was not
+        stopped: it keeps its status and its poller, and the next stop tries again.
+        """
+        try:
+            active = not spark_is_gone(self._spark) and bool(self._query.isActive)
+            known = True
+        except Exception:
+            active, known = True, False
+        if not active:
+            return
+        self._end.stopped_while_healthy = False
+        line = summarize_error(f"{type(exc).__name__}: {exc}")
+        state = "it still runs" if known else "whether it still runs cannot be read"
+        raise StreamStopError(f"stream {self._name!r} could not be stopped: {line}; {state} (stop() again tries again)",
+                              details=f"{type(exc).__name__}: {exc}") from None
 
 
 def jvm_cause(query: Any, spark: Any) -> tuple[str, str] | None:

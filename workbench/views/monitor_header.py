@@ -55,7 +55,8 @@ def header_html(handle: MonitoredStream, status: str, error: str | None) -> str:
         parts.append(_STARTED_BY[started_by])
     text = " · ".join(parts)
     resumed = getattr(handle, "resumed_from", None)
-    notes = [getattr(handle, "history_note", None), getattr(handle, "table_warning", None),
+    notes = [getattr(handle, "progress_note", None), getattr(handle, "history_note", None),
+             getattr(handle, "table_warning", None),
              getattr(handle, "table_note", None),
              f"Resumed from its checkpoint: continues with batch {resumed}." if resumed is not None else None]
     for note in filter(None, notes):
