@@ -26,7 +26,7 @@ import workbench
 from tests.helpers import live_threads
 from tests.test_magics import shell  # noqa: F401  (the fixture: a real shell with the magics loaded)
 from workbench.replay.columns import Disorder, KeyColumn, PayloadColumn
-from workbench.replay.spec import Replay, Script
+from workbench.replay.spec import Replay, Script, WindowCount
 
 pytestmark = pytest.mark.spark
 
@@ -138,6 +138,20 @@ CASES = [
     ("start trigger type", start("df", "q", trigger=5), TypeError, "trigger must be a string such as '1 second', got 5"),
     ("start rows", start("df", "q", rows=-3), ValueError, 'rows must be a positive whole number, got -3'),
     ("start poll interval", start("df", "q", poll_interval=0), ValueError, 'poll_interval must be a positive number of seconds, got 0'),
+    ("start poll interval infinite", start("df", "q", poll_interval=float("inf")), ValueError,
+     "poll_interval must be a positive number of seconds, got inf"),
+    ("start trigger fraction", start("df", "q", trigger="1.5 ms"), ValueError,
+     "trigger interval '1.5 ms' is not a whole number of milliseconds, which Spark counts in"),
+    ("start checkpoint type", start("df", "q", checkpoint=True), TypeError,
+     "checkpoint must be a folder path (a string or a Path), got True"),
+    ("start console type", start("df", "q", sink="console", console="print"), TypeError,
+     "console must be a function that takes each batch's text, got 'print'"),
+    ("start truncate", start("df", "q", sink="console", truncate=50), TypeError,
+     "truncate must be True (cells cut at 20 characters) or False, got 50"),
+    ("watch not a query", call(lambda: workbench.watch(123)), TypeError,
+     "watch() takes a StreamingQuery, or the name or id of an active streaming query, got int"),
+    ("watch unknown", call(lambda: workbench.watch("nosuch")), ValueError,
+     "no active streaming query named or with id 'nosuch' (active queries: none)"),
     ("start blank checkpoint", start("df", "q", checkpoint=" "), ValueError, 'checkpoint is empty: give a folder path, or leave it out for a private temporary one'),
     ("start static frame", start("static", "q"), ValueError, 'this DataFrame is not streaming (it was built with spark.read, not spark.readStream): start streams from spark.readStream sources'),
     ("start not a frame", start("df as text", "q"), TypeError, 'expected a streaming pyspark DataFrame (from spark.readStream...), got str'),
@@ -158,6 +172,8 @@ CASES = [
     ("payload kind", call(lambda: PayloadColumn("p", kind="blob")), ValueError, "unknown payload kind 'blob' for 'p': use one of int, float, choice"),
     ("replay from script json", call(lambda: Replay.from_json(Script(SCRIPT_ROWS, ["event_time", "word"]).to_json())),
      ValueError, 'this JSON describes a Script, not a Replay: use Script.from_json'),
+    ("window count slide", call(lambda: WindowCount(window="10 minutes", slide="20 minutes")), ValueError,
+     "slide '20 minutes' is longer than the window '10 minutes': Spark's sliding windows need slide <= window"),
     ("script no batches", call(lambda: Script([], ["event_time"])), ValueError, 'the script has no batches: give a list with one list of rows per micro-batch'),
     ("script row width", call(lambda: Script([[("12:07", "dog", 1)]], ["event_time", "word"])), ValueError, 'script batch 0, row 0 has 3 values but columns name 2 (event_time, word)'),
     ("script day", call(lambda: Script(SCRIPT_ROWS, ["event_time", "word"], day="yesterday")), ValueError, "cannot read day 'yesterday': use 'YYYY-MM-DD'"),

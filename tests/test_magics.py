@@ -89,6 +89,9 @@ def test_line_parses_into_a_command(line, expected):
         ("q --sql --python", "df", "not allowed with argument --sql"),
         ("q --checkpoint ''", "df", "--checkpoint is empty"),
         ("q --replay x --trigger once", "", "--trigger cannot be used with --replay"),
+        ("q --replay x --sink console --rows 5", "", "--rows cannot be used with --replay"),
+        ("q --replay x --sink console --no-truncate", "", "--no-truncate cannot be used with --replay"),
+        ("q --trigger '1.5 ms'", "df", "trigger interval '1.5 ms' is not a whole number of milliseconds"),
     ],
 )
 def test_bad_cell_input_is_one_usage_line(line, body, fragment):
@@ -405,6 +408,9 @@ BAD_INPUT = [
     ("q --replay guide_word_count", "SELECT word, count(*) AS n FROM source GROUP BY word",
      "Spark cannot run replay 'q': Invalid streaming output mode: append. This output mode is not supported "
      "for streaming aggregations without watermark"),
+    ("q --replay guide_word_count --mode complete", "source.groupBy('wrd').count()",
+     "%%stream q: the cell failed: AnalysisException: A column, variable, or function parameter with name `wrd` "
+     "cannot be resolved"),
 ]
 
 

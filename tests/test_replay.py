@@ -221,6 +221,22 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
         ReplayRun(_spec(), lambda df: 42, name="bad", env=env)
     with pytest.raises(ValueError, match="not streaming"):
         ReplayRun(_spec(), lambda df: spark.range(3), name="bad", env=env)
+    # Spark's refusal of the query function (a misspelt column) as its one line, not as a bare
+    # AssertionError (pyspark's exceptions cannot be rebuilt from a message); the user's own
+    # Python error keeps its type.
+    with pytest.raises(StreamStartError) as refused:
+        ReplayRun(_spec(), lambda df: df.groupBy("kye").count(), name="typo", output_mode="complete", env=env)
+    assert str(refused.value).startswith("the query function failed on the replay source: ")
+    assert "`kye` cannot be resolved" in str(refused.value) and "\n" not in str(refused.value)
+    assert "AnalysisException" in refused.value.details
+
+    def own_error(df):
+        raise ValueError("no column named kye")
+
+    with pytest.raises(ValueError) as own:
+        ReplayRun(_spec(), own_error, name="typo", env=env)
+    assert type(own.value) is ValueError
+    assert str(own.value) == "the query function failed on the replay source: no column named kye"
     # Refused when the panel is built, not at the first step.
     with pytest.raises(StreamStartError, match="cannot run replay 'agg': Invalid streaming output mode: append"):
         ReplayRun(_spec(), lambda df: df.groupBy("key").count(), name="agg", output_mode="append", env=env)

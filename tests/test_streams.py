@@ -152,6 +152,19 @@ def test_a_failing_progress_read_is_not_taken_for_the_streams_end(env, rate_stre
         assert "ConnectionError: Error while sending or receiving" in handle.progress_note
         wait_for(lambda: "Reading this stream&#x27;s progress failed" in monitor.header.value, timeout=30,
                  text=lambda: f"the monitor's status line says so: {monitor.header.value!r}")
+        # Whether it is active cannot be read either, for a moment: still not settled as ended.
+        query = handle.query
+
+        class Unreachable:
+            @property
+            def isActive(self):
+                raise ConnectionError("Error while sending or receiving")
+
+        handle.query = Unreachable()
+        try:
+            assert handle.status == "active" and handle.error is None
+        finally:
+            handle.query = query
         before = handle.progress.total
         del source.last_progress
         wait_for(lambda: handle.progress.total >= before + 2, timeout=60, message="batches again")
@@ -192,6 +205,22 @@ def test_a_stop_that_spark_could_not_carry_out_leaves_the_stream_active_and_says
     assert handle.status == "stopped" and not handle.query.isActive and handle.finished
     ids = list(handle.history()["batch_id"])
     assert ids == list(range(len(ids)))
+
+
+def test_a_fraction_of_a_minute_triggers_and_a_bad_grace_stops_nothing(env, rate_stream):
+    # Spark refuses "0.5 minutes" (a fraction of any unit but seconds) when the writer is built;
+    # the workbench hands it "30 seconds".
+    handle = env.start(rate_stream(rows_per_batch=2), "half_minute", trigger="0.5 minutes")
+    try:
+        wait_for(lambda: handle.progress.total >= 1, timeout=120, message="the first batch")
+        assert handle.trigger == "30 seconds"
+        for grace in (None, "2", -1, float("nan")):
+            with pytest.raises(ValueError, match=r"^grace must be a number of seconds >= 0, got "):
+                handle.stop(grace)
+            assert handle.status == "active" and handle.query.isActive
+    finally:
+        handle.stop(0.0)
+    assert handle.status == "stopped"
 
 
 def test_idle_re_reports_are_not_batches(env, spark, tmp_path):

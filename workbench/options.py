@@ -7,14 +7,16 @@ naming the bad value and what is allowed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 __all__ = [
     "SINKS", "OUTPUT_MODES", "Trigger", "parse_trigger", "check_name", "check_sink",
-    "check_output_mode", "check_rows", "check_settings",
+    "check_output_mode", "check_rows", "check_seconds", "check_settings",
 ]
 
 SINKS: tuple[str, ...] = ("memory", "console")
@@ -28,6 +30,7 @@ _UNITS = {
     "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
     "h": "hours", "hour": "hours", "hours": "hours",
 }
+_MILLIS = {"milliseconds": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000}
 _INTERVAL = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)$")
 _TRIGGER_HELP = (
     "an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing "
@@ -87,6 +90,8 @@ def parse_trigger(value: str | Trigger | None) -> Trigger:
     --------
     >>> parse_trigger("1 second").writer_kwargs()
     {'processingTime': '1 seconds'}
+    >>> parse_trigger("1.5 minutes").writer_kwargs()
+    {'processingTime': '90 seconds'}
     >>> parse_trigger("available-now").kind
     'available_now'
     >>> parse_trigger("continuous 1 second")
@@ -125,6 +130,12 @@ def parse_trigger(value: str | Trigger | None) -> Trigger:
         amount, unit = match.group(1), _UNITS[match.group(2)]
         if float(amount) <= 0:
             raise ValueError(f"trigger interval must be positive, got {value!r}")
+        millis = Decimal(amount) * _MILLIS[unit]
+        if millis != millis.to_integral_value():
+            raise ValueError(f"trigger interval {value!r} is not a whole number of milliseconds, which Spark counts in")
+        if "." in amount and unit != "seconds":
+            # Spark takes a fraction of seconds only ("1.5 minutes" is refused once the query starts).
+            amount, unit = format((millis / 1000).normalize(), "f"), "seconds"
         return Trigger("processing_time", interval=f"{amount} {unit}", text=f"{amount} {unit}")
     raise ValueError(f"unknown trigger {value!r}: use {_TRIGGER_HELP}")
 
@@ -197,6 +208,29 @@ def check_rows(rows: object) -> int:
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise ValueError(f"rows must be a positive whole number, got {rows!r}")
     return rows
+
+
+def check_seconds(what: str, value: object, *, zero_ok: bool = False) -> float:
+    """Check a number of seconds (positive, or >= 0 with ``zero_ok``, and finite); returns it as a float.
+
+    Examples
+    --------
+    >>> check_seconds("poll_interval", 0.5)
+    0.5
+    >>> check_seconds("poll_interval", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: poll_interval must be a positive number of seconds, got inf
+    >>> check_seconds("grace", None, zero_ok=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: grace must be a number of seconds >= 0, got None
+    """
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or value < 0 or (value == 0 and not zero_ok):
+        allowed = "a number of seconds >= 0" if zero_ok else "a positive number of seconds"
+        raise ValueError(f"{what} must be {allowed}, got {value!r}")
+    return float(value)
 
 
 def check_settings(conf: Mapping[str, Any]) -> None:

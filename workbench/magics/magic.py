@@ -23,6 +23,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, TraitError, validate
 
 from ..errors import summarize_error
+from ..options import check_seconds
 from ..replay import scenarios
 from ..replay.scenarios import Scenario
 from ..replay.spec import Replay, Script
@@ -101,9 +102,10 @@ class StreamMagics(Magics):
 
     @validate("poll_interval")
     def _check_interval(self, proposal: Any) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError(f"poll_interval must be a positive number of seconds, got {proposal['value']!r}")
-        return proposal["value"]
+        try:
+            return check_seconds("poll_interval", proposal["value"])
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
 
     @validate("default_rows", "monitor_window")
     def _check_positive(self, proposal: Any) -> int:

@@ -420,6 +420,12 @@ def parse_cell(line: str, cell: str) -> StartCommand:
                 f"{magic}: {option} cannot be used with --replay: the replay panel's Play and Step "
                 "buttons drive the query, on a checkpoint of its own"
             )
+        if rows is not None or not args.truncate:
+            option = "--rows" if rows is not None else "--no-truncate"
+            raise UsageError(
+                f"{magic}: {option} cannot be used with --replay: a replay's console shows each step's "
+                "first 20 rows, cut at 20 characters (its results() has every row whole)"
+            )
     elif _is_blank(body):
         raise UsageError(
             f"{magic} {name}: the cell is empty: write a SQL query, or Python whose last line is a "

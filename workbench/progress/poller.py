@@ -21,6 +21,7 @@ import time
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ..errors import summarize_error
+from ..options import check_seconds
 from .history import ProgressHistory
 from .records import BatchProgress
 
@@ -116,14 +117,10 @@ class ProgressPoller:
         on_finished: Callable[[], None] | None = None,
         name: str = "workbench-poller",
     ) -> None:
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-            raise ValueError(f"poll interval must be a positive number of seconds, got {interval!r}")
         self.source = source
         self.history = history
-        if isinstance(min_gap, bool) or not isinstance(min_gap, (int, float)) or min_gap < 0:
-            raise ValueError(f"min_gap must be a number of seconds >= 0, got {min_gap!r}")
-        self.interval = float(interval)
-        self.min_gap = float(min_gap)
+        self.interval = check_seconds("poll interval", interval)
+        self.min_gap = check_seconds("min_gap", min_gap, zero_ok=True)
         self._woken = threading.Event()
         self._on_finished = on_finished
         self._stop = threading.Event()

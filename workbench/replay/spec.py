@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any, Iterable, Mapping, Sequence
 
 from .columns import Disorder, KeyColumn, PayloadColumn
@@ -55,6 +55,13 @@ class WindowCount:
         object.__setattr__(self, "window", parse_duration(self.window, "window", allow_zero=False))
         object.__setattr__(self, "slide", parse_duration(self.slide, "slide", allow_zero=False)
                            if self.slide is not None else self.window)
+        for what in ("window", "slide"):
+            if getattr(self, what) % timedelta(milliseconds=1):
+                raise ValueError(f"{what} {getattr(self, what)} is not a whole number of milliseconds, "
+                                 "which Spark's windows count in")
+        if self.slide > self.window:
+            raise ValueError(f"slide {duration_text(self.slide)!r} is longer than the window "
+                             f"{duration_text(self.window)!r}: Spark's sliding windows need slide <= window")
         if self.watermark is not None:
             object.__setattr__(self, "watermark", parse_duration(self.watermark, "watermark"))
         keys = (self.keys,) if isinstance(self.keys, str) else tuple(self.keys)

@@ -11,13 +11,14 @@ says how a query is started (see :mod:`workbench.spark.query_start`).
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ..options import Trigger
+from ..options import Trigger, check_seconds
 from ..progress import ProgressHistory, ProgressPoller
 from ..progress.input_watermarks import InputSpec, input_watermark_frame, input_watermarks
 from .memory_table import CutBatch, MemoryTable
@@ -27,6 +28,8 @@ from .session_end import spark_is_gone
 from .stopping import QueryEnd, Stopper, Worker
 
 __all__ = ["StreamHandle", "StreamSpec"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -172,8 +175,13 @@ class StreamHandle:
         try:
             if self.query.isActive:
                 return "active"
-        except Exception:  # the session is gone
-            return self._end.settle()
+        except Exception:
+            if self.spark_gone:
+                return self._end.settle()
+            # A read that failed (a blip to a Spark Connect server) says nothing of the end:
+            # only a query seen inactive, or a session gone, is settled (once, for good).
+            log.debug("reading whether %s is active failed", self.name, exc_info=True)
+            return "active"
         return self._end.settle()
 
     @property
@@ -456,6 +464,8 @@ class StreamHandle:
 
         Raises
         ------
+        ValueError
+            When ``grace`` is not a number of seconds >= 0 (before anything is stopped).
         StreamInterrupted
             On a KeyboardInterrupt while waiting (Spark waits for a running Python
             ``foreachBatch`` function to return). The stop goes on in the background; the
@@ -471,7 +481,7 @@ class StreamHandle:
         >>> handle.status, handle.cut_batch        # doctest: +SKIP
         ('stopped', None)
         """
-        self._stopping.stop(grace)
+        self._stopping.stop(check_seconds("grace", grace, zero_ok=True))
 
     def begin_stop(self, grace: float) -> Worker | None:
         """Begin stopping the query on a thread of its own (once), so that an interrupt cannot cut the stop short.

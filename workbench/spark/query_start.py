@@ -56,19 +56,20 @@ def run_query(
     """
     # On Spark Connect the console function runs on the server, where counts would stay.
     counts = OutputCounts() if foreach_batch is None and spec.sink == "console" and not is_connect() else None
-    writer = df.writeStream.queryName(spec.name).option("checkpointLocation", spec.checkpoint)
-    if spec.output_mode:
-        writer = writer.outputMode(spec.output_mode)
-    trigger = spec.trigger.writer_kwargs()
-    if trigger:
-        writer = writer.trigger(**trigger)
-    if foreach_batch is not None:
-        writer = writer.foreachBatch(foreach_batch)
-    elif spec.sink == "memory":
-        writer = writer.format("memory")
-    else:
-        writer = writer.foreachBatch(console_writer(spec.rows, spec.truncate, console or print_console, counts))
     try:
+        # Built inside: Spark checks some options as they are set (a trigger interval).
+        writer = df.writeStream.queryName(spec.name).option("checkpointLocation", spec.checkpoint)
+        if spec.output_mode:
+            writer = writer.outputMode(spec.output_mode)
+        trigger = spec.trigger.writer_kwargs()
+        if trigger:
+            writer = writer.trigger(**trigger)
+        if foreach_batch is not None:
+            writer = writer.foreachBatch(foreach_batch)
+        elif spec.sink == "memory":
+            writer = writer.format("memory")
+        else:
+            writer = writer.foreachBatch(console_writer(spec.rows, spec.truncate, console or print_console, counts))
         query = _start_writer(writer, spec.name, spark)
     except StreamInterrupted:
         raise

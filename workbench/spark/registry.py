@@ -18,9 +18,10 @@ import pandas as pd
 
 from .session_end import run_aside, spark_is_gone
 from .handle import StreamHandle
-from ..errors import StreamStopError
+from ..errors import StreamStopError, summarize_error
+from ..options import check_seconds
 from .stopping import StreamInterrupted
-from .watch import SessionWatcher, find_query, watched_handle
+from .watch import SessionWatcher, find_query, is_streaming_query, watched_handle
 
 __all__ = ["StreamRegistry", "SessionOwner", "STREAM_COLUMNS"]
 
@@ -115,10 +116,14 @@ class StreamRegistry:
         ``name`` names a query that has no ``queryName``.
         """
         owner = self._owner
-        spark = owner.session()
-        target = find_query(spark, query)
+        interval = check_seconds("poll_interval", owner.poll_interval if poll_interval is None else poll_interval)
+        # A name needs a session already running (its query runs on it): none is started for it.
+        spark = owner.adopt_active() if isinstance(query, str) else None
+        if spark is None and (isinstance(query, str) or not is_streaming_query(query)):
+            target = find_query(None, query)  # says what is wrong with the argument
+        else:
+            target = find_query(spark or owner.session(), query)
         run_id = str(target.runId)
-        interval = owner.poll_interval if poll_interval is None else float(poll_interval)
         with self.lock:
             for handle in self._handles.values():
                 if handle.run_id == run_id:
@@ -189,13 +194,19 @@ class StreamRegistry:
             if spark is None or spark_is_gone(spark):
                 return
             try:
-                for query in spark.streams.active:
+                active = list(spark.streams.active)
+            except Exception:
+                log.debug("listing the remaining queries failed", exc_info=True)
+                return
+            for query in active:  # one that cannot be stopped does not keep the others running
+                try:
                     if grace > 0:
                         query.stop()
                     else:
                         run_aside(query.stop, "workbench-stop-query")
-            except Exception:
-                log.debug("stopping remaining queries failed", exc_info=True)
+                except Exception as exc:
+                    log.warning("stopping query %s failed: %s", getattr(query, "name", None) or query.id,
+                                summarize_error(str(exc)))
 
         if grace > 0:
             # Every stop begins at once on its own thread, then this waits for them all: an

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..errors import StreamStartError, summarize_error
-from ..options import check_name, check_output_mode, check_sink
+from ..options import check_name, check_output_mode, check_seconds, check_sink
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import late_totals
 from ..replay.spec import Replay, Script, WindowCount
@@ -96,6 +96,35 @@ def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = 
     if taken:
         log.info("replay %s: batches %s were committed but not reported when it paused; they run again", name, taken)
     return taken
+
+
+_QUERY_FAILED = "the query function failed on the replay source: "
+
+
+def query_failed(exc: Exception) -> Exception:
+    """The error to raise when a replay's query function failed on the replay's input.
+
+    The user's own Python error keeps its type, its message led by what failed; Spark's
+    (an analysis error: a misspelt column, a slide longer than its window) becomes a
+    :class:`StreamStartError` with Spark's essential line, the whole text in ``details``
+    (pyspark's exceptions cannot be rebuilt from a message).
+
+    Examples
+    --------
+    >>> query_failed(KeyError("word"))
+    StreamStartError("the query function failed on the replay source: KeyError: 'word'")
+    >>> query_failed(ValueError("no such key"))
+    ValueError('the query function failed on the replay source: no such key')
+    """
+    if not type(exc).__module__.startswith(("pyspark", "py4j")):
+        try:
+            rebuilt = type(exc)(_QUERY_FAILED + str(exc))
+        except Exception:
+            rebuilt = None
+        if rebuilt is not None and str(rebuilt) == _QUERY_FAILED + str(exc):
+            return rebuilt
+    details = f"{type(exc).__name__}: {exc}"
+    return StreamStartError(_QUERY_FAILED + summarize_error(details), details)
 
 
 class ReplayError(RuntimeError):
@@ -167,7 +196,7 @@ class ReplayRun(ReplayState):
         self.sink = check_sink(sink)
         self.source = source
         self.query = query
-        self.poll_interval = float(poll_interval)
+        self.poll_interval = check_seconds("poll_interval", poll_interval)
         self.env = env or current_env()
         self._console = console if self.sink == "console" else None
         spark = self.env.session()
@@ -175,7 +204,7 @@ class ReplayRun(ReplayState):
         try:
             result = build_window_count(self.input_df, query) if isinstance(query, WindowCount) else query(self.input_df)
         except Exception as exc:
-            raise type(exc)(f"the query function failed on the replay source: {exc}") from exc
+            raise query_failed(exc) from exc
         try:
             check_streaming_frame(result)
         except (TypeError, ValueError) as exc:

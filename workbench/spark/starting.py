@@ -15,7 +15,7 @@ import shutil
 from typing import Any, Callable
 
 from ..errors import StreamStartError, refusal_line
-from ..options import check_name, check_output_mode, check_rows, check_sink, parse_trigger
+from ..options import check_name, check_output_mode, check_rows, check_seconds, check_sink, parse_trigger
 from ..progress import ProgressHistory
 from .checkpoint_log import batch_ids
 from .plan import output_mode_problem, plan_facts, plan_text
@@ -88,9 +88,13 @@ def start_stream(
     mode = check_output_mode(output_mode)
     parsed_trigger = parse_trigger(trigger)
     rows = check_rows(rows)
-    interval = owner.poll_interval if poll_interval is None else poll_interval
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-        raise ValueError(f"poll_interval must be a positive number of seconds, got {interval!r}")
+    interval = check_seconds("poll_interval", owner.poll_interval if poll_interval is None else poll_interval)
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a folder path (a string or a Path), got {checkpoint!r}")
+    if not isinstance(truncate, bool):
+        raise TypeError(f"truncate must be True (cells cut at 20 characters) or False, got {truncate!r}")
+    if console is not None and not callable(console):
+        raise TypeError(f"console must be a function that takes each batch's text, got {console!r}")
     if checkpoint is not None and not str(checkpoint).strip():
         raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
     check_streaming_frame(df)

@@ -242,7 +242,7 @@ class Stopper:
                 f"interrupted: stream {self._name!r} is still stopping in the background (Spark ends it once its "
                 "running batch returns); spark.streams.active lists it until then, and stop() again waits for it"
             ) from None
-        if isinstance(worker.error, StreamStopError):
+        if isinstance(worker.error, Exception):  # a StreamStopError, or a fault of the stop itself
             raise worker.error
 
     def begin(self, grace: float) -> Worker | None:

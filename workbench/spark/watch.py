@@ -229,6 +229,8 @@ def describe_query(query: Any) -> str:
 def find_query(spark: Any, target: Any) -> Any:
     """The ``StreamingQuery`` that ``target`` names: a query, or an active query's name or id.
 
+    ``spark`` is the session to look in, or None when none runs (a name then names nothing).
+
     Raises
     ------
     TypeError
@@ -244,7 +246,7 @@ def find_query(spark: Any, target: Any) -> Any:
             f"got {type(target).__name__}"
         )
     wanted = target.strip()
-    active = list(spark.streams.active)
+    active = list(spark.streams.active) if spark is not None else []  # None: no session runs
     for query in active:
         if query.name == wanted:
             return query

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
+from ..options import check_seconds
 from ..progress.diagnosis import OutputSummary
 from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
 from ..progress.records import BatchProgress
@@ -133,8 +134,7 @@ class StreamMonitor(widgets.VBox):
         self.min_batches = _check_positive("min_batches", min_batches)
         if interval is None:
             interval = getattr(getattr(handle, "spec", None), "poll_interval", 0.5)
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        interval = check_seconds("interval", interval)
         if isinstance(quiet_seconds, bool) or not isinstance(quiet_seconds, (int, float)) or quiet_seconds < 0:
             raise ValueError(f"quiet_seconds must be a number of seconds >= 0, got {quiet_seconds!r}")
         if isinstance(preview_every, bool) or not isinstance(preview_every, (int, float)) or preview_every < 0:

@@ -30,6 +30,7 @@ import weakref
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol
 
+from ..options import check_seconds
 from ..progress.diagnosis import EPOCH
 from ..progress.records import BatchProgress
 from .sparkui import statistics_path, ui_port
@@ -270,10 +271,8 @@ class StreamsPublisher:
         cell_id: Callable[[], str | None] = current_cell_id,
         thread: bool = True,
     ) -> None:
-        if not min_interval > 0:
-            raise ValueError(f"min_interval must be a positive number of seconds, got {min_interval!r}")
         self._env_provider = env
-        self.min_interval = float(min_interval)
+        self.min_interval = check_seconds("min_interval", min_interval)
         self._clock = clock
         self._cell_id = cell_id
         self._lock = threading.Lock()
