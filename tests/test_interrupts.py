@@ -202,6 +202,33 @@ def test_interrupting_a_step_stops_its_query_and_the_panel_steps_again(kernel):
     kernel.run("panel.close()")
 
 
+def test_interrupting_a_pause_leaves_the_replay_playing_and_pause_again_pauses_it(kernel):
+    hold, entered = kernel.marks / "hold", kernel.marks / "entered"
+    hold.touch()
+    entered.unlink(missing_ok=True)
+    kernel.run(
+        "played = workbench.replay_panel(Replay(rows_per_batch=3), "
+        "lambda df: df.select('value', held_udf('value').alias('held')), name='played', monitor=False)\n"
+        "played.play()",
+        timeout=120,
+    )
+    assert _wait(entered.exists), "the held batch never started"
+    # A pause waits (up to 30 s) for the running batch to end: interrupted while it waits.
+    reply = run_interrupted(kernel, "played.pause()", lambda: True, after=1.0)
+    assert one_line_error(reply) == ("interrupted: replay 'played' still plays (it was waiting for a batch to end); "
+                                     "pause() again pauses it")
+    during = json_out(kernel, "print(json.dumps({'status': played.run.status, 'facts': json.loads(facts('played'))}))")
+    # Not lost track of: still playing, its query still this run's, so pause and close can stop it.
+    assert during["status"] == "playing" and during["facts"]["active"] == ["played"], during
+    hold.unlink()
+    paused = json_out(kernel, "report = played.pause()\n"
+                              "print(json.dumps({'status': played.run.status, 'ids': list(report.batch_ids), "
+                              "'facts': json.loads(facts('played'))}))", timeout=180)
+    assert paused["status"] == "paused" and paused["ids"] and paused["ids"][0] == 0, paused
+    assert paused["facts"]["active"] == [] and paused["facts"]["threads"] == [], paused
+    kernel.run("played.close()")
+
+
 def test_interrupting_a_stop_lets_it_finish_in_the_background_and_stop_again_works(kernel):
     hold = start_held_console(kernel, "slow", "held")
     # stop() waits its 1 s grace for the batch, then Spark's stop waits for the foreachBatch.

@@ -259,6 +259,30 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
         run.step()
 
 
+def test_a_play_run_that_fails_says_so_at_once_and_leaves_only_reset(env):
+    # The third batch's rows raise: the play run fails by itself, with nobody stepping or pausing.
+    boom = F.when(F.col("value") >= 8, F.raise_error(F.lit("replay boom"))).otherwise(F.col("value"))
+    panel = workbench.replay_panel(_spec(), lambda df: df.withColumn("checked", boom), name="boom_play", monitor=False)
+    told: list[str] = []
+    panel.run.on_failed.append(told.append)
+    try:
+        panel.play()
+        wait_for(lambda: told, timeout=120, message="the play run's failure")
+        [message] = told
+        assert message.startswith("replay 'boom_play' failed: ") and "replay boom" in message
+        assert message.endswith("Call reset() to start over.") and "\n" not in message
+        assert panel.run.status == "failed" and "replay boom" in panel.run.error
+        assert "replay boom" in panel.message.value and "failed" in panel.counters.value
+        assert panel.play_button.disabled and panel.step_button.disabled and panel.pause_button.disabled
+        assert not panel.reset_button.disabled
+        with pytest.raises(ReplayError, match="failed: .*replay boom.*reset"):
+            panel.run.pause()
+        panel.reset()
+        assert panel.run.status == "paused" and not panel.play_button.disabled
+    finally:
+        panel.close()
+
+
 def test_compare_watermark_delays_dropped_rows_state_and_output_delay(env, tmp_path):
     # The guide's batches with an 11:50 eel next to the donkey, then a batch at 12:40 that
     # pushes both watermarks past every window, and an empty batch to emit them.

@@ -223,6 +223,8 @@ class ReplayRun(ReplayState):
         self.on_reset: list[Callable[[], None]] = []
         #: Called with a StepReport after every step or pause (the panel's counters).
         self.on_report: list[Callable[[StepReport], None]] = []
+        #: Called with the one-line error when a play run fails by itself (not at a step or pause).
+        self.on_failed: list[Callable[[str], None]] = []
         self._input_cache: tuple[int, pd.DataFrame] | None = None
         self._fresh_state()
 
@@ -272,6 +274,7 @@ class ReplayRun(ReplayState):
     @property
     def status(self) -> str:
         """``"playing"``, ``"paused"`` (between steps or after a pause), ``"failed"`` or ``"closed"``."""
+        self._check_playing()  # a play run that failed on its own
         with self._lock:
             if self._closed:
                 return "closed"
@@ -379,6 +382,20 @@ class ReplayRun(ReplayState):
             trigger = None if speed is None else f"{max(1, round(1000 / speed))} ms"
             self._play_before = self.raw_progress.last_batch_id
             self._playing = self._start(trigger)
+            self._playing.on_finished(self._play_ended)
+
+    def _play_ended(self, handle: StreamHandle) -> None:
+        """A play run ended by itself (on its poller's thread): a failure is told at once."""
+        if handle is not self._playing or handle.status != "failed":
+            return  # paused, stepped or reset: whoever stopped it reports
+        with self._lock:
+            self._error = self._error or handle.error
+            error = self._error
+        for callback in list(self.on_failed):
+            try:
+                callback(_failed(self.name, error))
+            except Exception:
+                log.exception("replay failure callback failed")
 
     def pause(self) -> StepReport | None:
         """Stop playing (state stays in the checkpoint); report what the play run did.
@@ -386,19 +403,37 @@ class ReplayRun(ReplayState):
         The query is stopped right after a micro-batch ends (waiting up to
         :data:`PAUSE_GRACE` seconds), not in the middle of one, so that every batch that ran
         is in the history and the next step continues from the next batch id.
+
+        Raises
+        ------
+        ReplayError
+            When the run has failed (the play run's batch raised): says why; ``reset()``
+            starts over.
         """
         with self._action:
             report = self._stop_playing()
+            error = self._error
         if report is not None:
             self._notify(report)
+        if error is not None:
+            raise ReplayError(_failed(self.name, error))
         return report
 
     def _stop_playing(self) -> StepReport | None:
-        playing, self._playing = self._playing, None
+        playing = self._playing
         if playing is None:
             return None
-        wait_between_batches(playing.query, PAUSE_GRACE, self.name, or_next_report=True)
+        # The play run stays this run's until it has stopped: an interrupt (or a stop Spark
+        # could not carry out) leaves it "playing", and the next pause, reset or close stops it.
+        try:
+            wait_between_batches(playing.query, PAUSE_GRACE, self.name, or_next_report=True)
+        except KeyboardInterrupt:
+            raise StreamInterrupted(
+                f"interrupted: replay {self.name!r} still plays (it was waiting for a batch to end); "
+                "pause() again pauses it"
+            ) from None
         playing.stop(grace=0.0)
+        self._playing = None
         if playing.status == "failed":
             with self._lock:
                 self._error = playing.error

@@ -1,7 +1,7 @@
 """The replay panel: Play, Pause, Step, Reset, speed, counters and the live monitor.
 
 The panel drives a replay controller passed in (duck-typed: ``step``, ``play``, ``pause``,
-``reset``, ``late_rows``, ``late_summary``, ``stream``, ``progress``, ``on_report``,
+``reset``, ``late_rows``, ``late_summary``, ``stream``, ``progress``, ``on_report``, ``on_failed``,
 ``on_reset``; see ``workbench.spark.replay_run.ReplayRun``); it never calls Spark itself.
 Button clicks run the controller's action on a background thread so that the kernel's
 comm handler is never blocked, and the buttons are disabled while an action runs.
@@ -133,6 +133,7 @@ class ReplayPanel(widgets.VBox):
         self._published_at = 0.0
         self._output.on_page(self._on_page_loaded)
         run.on_reset.append(self._attach)
+        run.on_failed.append(self._on_failed)
         self._attach()
 
     # -- wiring ---------------------------------------------------------------------------
@@ -153,6 +154,12 @@ class ReplayPanel(widgets.VBox):
         with self._state_lock:
             self.state_view.value = ""
             self._state_stale = False
+
+    def _on_failed(self, message: str) -> None:
+        """The play run failed by itself (its poller's thread): say why, and only Reset is left."""
+        self.message.value = f"<span style='color:#d62728'>{html.escape(message)}</span>"
+        self._update_counters()
+        self._set_buttons(busy=self._busy.locked())
 
     def _in_background(self, action: Callable[[], Any]) -> None:
         if not self._busy.acquire(blocking=False):
