@@ -223,6 +223,34 @@ def test_a_fraction_of_a_minute_triggers_and_a_bad_grace_stops_nothing(env, rate
     assert handle.status == "stopped"
 
 
+def test_names_that_differ_only_in_case_never_share_a_memory_table(env, rate_stream):
+    # Spark registers a memory sink's table under the query's name, and table names ignore case.
+    upper = env.start(rate_stream(rows_per_batch=2), "Cased", trigger="0.2 seconds")
+    try:
+        wait_for(lambda: upper.progress.total >= 1, timeout=120, message="a batch of 'Cased'")
+        with pytest.raises(ValueError) as refused:
+            env.start(rate_stream(rows_per_batch=5), "cased")
+        assert str(refused.value) == (
+            "stream name 'cased' differs from the running query 'Cased' only in case: Spark's memory tables "
+            "ignore case, so both would write one table; stop 'Cased' first (%stream stop Cased) or choose "
+            "another name")
+        assert upper.status == "active" and [h.name for h in env.handles()].count("cased") == 0
+        console = env.start(rate_stream(rows_per_batch=1), "CASED", sink="console", console=lambda text: None)
+        console.stop()  # a console stream keeps no table: nothing shared
+    finally:
+        upper.stop()
+    lower = env.start(rate_stream(rows_per_batch=5), "cased", trigger="0.2 seconds")
+    try:
+        wait_for(lambda: lower.progress.total >= 1, timeout=120, message="a batch of 'cased'")
+        # The stopped 'Cased' lost its table to 'cased': it says so instead of returning the other's rows.
+        with pytest.raises(ValueError, match="was replaced by the newer stream 'cased': Spark's memory tables ignore "
+                                             "case"):
+            upper.result()
+        assert upper.replaced_by is lower and len(lower.result()) >= 5
+    finally:
+        lower.stop()
+
+
 def test_idle_re_reports_are_not_batches(env, spark, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()

@@ -286,6 +286,10 @@ class StreamHandle:
         return (f"Reading this stream's progress failed {self.poller.read_failures} time(s) in a row; "
                 f"the query still runs and the workbench keeps trying: {error}")
 
+    @property
+    def _replaced_by_name(self) -> str | None:
+        return None if self.replaced_by is None else self.replaced_by.name
+
     def _find_cut_batch(self) -> None:
         """After the query ended: find a batch whose rows reached the memory table without progress."""
         if self.sink == "memory":
@@ -318,7 +322,7 @@ class StreamHandle:
         ValueError
             For a console-sink stream, which keeps no table.
         """
-        return self._reader.result(replaced=self.replaced_by is not None)
+        return self._reader.result(replaced=self._replaced_by_name)
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         """A few rows of the memory sink's table and its row count, without fetching it all.
@@ -331,7 +335,7 @@ class StreamHandle:
         (pandas.DataFrame, int)
             The rows and the number of rows in the table.
         """
-        return self._reader.preview(rows, replaced=self.replaced_by is not None)
+        return self._reader.preview(rows, replaced=self._replaced_by_name)
 
     def input_watermarks(self) -> pd.DataFrame:
         """Each watermarked input's max event time and watermark, one row per batch and input.

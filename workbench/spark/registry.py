@@ -86,11 +86,16 @@ class StreamRegistry:
         self.on_stream_started: list[Callable[[StreamHandle], None]] = []
 
     def add(self, handle: StreamHandle) -> None:
-        """Register ``handle`` under its name, replacing (and pointing from) the previous one."""
+        """Register ``handle`` under its name, replacing (and pointing from) the previous one.
+
+        A memory-sink stream whose name differs only in case is replaced too: Spark's table
+        names ignore case, so the newer stream's table took its place.
+        """
         with self.lock:
-            previous = self._handles.get(handle.name)
-            if previous is not None:
-                previous.replaced_by = handle
+            for previous in self._handles.values():
+                same_table = previous.sink == handle.sink == "memory" and previous.name.lower() == handle.name.lower()
+                if previous.name == handle.name or same_table:  # Spark's table names ignore case
+                    previous.replaced_by = handle
             self._handles[handle.name] = handle
 
     def registered(self, name: str) -> StreamHandle | None:

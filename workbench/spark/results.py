@@ -35,10 +35,11 @@ class TableReader:
         self._spark = spark
         self._table: Any = None  # the memory sink's table as a DataFrame, for previews
 
-    def result(self, replaced: bool) -> pd.DataFrame:
+    def result(self, replaced: bool | str) -> pd.DataFrame:
         """The whole table as a flat pandas DataFrame (see ``StreamHandle.result``).
 
-        ``replaced``: a newer stream took the name, and with it the table.
+        ``replaced``: a newer stream took the name, and with it the table (its name, when
+        it differs in case only).
         """
         if self._sink != "memory":
             raise ValueError(
@@ -49,7 +50,7 @@ class TableReader:
         self._check_spark()
         return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self._name}`"))
 
-    def preview(self, rows: int, replaced: bool) -> tuple[pd.DataFrame, int]:
+    def preview(self, rows: int, replaced: bool | str) -> tuple[pd.DataFrame, int]:
         """A few rows of the table and its row count (see ``StreamHandle.preview``)."""
         if self._sink != "memory":
             raise ValueError(f"stream {self._name!r} writes to the {self._sink} sink, which keeps no table")
@@ -69,13 +70,21 @@ class TableReader:
         picked = table.select("*").tail(rows)
         return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
 
-    def _check_not_replaced(self, replaced: bool) -> None:
+    def _check_not_replaced(self, replaced: bool | str) -> None:
         # The memory sink's table is found by the stream's name, which now means the newer stream.
-        if replaced:
+        if not replaced:
+            return
+        newer = replaced if isinstance(replaced, str) else self._name
+        if newer != self._name:  # Spark's table names ignore case
             raise ValueError(
-                f"stream {self._name!r} (run {self._run_id}) was replaced by a newer stream of the same name, "
-                f"whose table now holds {self._name!r}: read it with workbench.stream({self._name!r}).result()"
+                f"stream {self._name!r} (run {self._run_id}) was replaced by the newer stream {newer!r}: Spark's "
+                f"memory tables ignore case, so its table now holds {newer!r}'s rows: read them with "
+                f"workbench.stream({newer!r}).result()"
             )
+        raise ValueError(
+            f"stream {self._name!r} (run {self._run_id}) was replaced by a newer stream of the same name, "
+            f"whose table now holds {self._name!r}: read it with workbench.stream({self._name!r}).result()"
+        )
 
     def _check_spark(self) -> None:
         if spark_is_gone(self._spark):

@@ -111,7 +111,7 @@ def start_stream(
         df, inputs = observe_inputs(df)  # only when asked: ordinary queries stay as written
     table_warn_rows = _table_warn_rows()
     with registry.lock:
-        _refuse_foreign(registry, df.sparkSession, name)
+        _refuse_foreign(registry, df.sparkSession, name, spec_sink)
         # Spark's own start-time check, run while the previous stream still runs, so that
         # a re-run Spark would refuse leaves the old stream as it was (classic sessions).
         problem = output_mode_problem(df, mode)
@@ -177,11 +177,25 @@ def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
         remove_folder(handle.checkpoint)
 
 
-def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str) -> None:
-    """Refuse a name held by an active query the workbench did not start: it is the user's."""
+def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) -> None:
+    """Refuse a name held by an active query the workbench did not start: it is the user's.
+
+    Refuse a memory-sink name that differs only in case from an active query's: Spark's
+    table names ignore case, so the two would write one table.
+    """
     handle = registry.registered(name)
     for query in spark.streams.active:
-        if query.name != name:
+        other = query.name
+        if sink == "memory" and other and other != name and other.lower() == name.lower():
+            known = registry.registered(other)
+            if known is not None and known.sink != "memory":
+                continue  # a console stream keeps no table
+            raise ValueError(
+                f"stream name {name!r} differs from the running query {other!r} only in case: Spark's memory "
+                f"tables ignore case, so both would write one table; stop {other!r} first "
+                f"(%stream stop {other}) or choose another name"
+            )
+        if other != name:
             continue
         if handle is not None and handle.started_by != "user" and handle.run_id == str(query.runId):
             continue  # an earlier start of this stream (or of its cell): replaced as usual
