@@ -490,6 +490,27 @@ def test_replay_with_sql_and_python_bodies_over_source(shell, magics, env):
         assert shell.run_line_magic("stream", f"result {name}").equals(panel.results())
 
 
+@pytest.mark.spark
+def test_a_replay_cell_run_again_with_a_bad_body_keeps_the_panel_it_would_replace(shell, magics, env):
+    from workbench.replay import Script
+
+    shell.user_ns["script"] = Script([[("12:00", "a"), ("12:01", "b")], [("12:02", "a")]], ["event_time", "word"])
+    shell.run_cell_magic("stream", "kept --replay script --mode complete --no-monitor", "source.groupBy('word').count()")
+    panel = magics.panels["kept"]
+    panel.step()
+    for body in ("source.groupBy('wrd').count()", "source.groupBy('word').count() +"):
+        with capture_output():
+            with pytest.raises(UsageError, match="%%stream kept: "):
+                shell.run_cell_magic("stream", "kept --replay script --mode complete --no-monitor", body)
+        # The old panel stands, usable, with its run and results.
+        assert magics.panels["kept"] is panel and panel.run.status == "paused"
+    panel.step()
+    assert list(panel.history()["batch_id"]) == [0, 1]
+    shell.run_cell_magic("stream", "kept --replay script --mode complete --no-monitor", "source.groupBy('word').count()")
+    assert magics.panels["kept"] is not panel and panel.run.status == "closed"
+    magics.panels["kept"].close()
+
+
 # -- queries the workbench did not start; atomic re-runs; refusals explained -----------------------------
 
 

@@ -389,8 +389,8 @@ class StreamMagics(Magics):
                 f"%%stream {command.name}: the cell is empty: write the query over the replay's input "
                 "(temp view `source` in SQL, variable `source` in Python)"
             )
-        self._close_panel(command.name)
-        current_env().stop(command.name, missing_ok=True)
+        # The new panel first (it runs the body and Spark's checks, and starts no query): a
+        # body that fails leaves the stream or panel it would replace as it was.
         try:
             panel = replay_panel(
                 source, query, name=command.name, output_mode=command.output_mode or scenario_mode,
@@ -401,6 +401,12 @@ class StreamMagics(Magics):
         except Exception as exc:
             log.debug("replay %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None
+        try:
+            self._close_panel(command.name)
+            current_env().stop(command.name, missing_ok=True)
+        except BaseException:
+            panel.close()
+            raise
         self._close_views(command.name)  # the replaced stream's, once the panel stands (a typo keeps them)
         self.panels[command.name] = panel
         self.views[command.name] = panel
