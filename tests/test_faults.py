@@ -100,6 +100,7 @@ JVM_DIES = textwrap.dedent(
         "again": {"status": again.status, "batches": again.history()["batch_id"].tolist()[:2],
                   "rows": len(again.result())},
         "new_session_is_new": shell.user_ns["spark"] is not spark,
+        "scratch": [str(spark._workbench_scratch), str(shell.user_ns["spark"]._workbench_scratch)],
     }))
     """
 )
@@ -136,6 +137,9 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
     assert "again" in report["magic_output"]
     # No wall of py4j connection tracebacks reaches the user.
     assert "ConnectionRefusedError" not in stderr and "Py4JNetworkError" not in stderr
+    # Both JVMs' private scratch folders (the dead one's too) went with the process.
+    old_scratch, new_scratch = map(Path, report["scratch"])
+    assert old_scratch != new_scratch and not old_scratch.exists() and not new_scratch.exists()
 
 
 def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):

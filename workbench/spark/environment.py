@@ -73,6 +73,8 @@ class Workbench:
         self.history_cap = history_cap
         self._spark: Any = None
         self._temp_dir: Path | None = None
+        #: Scratch folders of earlier sessions (a dead JVM's, a stopped session's), removed at shutdown.
+        self._old_scratch: list[Path] = []
         # One lock for the session and the handles: starting a stream holds it across both.
         self._lock = threading.RLock()
         #: The handles of this workbench's streams.
@@ -110,6 +112,7 @@ class Workbench:
             if self._spark is not None and spark_is_gone(self._spark):
                 self._forget_dead_session()
             if self._spark is None or _is_stopped(self._spark):
+                self._keep_scratch(self._spark)
                 fresh_temp = self._temp_dir is None
                 try:
                     self._spark = build_session(str(self.temp_dir / "warehouse"), conf)
@@ -218,7 +221,17 @@ class Workbench:
         if not _is_stopped(self._spark):
             log.warning("the Spark JVM has ended; starting a new Spark session")
             discard_dead_session(self._spark)
+        self._keep_scratch(self._spark)
         self._spark = None
+
+    def _keep_scratch(self, spark: Any) -> None:
+        """Keep a session's scratch folder for shutdown (a dead JVM's log stays readable until then).
+
+        A stopped session's JVM may live on under the next session, still writing there.
+        """
+        scratch = getattr(spark, "_workbench_scratch", None)
+        if scratch is not None and scratch not in self._old_scratch:
+            self._old_scratch.append(scratch)
 
     def new_temp_folder(self, name: str) -> str:
         """A fresh folder under this process's private temporary folder."""
@@ -371,7 +384,8 @@ class Workbench:
             spark, self._spark = self._spark, None
             self._watcher = None  # its listener ends with the JVM
             temp_dir, self._temp_dir = self._temp_dir, None
-        folders = (temp_dir,) if temp_dir is not None else ()
+            old_scratch, self._old_scratch = self._old_scratch, []
+        folders = (*((temp_dir,) if temp_dir is not None else ()), *old_scratch)
         if spark is None and not folders:
             # A second call (the interpreter's exit hook after the kernel's): nothing left.
             log.debug("shutdown: nothing left to end")
