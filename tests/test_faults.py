@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_for
+
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,14 +139,15 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
     assert "again" in report["magic_output"]
     # No wall of py4j connection tracebacks reaches the user.
     assert "ConnectionRefusedError" not in stderr and "Py4JNetworkError" not in stderr
-    # Both JVMs' private scratch folders (the dead one's too) went with the process.
+    # Both JVMs' private scratch folders (the dead one's too) went with the process (handed to
+    # a detached `rm -rf` as it exits: give it a moment).
     old_scratch, new_scratch = map(Path, report["scratch"])
-    assert old_scratch != new_scratch and not old_scratch.exists() and not new_scratch.exists()
+    assert old_scratch != new_scratch
+    wait_for(lambda: not old_scratch.exists() and not new_scratch.exists(), timeout=10,
+             text=lambda: f"scratch folders left: {[str(p) for p in (old_scratch, new_scratch) if p.exists()]}")
 
 
 def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):
-    from tests.helpers import wait_for
-
     checkpoint = tmp_path / "counts"
     df = rate_stream(rows_per_batch=6)
     query = df.groupBy((df.value % 3).alias("k")).count()

@@ -305,9 +305,10 @@ class TestPollerThread:
         source.report(batch(0))
         wait_for(lambda: history.last_batch_id == 0, timeout=5, message="first batch")
         source.broken = True
+        # Once a read has failed, no read that began before the break is still under way.
+        wait_for(lambda: poller.read_failures >= 1, timeout=5, message="a failed read")
         source.report(batch(1), batch(2))
         wait_for(lambda: poller.read_failures >= 3, timeout=5, message="three failed reads")
-        poller.wake()  # a batch's event: it does not hurry the next try, which waits ever longer
         assert "ConnectionError" in poller.read_error and "UNAVAILABLE" in poller.read_error
         assert poller.running and not finished.is_set() and history.last_batch_id == 0
         source.broken = False
@@ -318,6 +319,12 @@ class TestPollerThread:
         assert poller.running and not finished.is_set()
         source.active = False
         assert finished.wait(5) and not poller.running
+
+    def test_the_wait_between_failed_reads_doubles_up_to_max_retry_however_long_they_fail(self):
+        poller = ProgressPoller(ScriptedSource(), ProgressHistory(), interval=0.5)
+        waits = [poller._read_failed(ConnectionError("down")) for _ in range(2000)]  # hours of failures
+        assert waits[:5] == [0.5, 1.0, 2.0, 4.0, 8.0] and waits[6:] == [MAX_RETRY] * (len(waits) - 6)
+        assert poller.read_failures == 2000
 
     def test_the_last_read_of_an_ended_query_is_tried_a_few_times_then_given_up(self):
         class Unreadable(ScriptedSource):

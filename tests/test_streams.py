@@ -239,6 +239,13 @@ def test_names_that_differ_only_in_case_never_share_a_memory_table(env, rate_str
         console.stop()  # a console stream keeps no table: nothing shared
     finally:
         upper.stop()
+    # Nor does a query of the user's own to another sink, once its progress says so.
+    foreign = rate_stream(rows_per_batch=1).writeStream.format("noop").queryName("CaSeD").start()
+    try:
+        wait_for(lambda: foreign.lastProgress is not None, timeout=120, message="a batch of the noop query")
+        env.start(rate_stream(rows_per_batch=1), "cAsEd", sink="memory").stop()
+    finally:
+        foreign.stop()
     lower = env.start(rate_stream(rows_per_batch=5), "cased", trigger="0.2 seconds")
     try:
         wait_for(lambda: lower.progress.total >= 1, timeout=120, message="a batch of 'cased'")

@@ -109,6 +109,32 @@ def test_process_without_the_no_data_batch_runs_one_batch_and_the_next_process_g
             test.process(no_data_batch="no")
 
 
+def test_rows_added_in_one_step_are_one_batch_however_long_the_step_takes(spark, testing):
+    # The query runs between steps: without holding added rows back until process(), the owl
+    # would run as a batch of its own while the step went on, and its watermark would drop the donkey.
+    import time
+
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        test.add(events, [(t("12:07"), "dog")]).process().check_watermark(t("11:57"))
+        test.add(events, [(t("12:21"), "owl")])
+        time.sleep(1.0)  # the step takes its time (a slow fixture, a breakpoint): nothing runs meanwhile
+        test.check_new_answer([])
+        test.add(events, [(t("12:04"), "donkey")]).process()
+        # One batch with the owl and the donkey, run with the watermark 11:57: the donkey is on time.
+        test.check_late([]).check_late([], fate="counted").check_watermark(t("12:11"))
+        assert test.last_batch == 3, "batch 0, its watermark-only batch 1, batch 2 with both rows, then batch 3"
+        test.check_new_answer([(w("11:55", "12:05"), "donkey", 1), (w("12:00", "12:10"), "dog", 1),
+                               (w("12:00", "12:10"), "donkey", 1)])
+    # Once the test is over, a live query on the stream reads everything added again.
+    live = events.df.writeStream.format("memory").queryName("after_the_test").start()
+    try:
+        live.processAllAvailable()
+        assert spark.table("after_the_test").count() == 3
+    finally:
+        live.stop()
+
+
 def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
     events = testing.MemoryStream(spark, "id int, name string")
     assert events.add([(1, "a"), (2, "b")]) == 1
@@ -181,6 +207,10 @@ def test_a_failing_query_is_one_line_and_expect_failure_matches_it(spark, testin
         with pytest.raises(AssertionError) as error:
             test.expect_failure("too big")
         assert_message(error, "the query failed, but not with 'too big': ValueError: negative value -7")
+        # Not the UDF's source line that Spark's message echoes, nor the query's plan.
+        with pytest.raises(AssertionError, match="the query failed, but not with 'if value < 0'"):
+            test.expect_failure("if value < 0")
+        test.expect_failure("PYTHON_EXCEPTION|ValueError")  # Spark's error class, or the error's line
     with testing.StreamTest(events.df) as fine:
         with pytest.raises(AssertionError) as error:
             fine.expect_failure("anything")
@@ -388,6 +418,36 @@ def test_check_answer_in_complete_mode_is_the_current_table(spark, testing):
             0: [("dog", 2), ("owl", 1)], 1: [("cat", 1), ("dog", 2), ("owl", 2)]}
 
 
+def test_check_answer_compares_array_columns_as_lists(spark, testing):
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, "word string, n int")
+    query = events.df.groupBy("word").agg(F.sort_array(F.collect_list("n")).alias("ns"))
+    with testing.StreamTest(query, output_mode="complete") as test:
+        test.add(events, [("dog", 2), ("dog", 1), ("owl", 5)]).process()
+        # toPandas gives array columns as numpy arrays: a two-element one crashed, a one-element one was a scalar.
+        test.check_answer([("dog", [1, 2]), ("owl", [5])])
+        with pytest.raises(AssertionError) as error:
+            test.check_answer([("dog", [1, 2]), ("owl", 5)])
+        assert_message(error, "check_answer(), batch 0", "missing:\n    ('owl', 5)\n  unexpected:\n    ('owl', (5,))")
+
+
+def test_check_state_reads_each_side_of_a_stream_stream_join(spark, testing):
+    from pyspark.sql import functions as F
+
+    left = testing.MemoryStream(spark, "k string, lt timestamp")
+    right = testing.MemoryStream(spark, "k2 string, rt timestamp")
+    lt, rt = left.df.withWatermark("lt", "10 minutes"), right.df.withWatermark("rt", "10 minutes")
+    joined = lt.join(rt, (lt.k == rt.k2) & rt.rt.between(lt.lt - F.expr("interval 5 minutes"),
+                                                           lt.lt + F.expr("interval 5 minutes")))
+    with testing.StreamTest(joined, output_mode="append") as test:
+        test.add(left, [("a", "2024-01-01 12:00")]).add(right, [("b", "2024-01-01 12:01")]).process()
+        test.check_state([("a", "a", "2024-01-01 12:00")], side="left")
+        test.check_state([("b", "b", "2024-01-01 12:01")], side="right")
+        with pytest.raises(AssertionError, match=r"check_state\(side='right'\)"):
+            test.check_state([("a", "a", "2024-01-01 12:00")], side="right")
+
+
 def test_check_state_picks_one_of_two_stateful_operators(spark, testing):
     from pyspark.sql import functions as F
 
@@ -414,3 +474,36 @@ def test_check_state_picks_one_of_two_stateful_operators(spark, testing):
                 test.check_state([], operator=bad)
             assert error_text in str(raised.value) and "0 (stateStoreSave), 1 (dedupe)" in str(raised.value)
             assert "\n" not in str(raised.value)
+
+
+TIME_ZONE_SCRIPT = """
+import json, time, workbench
+from workbench.testing import MemoryStream
+
+spark = workbench.session()
+events = MemoryStream(spark, "event_time timestamp, wall timestamp_ntz, word string")
+events.add([("2024-01-01 12:07", "2024-01-01 12:07", "dog")])
+query = events.df.writeStream.format("memory").queryName("zoned").start()
+query.processAllAvailable()
+query.stop()
+row = spark.sql("SELECT date_format(event_time, 'HH:mm') AS utc, date_format(wall, 'HH:mm') AS ntz FROM zoned").first()
+print(json.dumps({"zone": time.strftime("%Z", time.localtime(1704110820)), "utc": row.utc, "ntz": row.ntz}))
+"""
+
+
+@pytest.mark.kernel  # a Python process with a Spark of its own, in another time zone
+def test_memory_stream_times_are_utc_whatever_the_machines_time_zone():
+    # Spark's Python worker reads a datetime without a zone in the process's local time: on a
+    # laptop in New York every event moved five hours.
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    environment.update(TZ="America/New_York", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, "-c", TIME_ZONE_SCRIPT], capture_output=True, text=True, timeout=300,
+                          env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"zone": "EST", "utc": "12:07", "ntz": "12:07"}

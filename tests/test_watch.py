@@ -137,6 +137,19 @@ def test_a_parquet_query_started_after_loading_is_watched_from_batch_0(env, spar
 
 
 @pytest.mark.spark
+def test_a_memory_query_watched_by_its_object_reads_its_table(env, spark, rate_stream):
+    query = rate_stream(rows_per_batch=3).writeStream.format("memory").queryName("own_table").start()
+    try:
+        wait_for(lambda: query.lastProgress and query.lastProgress["batchId"] >= 1, 60, message="two batches")
+        handle = workbench.watch(query)  # the object, not its name
+        assert handle.spark is spark and handle.sink == "memory"
+        assert len(handle.result()) >= 6 and handle.preview(2)[1] >= 6
+    finally:
+        query.stop()
+    assert handle.status == "stopped"
+
+
+@pytest.mark.spark
 def test_a_query_started_before_the_listener_is_back_filled_and_says_so(env, spark, rate_stream, tmp_path):
     # Spark keeps only its last N progress reports; with N = 4 the early batches are gone.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "4")

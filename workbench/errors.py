@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "summarize_error", "WorkbenchError", "StreamStartError", "StreamStopError", "REFUSAL_HINTS", "refusal_hint", "refusal_line",
-    "InterruptionNoiseFilter",
+    "summarize_error", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed", "REFUSAL_HINTS",
+    "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
@@ -107,6 +107,35 @@ class StreamStopError(WorkbenchError, RuntimeError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+QUERY_FAILED = "the query function failed on the replay source: "
+
+
+def query_failed(exc: Exception) -> Exception:
+    """The error to raise when a replay's query function failed on the replay's input.
+
+    The user's own Python error keeps its type, its message led by what failed; Spark's
+    (an analysis error: a misspelt column, a slide longer than its window) becomes a
+    :class:`StreamStartError` with Spark's essential line, the whole text in ``details``
+    (pyspark's exceptions cannot be rebuilt from a message).
+
+    Examples
+    --------
+    >>> query_failed(KeyError("word"))
+    StreamStartError("the query function failed on the replay source: KeyError: 'word'")
+    >>> query_failed(ValueError("no such key"))
+    ValueError('the query function failed on the replay source: no such key')
+    """
+    if not type(exc).__module__.startswith(("pyspark", "py4j")):
+        try:
+            rebuilt = type(exc)(QUERY_FAILED + str(exc))
+        except Exception:
+            rebuilt = None
+        if rebuilt is not None and str(rebuilt) == QUERY_FAILED + str(exc):
+            return rebuilt
+    details = f"{type(exc).__name__}: {exc}"
+    return StreamStartError(QUERY_FAILED + summarize_error(details), details)
 
 
 #: Spark's most common streaming refusals (a fragment of its message, lower case) and what to do.

@@ -22,7 +22,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 from traitlets import Bool, Float, Int, TraitError, validate
 
-from ..errors import summarize_error
+from ..errors import QUERY_FAILED, summarize_error
 from ..options import check_seconds
 from ..replay import scenarios
 from ..replay.scenarios import Scenario
@@ -149,7 +149,10 @@ class StreamMagics(Magics):
             return
         panel = self.panels.get(command.name or "")
         if panel is not None:
-            panel.run.pause()
+            try:
+                panel.run.pause()
+            except RuntimeError as exc:  # ReplayError: the play run it stopped had failed
+                raise UsageError(f"%stream stop {command.name}: {exc}") from None
             return
         self._handle(command.name or "", "stop").stop()
 
@@ -397,7 +400,7 @@ class StreamMagics(Magics):
                 sink=command.sink, monitor=command.monitor,
             )
         except UsageError as exc:
-            raise UsageError(str(exc).replace("the query function failed on the replay source: ", "")) from None
+            raise UsageError(str(exc).replace(QUERY_FAILED, "")) from None
         except Exception as exc:
             log.debug("replay %s failed", command.name, exc_info=True)
             raise UsageError(f"%%stream {command.name}: {_one_line(exc)}") from None

@@ -223,7 +223,8 @@ class ProgressPoller:
         log.debug("progress read %d of %s failed", self.read_failures, self._name, exc_info=True)
         # Back off (1, 2, 4 ... intervals, at most MAX_RETRY seconds): a read that keeps failing
         # costs little, and wakes cannot hurry it.
-        return min(self.interval * 2 ** (self.read_failures - 1), max(self.interval, MAX_RETRY))
+        doubled = self.interval * 2 ** min(self.read_failures - 1, 30)  # capped: 2 ** 1024 overflows a float
+        return min(doubled, max(self.interval, MAX_RETRY))
 
     def _still_active(self) -> bool:
         try:

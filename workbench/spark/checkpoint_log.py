@@ -10,10 +10,13 @@ other file systems (``hdfs://``, ``s3a://``) are out of this process's reach.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
-__all__ = ["local_checkpoint", "batch_ids", "checkpoint_files"]
+__all__ = ["local_checkpoint", "batch_ids", "checkpoint_files", "uncommit_unreported"]
+
+log = logging.getLogger(__name__)
 
 
 def local_checkpoint(checkpoint: str | os.PathLike[str] | None) -> Path | None:
@@ -88,3 +91,31 @@ def checkpoint_files(folder: str | os.PathLike[str]) -> tuple | None:
     except OSError:
         return None
     return tuple(seen)
+
+
+def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = "") -> list[int]:
+    """Take back the commits of batches Spark committed but never reported; their ids.
+
+    A stop that interrupts a batch just after Spark wrote its commit but before it reported
+    its progress leaves a batch with no record in the history, and a restart would go on
+    after it. Without its commit the batch runs again on restart, from the same offsets,
+    exactly as one interrupted a moment earlier: its state version and its results are
+    written again. Only local checkpoints are read (nothing is done for other file systems).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.TemporaryDirectory(); checkpoint = folder.name
+    >>> os.makedirs(os.path.join(checkpoint, "commits"))
+    >>> for n in ("0", "1", ".1.crc"): open(os.path.join(checkpoint, "commits", n), "w").close()
+    >>> uncommit_unreported(checkpoint, 0), sorted(os.listdir(os.path.join(checkpoint, "commits")))
+    ([1], ['0'])
+    >>> folder.cleanup()
+    """
+    taken = [i for i in batch_ids(checkpoint, "commits") if last_reported is None or i > last_reported]
+    for batch_id in taken:
+        for leaf in (str(batch_id), f".{batch_id}.crc"):
+            (local_checkpoint(checkpoint) / "commits" / leaf).unlink(missing_ok=True)
+    if taken:
+        log.info("replay %s: batches %s were committed but not reported when it paused; they run again", name, taken)
+    return taken

@@ -19,13 +19,14 @@ import pickle
 import sys
 import tempfile
 import warnings
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
 from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructType, TimestampType
 
-__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver"]
+__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "release", "released"]
 
 #: The data source name the workbench registers with each session.
 SOURCE_NAME = "workbench_memory"
@@ -36,6 +37,35 @@ SUFFIX = ".pkl"
 def batch_count(folder: str) -> int:
     """How many batches of rows ``folder`` holds (files are numbered from 1, never rewritten)."""
     return sum(1 for name in os.listdir(folder) if name.endswith(SUFFIX))
+
+
+#: When present, how many batches the source may read (a StreamTest releases them at each
+#: process(), so that batch boundaries do not depend on when the rows were added).
+RELEASED_FILE = "released"
+
+
+def released(folder: str) -> int | None:
+    """How many batches ``folder``'s source may read, or None when it reads all."""
+    try:
+        with open(os.path.join(folder, RELEASED_FILE), encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except FileNotFoundError:
+        return None
+
+
+def release(folder: str, count: int | None) -> None:
+    """Let ``folder``'s source read ``count`` batches (None: all, the gate removed)."""
+    path = os.path.join(folder, RELEASED_FILE)
+    if count is None:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        return
+    fd, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(str(count))
+    os.replace(temporary, path)
 
 
 def batch_file(folder: str, index: int) -> str:
@@ -52,15 +82,21 @@ def write_atomically(path: str, value: Any) -> None:
 
 
 class _MemoryReader(DataSourceStreamReader):
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, schema: StructType | None = None) -> None:
         self.folder = folder
+        # The rows keep UTC times without a zone; Spark's worker reads such a datetime in its
+        # own local time (astimezone), so TIMESTAMP columns get their zone when read (a
+        # TIMESTAMP_NTZ column stays as it is).
+        fields = schema.fields if schema is not None else []
+        self.utc_columns = [i for i, field in enumerate(fields) if isinstance(field.dataType, TimestampType)]
 
     def initialOffset(self) -> dict:
         return {"added": 0}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        # Every limit is read-all: a memory stream's next batch takes everything added.
-        return {"added": batch_count(self.folder)}
+        # Every limit is read-all: a memory stream's next batch takes everything added (and released).
+        count, gate = batch_count(self.folder), released(self.folder)
+        return {"added": count if gate is None else min(count, gate)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         rows: list[tuple[Any, ...]] = []
@@ -71,7 +107,16 @@ class _MemoryReader(DataSourceStreamReader):
         return [InputPartition(rows)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        yield from partition.value
+        if not self.utc_columns:
+            yield from partition.value
+            return
+        for row in partition.value:
+            values = list(row)
+            for index in self.utc_columns:
+                value = values[index]
+                if isinstance(value, datetime) and value.tzinfo is None:
+                    values[index] = value.replace(tzinfo=timezone.utc)
+            yield tuple(values)
 
     def commit(self, end: dict) -> None:
         pass  # files stay until the stream is closed: a restart may read them again
@@ -88,7 +133,7 @@ class MemoryDataSource(DataSource):
         raise ValueError("a workbench_memory stream needs its schema: use workbench.testing.MemoryStream")
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return _MemoryReader(self.options["folder"])
+        return _MemoryReader(self.options["folder"], schema)
 
 
 def batch_saver(folder: str) -> Callable[[Any, int], None]:

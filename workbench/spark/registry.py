@@ -122,12 +122,14 @@ class StreamRegistry:
         """
         owner = self._owner
         interval = check_seconds("poll_interval", owner.poll_interval if poll_interval is None else poll_interval)
-        # A name needs a session already running (its query runs on it): none is started for it.
-        spark = owner.adopt_active() if isinstance(query, str) else None
-        if spark is None and (isinstance(query, str) or not is_streaming_query(query)):
-            target = find_query(None, query)  # says what is wrong with the argument
+        if isinstance(query, str):
+            # A name needs a session already running (its query runs on it): none is started for it.
+            spark = owner.adopt_active()
+        elif is_streaming_query(query):
+            spark = owner.session()
         else:
-            target = find_query(spark or owner.session(), query)
+            spark = None  # find_query says what is wrong with the argument
+        target = find_query(spark, query)
         run_id = str(target.runId)
         with self.lock:
             for handle in self._handles.values():

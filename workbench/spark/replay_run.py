@@ -40,12 +40,12 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..errors import StreamStartError, summarize_error
+from ..errors import StreamStartError, query_failed, summarize_error
 from ..options import check_name, check_output_mode, check_seconds, check_sink
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import late_totals
 from ..replay.spec import Replay, Script, WindowCount
-from .checkpoint_log import batch_ids, local_checkpoint
+from .checkpoint_log import uncommit_unreported
 from .environment import Workbench, current_env
 from .frames import flat_select
 from .plan import output_mode_problem, plan_facts
@@ -68,63 +68,6 @@ QueryFunction = Callable[[Any], Any]
 
 #: Seconds a pause waits for the running micro-batch to end before stopping anyway.
 PAUSE_GRACE = 30.0
-
-
-def uncommit_unreported(checkpoint: str, last_reported: int | None, name: str = "") -> list[int]:
-    """Take back the commits of batches Spark committed but never reported; their ids.
-
-    A stop that interrupts a batch just after Spark wrote its commit but before it reported
-    its progress leaves a batch with no record in the history, and a restart would go on
-    after it. Without its commit the batch runs again on restart, from the same offsets,
-    exactly as one interrupted a moment earlier: its state version and its results are
-    written again. Only local checkpoints are read (nothing is done for other file systems).
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> folder = tempfile.TemporaryDirectory(); checkpoint = folder.name
-    >>> os.makedirs(os.path.join(checkpoint, "commits"))
-    >>> for n in ("0", "1", ".1.crc"): open(os.path.join(checkpoint, "commits", n), "w").close()
-    >>> uncommit_unreported(checkpoint, 0), sorted(os.listdir(os.path.join(checkpoint, "commits")))
-    ([1], ['0'])
-    >>> folder.cleanup()
-    """
-    taken = [i for i in batch_ids(checkpoint, "commits") if last_reported is None or i > last_reported]
-    for batch_id in taken:
-        for leaf in (str(batch_id), f".{batch_id}.crc"):
-            (local_checkpoint(checkpoint) / "commits" / leaf).unlink(missing_ok=True)
-    if taken:
-        log.info("replay %s: batches %s were committed but not reported when it paused; they run again", name, taken)
-    return taken
-
-
-_QUERY_FAILED = "the query function failed on the replay source: "
-
-
-def query_failed(exc: Exception) -> Exception:
-    """The error to raise when a replay's query function failed on the replay's input.
-
-    The user's own Python error keeps its type, its message led by what failed; Spark's
-    (an analysis error: a misspelt column, a slide longer than its window) becomes a
-    :class:`StreamStartError` with Spark's essential line, the whole text in ``details``
-    (pyspark's exceptions cannot be rebuilt from a message).
-
-    Examples
-    --------
-    >>> query_failed(KeyError("word"))
-    StreamStartError("the query function failed on the replay source: KeyError: 'word'")
-    >>> query_failed(ValueError("no such key"))
-    ValueError('the query function failed on the replay source: no such key')
-    """
-    if not type(exc).__module__.startswith(("pyspark", "py4j")):
-        try:
-            rebuilt = type(exc)(_QUERY_FAILED + str(exc))
-        except Exception:
-            rebuilt = None
-        if rebuilt is not None and str(rebuilt) == _QUERY_FAILED + str(exc):
-            return rebuilt
-    details = f"{type(exc).__name__}: {exc}"
-    return StreamStartError(_QUERY_FAILED + summarize_error(details), details)
 
 
 class ReplayError(RuntimeError):
@@ -218,6 +161,7 @@ class ReplayRun(ReplayState):
         self._action = threading.Lock()        # one control action at a time
         self._closed = False
         self._playing: StreamHandle | None = None
+        self._stopping_play: StreamHandle | None = None  # the play run being stopped by a control
         self.handle: StreamHandle | None = None
         #: Called with no arguments after every reset (the panel rebuilds its monitor).
         self.on_reset: list[Callable[[], None]] = []
@@ -339,6 +283,7 @@ class ReplayRun(ReplayState):
         with self._action:
             self._ensure_usable()
             self._stop_playing()
+            self._ensure_usable()  # the play run it stopped may have failed
             before = self.raw_progress.last_batch_id
             handle = self._start("once")
             try:
@@ -379,6 +324,7 @@ class ReplayRun(ReplayState):
         with self._action:
             self._ensure_usable()
             self._stop_playing()
+            self._ensure_usable()
             trigger = None if speed is None else f"{max(1, round(1000 / speed))} ms"
             self._play_before = self.raw_progress.last_batch_id
             self._playing = self._start(trigger)
@@ -386,8 +332,8 @@ class ReplayRun(ReplayState):
 
     def _play_ended(self, handle: StreamHandle) -> None:
         """A play run ended by itself (on its poller's thread): a failure is told at once."""
-        if handle is not self._playing or handle.status != "failed":
-            return  # paused, stepped or reset: whoever stopped it reports
+        if handle is not self._playing or handle is self._stopping_play or handle.status != "failed":
+            return  # paused, stepped, reset or closed: whoever stopped it reports
         with self._lock:
             self._error = self._error or handle.error
             error = self._error
@@ -407,12 +353,12 @@ class ReplayRun(ReplayState):
         Raises
         ------
         ReplayError
-            When the run has failed (the play run's batch raised): says why; ``reset()``
+            When the play run it stopped had failed (a batch raised): says why; ``reset()``
             starts over.
         """
         with self._action:
             report = self._stop_playing()
-            error = self._error
+            error = self._error if report is not None else None  # the play run this pause stopped had failed
         if report is not None:
             self._notify(report)
         if error is not None:
@@ -432,8 +378,7 @@ class ReplayRun(ReplayState):
                 f"interrupted: replay {self.name!r} still plays (it was waiting for a batch to end); "
                 "pause() again pauses it"
             ) from None
-        playing.stop(grace=0.0)
-        self._playing = None
+        self._end_play_run(0.0)
         if playing.status == "failed":
             with self._lock:
                 self._error = playing.error
@@ -441,12 +386,23 @@ class ReplayRun(ReplayState):
             uncommit_unreported(self.checkpoint, self.raw_progress.last_batch_id, self.name)
         return self._report(getattr(self, "_play_before", None))
 
+    def _end_play_run(self, grace: float = 1.0) -> None:
+        """Stop the play run, if any: it stays this run's until it has stopped (a stop that
+        raises leaves it playing, for the next pause, reset or close)."""
+        playing = self._playing
+        if playing is None:
+            return
+        self._stopping_play = playing  # its end is this caller's to report
+        try:
+            playing.stop(grace=grace)
+        finally:
+            self._stopping_play = None
+        self._playing = None
+
     def reset(self) -> None:
         """Stop, then start over: fresh checkpoint, empty history, no results."""
         with self._action:
-            playing, self._playing = self._playing, None
-            if playing is not None:
-                playing.stop()
+            self._end_play_run()
             if self.handle is not None and self.handle.status == "active":
                 self.handle.stop()
             old = (self.checkpoint, self.results_dir)
@@ -466,9 +422,7 @@ class ReplayRun(ReplayState):
     def close(self) -> None:
         """Stop playing and end the run (its files go with the workbench's temp folder)."""
         with self._action:
-            playing, self._playing = self._playing, None
-            if playing is not None:
-                playing.stop()
+            self._end_play_run()
             self._closed = True
             self._unsubscribe()
             self.stream.finish()

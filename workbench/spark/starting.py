@@ -19,6 +19,7 @@ from ..options import check_name, check_output_mode, check_rows, check_seconds, 
 from ..progress import ProgressHistory
 from .checkpoint_log import batch_ids
 from .plan import output_mode_problem, plan_facts, plan_text
+from .progress_source import progress_json
 from .private_folders import remove_folder
 from .registry import SessionOwner, StreamRegistry
 from .session import is_connect_session, session_target
@@ -26,6 +27,7 @@ from .session_end import spark_is_gone
 from .handle import StreamHandle, StreamSpec
 from .query_start import run_query
 from .stopping import StreamInterrupted
+from .watch import sink_kind
 
 __all__ = ["start_stream", "check_streaming_frame"]
 
@@ -187,9 +189,8 @@ def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) 
     for query in spark.streams.active:
         other = query.name
         if sink == "memory" and other and other != name and other.lower() == name.lower():
-            known = registry.registered(other)
-            if known is not None and known.sink != "memory":
-                continue  # a console stream keeps no table
+            if not _may_write_a_table(registry, query):
+                continue  # a console or file stream keeps no table
             raise ValueError(
                 f"stream name {name!r} differs from the running query {other!r} only in case: Spark's memory "
                 f"tables ignore case, so both would write one table; stop {other!r} first "
@@ -204,6 +205,19 @@ def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) 
             f"alone: stop it first (workbench.stream({name!r}).stop() or %stream stop {name}) or choose "
             "another name"
         )
+
+
+def _may_write_a_table(registry: StreamRegistry, query: Any) -> bool:
+    """Whether an active query writes to a memory sink (or may: nothing says otherwise yet)."""
+    known = registry.registered(query.name)
+    if known is not None and known.run_id == str(query.runId):
+        return known.sink == "memory"
+    try:
+        last = query.lastProgress
+        description = progress_json(last).get("sink", {}).get("description") if last else None
+    except Exception:
+        description = None
+    return description is None or sink_kind(description) == "memory"
 
 
 def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:

@@ -87,6 +87,24 @@ class _Time:
         return repr(show_time(self.stamp))
 
 
+def _plain(value: Any) -> Any:
+    """A value as it compares: numpy scalars and arrays as Python values, lists as tuples, all the way down.
+
+    >>> import numpy as np
+    >>> _plain(np.array([1, 2])), _plain(np.array([1])), _plain([0.1 + 0.2]), _plain(np.int64(3))
+    ((1, 2), (1,), (0.3,), 3)
+    """
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()  # a numpy scalar, or an array column's value from toPandas
+    if isinstance(value, float):
+        return round(value, 9)
+    if isinstance(value, dict):
+        return tuple(sorted((key, _plain(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(item) for item in value)
+    return value
+
+
 class Columns:
     """The result columns of a query, and how each compares.
 
@@ -121,15 +139,7 @@ class Columns:
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise ValueError(f"column {name!r} is a window: give it as (start, end), got {value!r}")
             return (_Time(value[0], name), _Time(value[1], name))
-        if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-            value = value.item()
-        if isinstance(value, float):
-            return round(value, 9)
-        if isinstance(value, dict):
-            return tuple(sorted(value.items()))
-        if isinstance(value, list):
-            return tuple(value)
-        return value
+        return _plain(value)
 
     def key(self, *values: Any) -> tuple[Any, ...]:
         """One row's values, in column order, in the form they compare in."""

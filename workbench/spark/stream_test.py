@@ -24,7 +24,7 @@ import pandas as pd
 from ..errors import summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
-from .memory_source import batch_saver
+from .memory_source import batch_saver, release
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
 from .private_folders import private_folder, remove_folder
@@ -142,13 +142,18 @@ class StreamTest:
         self._begin(f"add({len(rows) if hasattr(rows, '__len__') else '?'} rows)")
         if not isinstance(stream, MemoryStream):
             raise TypeError(f"add needs a workbench.testing.MemoryStream, got {type(stream).__name__}")
-        stream.add(rows)
         if stream not in self._streams:
+            # From now on the query reads what process() releases: added rows wait for it,
+            # however long the step takes (the query runs between steps).
+            release(stream.folder, stream.offset)
             self._streams.append(stream)
+        stream.add(rows)
         return self
 
     def _run(self, once: bool = False) -> None:
         before = max(self._progress, default=-1)
+        for stream in self._streams:
+            release(stream.folder, stream.offset)  # every row added so far, and no further
         if once:
             self._stop()
         self._start(once)
@@ -206,9 +211,14 @@ class StreamTest:
     def expect_failure(self, match: str) -> StreamTest:
         """Process, and check that the query fails with an error matching ``match`` (a regex).
 
+        ``match`` is searched in the error's one line (what a failing check shows, e.g.
+        ``ValueError: negative value -7``) and in Spark's error classes (e.g.
+        ``CAST_INVALID_INPUT``), not in the rest of Spark's message: the query's plan and a
+        Python traceback's source lines there would match the wrong failure.
+
         Examples
         --------
-        >>> test.add(events, [(None, "dog")]).expect_failure("null")    # doctest: +SKIP
+        >>> test.add(events, [(-7,)]).expect_failure(r"ValueError: negative value")    # doctest: +SKIP
         """
         __tracebackhide__ = True
         self._begin(f"expect_failure({match!r})")
@@ -220,7 +230,8 @@ class StreamTest:
             self._run()
         except Exception as exc:
             text = str(exc)
-            if not pattern.search(text):
+            searched = [summarize_error(text), *re.findall(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", text)]
+            if not any(pattern.search(part) for part in searched):
                 raise AssertionError(f"{self._where(failing=True)}: the query failed, but not with {match!r}: "
                                      f"{summarize_error(text)}") from None
             self._stop()
@@ -342,7 +353,7 @@ class StreamTest:
         return self
 
     def check_state(self, rows: Sequence[Any], operator: int | str | None = None,
-                    variable: str | None = None) -> StreamTest:
+                    variable: str | None = None, side: str | None = None) -> StreamTest:
         """Check the rows a stateful operator holds after the last batch (order ignored).
 
         Rows are given in the state inspector's columns (keys, then values, e.g.
@@ -358,18 +369,22 @@ class StreamTest:
             ``init`` gave it), read as ``handle.state(variable=...)`` reads it: the
             grouping key's columns, then the value's (a list state has one row per
             element, a map state one row per map key).
+        side : {"left", "right"}, optional
+            For a stream-stream join: the side whose buffered rows to check.
 
         Examples
         --------
         >>> test.process().check_state([("dog", 2)], variable="count")    # doctest: +SKIP
         """
         __tracebackhide__ = True
-        named = [f"{k}={v!r}" for k, v in (("operator", operator), ("variable", variable)) if v is not None]
+        named = [f"{k}={v!r}" for k, v in (("operator", operator), ("variable", variable), ("side", side))
+                 if v is not None]
         self._begin(f"check_state({', '.join(named)})")
         from .state import StateInspector
 
         inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)
-        table = inspector.state(operator=operator, variable=variable).drop(columns=["partition_id"], errors="ignore")
+        table = inspector.state(operator=operator, side=side, variable=variable).drop(columns=["partition_id"],
+                                                                                     errors="ignore")
         columns = list(table.columns)
         normal = _loose_rows([_state_row(r, columns) for r in rows], columns)
         actual = _loose_rows([tuple(r) for r in table.itertuples(index=False, name=None)], columns)
@@ -432,6 +447,9 @@ class StreamTest:
         try:
             self._stop()
         finally:
+            for stream in self._streams:
+                if os.path.isdir(stream.folder):
+                    release(stream.folder, None)  # a live query on it reads everything again
             self._cleanup()
 
     def __enter__(self) -> StreamTest:

@@ -155,6 +155,7 @@ class StreamMonitor(widgets.VBox):
         self._reset_due = False  # redraw the whole window (first draw, after a pause)
         self._preview_due = False
         self._finished = False
+        self._stop_error: str | None = None  # why the Stop button's stop failed, until the stream ends
         self._paused = False
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -377,6 +378,10 @@ class StreamMonitor(widgets.VBox):
                 inputs = list(self._input_rows)
             message = no_output_reason(handle, summary, inputs, min_batches=self.min_batches,
                                        quiet_time=self.quiet_time, timers=self._timers)
+        stop_error = self._stop_error
+        if stop_error and not finished:
+            self.diagnosis.value = f"<span style='color:#d62728'>{html.escape(stop_error)}</span>"
+            return
         self.diagnosis.value = diagnosis_html(message)
 
     def _update_preview(self) -> None:
@@ -400,9 +405,19 @@ class StreamMonitor(widgets.VBox):
 
     def _on_stop_clicked(self, _button: Any) -> None:
         self.stop_button.disabled = True
+        self._stop_error = None
         # handle.stop() blocks until the running batch ends: keep the kernel free.
-        threading.Thread(target=self.handle.stop, daemon=True,
+        threading.Thread(target=self._stop, daemon=True,
                          name=f"workbench-stop-{getattr(self.handle, 'name', 'stream')}").start()
+
+    def _stop(self) -> None:
+        try:
+            self.handle.stop()
+        except Exception as exc:  # Spark could not stop it (it still runs), or a replay that failed
+            log.debug("stopping %s from its monitor failed", getattr(self.handle, "name", "?"), exc_info=True)
+            self._stop_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.stop_button.disabled = False  # try again
+            self._wake.set()
 
     def _on_pause_changed(self, change: dict[str, Any]) -> None:
         paused = bool(change["new"])

@@ -353,8 +353,16 @@ class StreamsPublisher:
                 if comm is not None:
                     comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error}"})
                 return
+            def stop() -> None:
+                try:
+                    handle.stop()
+                except Exception as error:  # Spark could not stop it: it still runs
+                    log.debug("stopping %s from the Streams panel failed", name, exc_info=True)
+                    if comm is not None:
+                        comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error}"})
+
             # handle.stop() waits for the running batch to end: never on the kernel's thread.
-            threading.Thread(target=handle.stop, name=f"workbench-stop-{name}", daemon=True).start()
+            threading.Thread(target=stop, name=f"workbench-stop-{name}", daemon=True).start()
 
     # -- watching streams ----------------------------------------------------------------------
 
