@@ -22,6 +22,8 @@ export interface IModel {
 export interface IRenderProps {
   model: IModel;
   el: HTMLElement;
+  /** Aborted when the view goes (anywidget 0.10 and later). */
+  signal?: AbortSignal;
 }
 
 /** An anywidget widget definition: `render` may return a clean-up function. */

@@ -7,7 +7,12 @@ import { askForCode, workbenchWidgets } from './loader';
 export default {
   initialize: ({ model }: Pick<IRenderProps, 'model'>) => askForCode(model),
   async render(props: IRenderProps): Promise<void | (() => void)> {
-    askForCode(props.model); // a page whose asker closed unanswered
+    // A page whose asker closed unanswered: this view asks, and lets the next one ask if it
+    // goes first (anywidget then drops its message handler, so the answer could not arrive).
+    const stopAsking = askForCode(props.model);
+    if (stopAsking) {
+      props.signal?.addEventListener('abort', stopAsking, { once: true });
+    }
     try {
       return await (await workbenchWidgets()).chartGrid.render(props);
     } catch (reason) {

@@ -43,13 +43,18 @@ export function askForCode(model: IModel): void | (() => void) {
   const answered = async (content: any, buffers: DataView<ArrayBuffer>[]): Promise<void> => {
     if (content?.kind === 'code') {
       model.off('msg:custom', answered);
+      let url = '';
       try {
-        const url = URL.createObjectURL(new Blob([buffers[0]], { type: 'text/javascript' }));
+        url = URL.createObjectURL(new Blob([buffers[0]], { type: 'text/javascript' }));
         state.settle((await import(/* webpackIgnore: true */ url)).makeWidgets(buffers[1]));
         state.done = true;
       } catch (reason) {
         delete (globalThis as any)[KERNEL_KEY]; // the next model asks again
         state.settle(null, content.error ?? reason);
+      } finally {
+        if (url) {
+          URL.revokeObjectURL(url); // imported (or failed): the module's text is no longer needed
+        }
       }
     }
   };
