@@ -135,6 +135,18 @@ def test_rows_added_in_one_step_are_one_batch_however_long_the_step_takes(spark,
         live.stop()
 
 
+def test_two_tests_on_one_stream_each_hold_its_rows_until_their_own_process(spark, testing):
+    events = testing.MemoryStream(spark, "word string")
+    with testing.StreamTest(events.df) as first, testing.StreamTest(events.df) as second:
+        first.add(events, [("dog",)]).process().check_new_answer([("dog",)])
+        second.add(events, [("owl",)])
+        first.close()  # its gate goes; the second test's stays
+        second.process().check_new_answer([("dog",), ("owl",)])
+        second.add(events, [("cat",)])
+        second.check_new_answer([])  # held until its next process()
+        second.process().check_new_answer([("cat",)])
+
+
 def test_every_row_is_read_once_in_order_across_restarts(spark, testing):
     events = testing.MemoryStream(spark, "id int, name string")
     assert events.add([(1, "a"), (2, "b")]) == 1
@@ -210,7 +222,8 @@ def test_a_failing_query_is_one_line_and_expect_failure_matches_it(spark, testin
         # Not the UDF's source line that Spark's message echoes, nor the query's plan.
         with pytest.raises(AssertionError, match="the query failed, but not with 'if value < 0'"):
             test.expect_failure("if value < 0")
-        test.expect_failure("PYTHON_EXCEPTION|ValueError")  # Spark's error class, or the error's line
+        # Spark's error class, matched on its own (the UDF fails inside the test's foreachBatch sink).
+        test.restart().expect_failure("^FOREACH_BATCH_USER_FUNCTION_ERROR$")
     with testing.StreamTest(events.df) as fine:
         with pytest.raises(AssertionError) as error:
             fine.expect_failure("anything")
@@ -258,6 +271,26 @@ def test_a_test_leaves_no_query_or_folder_behind_pass_or_fail(spark, testing):
         failing.add(numbers, [(1,)]).expect_failure("refused")
     assert not spark.streams.active
     assert not os.path.exists(os.path.dirname(failing.checkpoint)), "expect_failure's folder is still there"
+
+    # A test never closed (no with, no fixture) stops its query once collected, then its folder goes.
+    import gc
+
+    dropped = testing.StreamTest(word_counts(events.df))
+    dropped.add(events, [(t("12:30"), "cat")]).process()
+    folder = os.path.dirname(dropped.checkpoint)
+    assert len(spark.streams.active) == 1
+    del dropped
+    gc.collect()
+    assert not spark.streams.active and not os.path.exists(folder)
+    # Nor does it hold the stream's rows back any more; a killed run's gate goes when the stream is opened.
+    from workbench.spark.memory_source import released
+
+    assert released(events.folder) is None
+    with open(os.path.join(events.folder, "released.999999999.stream_test_999999999_1"), "w") as gate:
+        gate.write("0")
+    assert released(events.folder) == 0
+    testing.MemoryStream.at(spark, events.folder)
+    assert released(events.folder) is None
 
     # The pytest fixture's factory (as the plugin yields it) closes what it made.
     made = StreamTests(spark)
@@ -416,6 +449,9 @@ def test_check_answer_in_complete_mode_is_the_current_table(spark, testing):
         assert_message(error, "check_answer(), batch 1", "missing:\n    ('dog', 2)\n    ('owl', 1)\n  unexpected:\n    (none)")
         assert {b: sorted(rows) for b, rows in test.batch_answers().items()} == {
             0: [("dog", 2), ("owl", 1)], 1: [("cat", 1), ("dog", 2), ("owl", 2)]}
+        # Two batches since the last check: the new answer is the newest table, not both stacked.
+        test.add(events, [("cat",)]).process().add(events, [("eel",)]).process()
+        test.check_new_answer([("dog", 2), ("owl", 2), ("cat", 2), ("eel", 1)])
 
 
 def test_check_answer_compares_array_columns_as_lists(spark, testing):
@@ -446,6 +482,9 @@ def test_check_state_reads_each_side_of_a_stream_stream_join(spark, testing):
         test.check_state([("b", "b", "2024-01-01 12:01")], side="right")
         with pytest.raises(AssertionError, match=r"check_state\(side='right'\)"):
             test.check_state([("a", "a", "2024-01-01 12:00")], side="right")
+        # Late rows are followed for one input: a join's are refused, not read off the wrong input.
+        with pytest.raises(ValueError, match=r"^late rows follow one input, and this query reads 2 \(a join or a union\)"):
+            test.check_late([])
 
 
 def test_check_state_picks_one_of_two_stateful_operators(spark, testing):
@@ -477,17 +516,21 @@ def test_check_state_picks_one_of_two_stateful_operators(spark, testing):
 
 
 TIME_ZONE_SCRIPT = """
-import json, time, workbench
+import datetime, json, time, workbench
 from workbench.testing import MemoryStream
 
 spark = workbench.session()
-events = MemoryStream(spark, "event_time timestamp, wall timestamp_ntz, word string")
-events.add([("2024-01-01 12:07", "2024-01-01 12:07", "dog")])
+events = MemoryStream(spark, "event_time timestamp, wall timestamp_ntz, word string, "
+                             "nested struct<at: timestamp>, times array<timestamp>")
+at = datetime.datetime(2024, 1, 1, 12, 7)
+events.add([("2024-01-01 12:07", "2024-01-01 12:07", "dog", {"at": at}, [at])])
 query = events.df.writeStream.format("memory").queryName("zoned").start()
 query.processAllAvailable()
 query.stop()
-row = spark.sql("SELECT date_format(event_time, 'HH:mm') AS utc, date_format(wall, 'HH:mm') AS ntz FROM zoned").first()
-print(json.dumps({"zone": time.strftime("%Z", time.localtime(1704110820)), "utc": row.utc, "ntz": row.ntz}))
+row = spark.sql("SELECT date_format(event_time, 'HH:mm') AS utc, date_format(wall, 'HH:mm') AS ntz, "
+                "date_format(nested.at, 'HH:mm') AS nested, date_format(times[0], 'HH:mm') AS listed FROM zoned").first()
+print(json.dumps({"zone": time.strftime("%Z", time.localtime(1704110820)), "utc": row.utc, "ntz": row.ntz,
+                  "nested": row.nested, "listed": row.listed}))
 """
 
 
@@ -506,4 +549,4 @@ def test_memory_stream_times_are_utc_whatever_the_machines_time_zone():
                           env=environment)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {"zone": "EST", "utc": "12:07", "ntz": "12:07"}
+    assert report == {"zone": "EST", "utc": "12:07", "ntz": "12:07", "nested": "12:07", "listed": "12:07"}

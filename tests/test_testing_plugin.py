@@ -1,8 +1,9 @@
 """The pytest plugin from a clean folder, and a replay saved as a test that passes, then fails when changed.
 
 One pytest subprocess runs in an empty temporary folder (no conftest, no ini file) with
-five files: a test written by hand on the plugin's fixtures, the modules ``to_test`` wrote
-from the guide's replay stepped and played, and each of those with a 5-minute watermark. The plugin is found
+six files: a test written by hand on the plugin's fixtures, the modules ``to_test`` wrote
+from the guide's replay stepped and played (and played past a script cut after its third batch),
+and the first two with a 5-minute watermark. The plugin is found
 the way an installed workbench offers it: through its ``pytest11`` entry point, read from
 this checkout's pyproject.toml.
 """
@@ -79,6 +80,20 @@ def recorded(env, tmp_path):
         played.to_test(folder / "test_guide_played.py")
     finally:
         played.close()
+    # A script whose last batch moves the watermark (to 12:11): the batch of padding after it
+    # runs with 12:11 and emits the windows that closed, which the written test must run too.
+    from workbench.replay import Script, WindowCount, scenarios
+
+    script = Script([list(b) for b in scenarios.GUIDE_BATCHES[:3]], ["event_time", "word"], day="2024-01-01")
+    cut = workbench.replay_panel(script, WindowCount("event_time", "10 minutes", "5 minutes", "10 minutes", ("word",)),
+                                 name="guide_cut", output_mode="append", monitor=False)
+    try:
+        cut.play()
+        wait_for(lambda: cut.run.data_batches >= 4, 120, text=lambda: f"{cut.run.data_batches} batches")
+        cut.pause()
+        cut.to_test(folder / "test_guide_cut.py")
+    finally:
+        cut.close()
     return folder, written
 
 
@@ -94,11 +109,14 @@ def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
     played = (folder / "test_guide_played.py").read_text()
     # Played, the script's four batches are written as stepping wrote them; the batches after them add nothing.
     assert played[played.index("    # batch 0"):played.index("    # batch 4")] == text[text.index("    # batch 0"):] + "\n"
-    assert "    # batch 4: no rows\n    test.process()\n    test.check_new_answer([])\n" \
+    assert "    # batch 4: no rows\n    test.add(events, [], empty_batch=True).process()\n    test.check_new_answer([])\n" \
            "    test.check_watermark('2024-01-01 12:11')\n" in played, played
     (folder / "test_guide_played_5_minutes.py").write_text(
         played.replace("'10 minutes').groupBy", "'5 minutes').groupBy").replace("def test_guide_played",
                                                                               "def test_guide_played_5"))
+    cut = (folder / "test_guide_cut.py").read_text()
+    assert "    # batch 3: no rows\n    test.add(events, [], empty_batch=True).process()\n    test.check_new_answer([\n" \
+           in cut, cut  # the windows the moved watermark closed
     (folder / "test_words.py").write_text(HAND_WRITTEN)
     site, temp = tmp_path / "site", tmp_path / "temp"
     temp.mkdir()
@@ -111,7 +129,7 @@ def test_a_clean_folder_runs_the_plugin_and_a_saved_replay(recorded, tmp_path):
                           cwd=folder, capture_output=True, text=True, timeout=1200,
                           env={k: v for k, v in env.items() if v})
     out = done.stdout
-    assert "3 passed" in out and "2 failed" in out, out[-3000:]
+    assert "4 passed" in out and "2 failed" in out, out[-3000:]
     assert "FAILED test_guide_5_minutes.py::test_guide_5_minutes" in out
     assert "FAILED test_guide_played_5_minutes.py::test_guide_played_5" in out
     # The changed watermark shows in the first batch that reports it, in the StreamTest's words.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import runpy
 
 import pytest
-from pyspark.sql import functions as F
+from pyspark.sql.functions import window
 
 from tests.helpers import wait_for
 from tests.test_magics import magics, shell  # noqa: F401  (the shared IPython shell with the workbench loaded)
@@ -25,9 +25,12 @@ def t(hm: str) -> str:
     return f"2024-01-01 {hm}"
 
 
+SLIDE = "5 minutes"  # a module global the query uses: the written module defines it too
+
+
 def counts(df):
     return (df.withWatermark("event_time", "10 minutes")
-            .groupBy(F.window("event_time", "10 minutes", "5 minutes"), "word").count())
+            .groupBy(window("event_time", "10 minutes", SLIDE), "word").count())
 
 
 def run_written_test(path, spark, name):
@@ -71,6 +74,7 @@ def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, mag
         shell.user_ns.pop("counts", None)
     text = path.read_text()
     assert "def test_live_words(stream_test):" in text and "def counts(df):" in text
+    assert "from pyspark.sql.functions import window\nSLIDE = '5 minutes'\n" in text, text
     assert text.count(".process()\n") == 3 and text.count(".process(no_data_batch=False)\n") == 1, text
     assert "test.check_watermark('2024-01-01 12:11')" in text
     assert "    test.check_late([\n        ('2024-01-01 11:50', 'rat'),\n        ('2024-01-01 12:04', 'donkey'),\n" \

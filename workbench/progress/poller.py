@@ -219,7 +219,9 @@ class ProgressPoller:
         self.read_failures += 1
         self.read_error = summarize_error(f"{type(exc).__name__}: {exc}")
         if self.read_failures == 1:
-            log.warning("reading the progress of %s failed; retrying: %s", self._name, self.read_error)
+            # Info, not a warning: the stream's status line says so (progress_note), and at a
+            # script's exit the JVM going first must print nothing.
+            log.info("reading the progress of %s failed; retrying: %s", self._name, self.read_error)
         log.debug("progress read %d of %s failed", self.read_failures, self._name, exc_info=True)
         # Back off (1, 2, 4 ... intervals, at most MAX_RETRY seconds): a read that keeps failing
         # costs little, and wakes cannot hurry it.
@@ -236,8 +238,7 @@ class ProgressPoller:
 
     def _read_ok(self) -> None:
         if self.read_failures:
-            log.warning("reading the progress of %s works again after %d failed reads", self._name,
-                        self.read_failures)
+            log.info("reading the progress of %s works again after %d failed reads", self._name, self.read_failures)
             self.read_failures, self.read_error = 0, None
 
     def _run(self) -> None:

@@ -24,9 +24,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
-__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "release", "released"]
+__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "drop_stale_gates", "release",
+           "released"]
 
 #: The data source name the workbench registers with each session.
 SOURCE_NAME = "workbench_memory"
@@ -39,23 +40,28 @@ def batch_count(folder: str) -> int:
     return sum(1 for name in os.listdir(folder) if name.endswith(SUFFIX))
 
 
-#: When present, how many batches the source may read (a StreamTest releases them at each
-#: process(), so that batch boundaries do not depend on when the rows were added).
-RELEASED_FILE = "released"
+#: Files ``released.<pid>.<test>``: each open StreamTest's count of the batches the source may
+#: read (it releases them at each process(), so that batch boundaries do not depend on when
+#: the rows were added); the source reads up to the lowest. None: it reads all.
+RELEASED_PREFIX = "released."
 
 
 def released(folder: str) -> int | None:
-    """How many batches ``folder``'s source may read, or None when it reads all."""
-    try:
-        with open(os.path.join(folder, RELEASED_FILE), encoding="utf-8") as handle:
-            return int(handle.read().strip())
-    except FileNotFoundError:
-        return None
+    """How many batches ``folder``'s source may read (the lowest gate), or None when it reads all."""
+    counts = []
+    for name in os.listdir(folder):
+        if name.startswith(RELEASED_PREFIX):
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    counts.append(int(handle.read().strip()))
+            except (OSError, ValueError):
+                continue  # removed meanwhile, or being replaced
+    return min(counts) if counts else None
 
 
-def release(folder: str, count: int | None) -> None:
-    """Let ``folder``'s source read ``count`` batches (None: all, the gate removed)."""
-    path = os.path.join(folder, RELEASED_FILE)
+def release(folder: str, count: int | None, owner: str) -> None:
+    """Let ``folder``'s source read ``count`` batches as far as ``owner`` is concerned (None: its gate removed)."""
+    path = os.path.join(folder, f"{RELEASED_PREFIX}{os.getpid()}.{owner}")
     if count is None:
         try:
             os.remove(path)
@@ -66,6 +72,23 @@ def release(folder: str, count: int | None) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(str(count))
     os.replace(temporary, path)
+
+
+def drop_stale_gates(folder: str) -> None:
+    """Remove the gates of processes that have ended (a test run killed before its tests closed)."""
+    for name in os.listdir(folder):
+        if not name.startswith(RELEASED_PREFIX):
+            continue
+        pid = name[len(RELEASED_PREFIX):].split(".", 1)[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.remove(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+        except (ValueError, PermissionError):
+            continue  # not ours to judge
 
 
 def batch_file(folder: str, index: int) -> str:
@@ -88,7 +111,7 @@ class _MemoryReader(DataSourceStreamReader):
         # own local time (astimezone), so TIMESTAMP columns get their zone when read (a
         # TIMESTAMP_NTZ column stays as it is).
         fields = schema.fields if schema is not None else []
-        self.utc_columns = [i for i, field in enumerate(fields) if isinstance(field.dataType, TimestampType)]
+        self.utc_columns = [(i, field.dataType) for i, field in enumerate(fields) if _has_timestamp(field.dataType)]
 
     def initialOffset(self) -> dict:
         return {"added": 0}
@@ -112,11 +135,42 @@ class _MemoryReader(DataSourceStreamReader):
             return
         for row in partition.value:
             values = list(row)
-            for index in self.utc_columns:
-                value = values[index]
-                if isinstance(value, datetime) and value.tzinfo is None:
-                    values[index] = value.replace(tzinfo=timezone.utc)
+            for index, dtype in self.utc_columns:
+                values[index] = _with_utc(values[index], dtype)
             yield tuple(values)
+
+
+def _has_timestamp(dtype: Any) -> bool:
+    """Whether ``dtype`` is, or holds, a TIMESTAMP (with local time zone) field."""
+    if isinstance(dtype, TimestampType):
+        return True
+    if isinstance(dtype, StructType):
+        return any(_has_timestamp(field.dataType) for field in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return _has_timestamp(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return _has_timestamp(dtype.keyType) or _has_timestamp(dtype.valueType)
+    return False
+
+
+def _with_utc(value: Any, dtype: Any) -> Any:
+    """``value`` with every zone-less datetime in a TIMESTAMP field of ``dtype`` marked UTC."""
+    if value is None:
+        return None
+    if isinstance(dtype, TimestampType):
+        return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None else value
+    if isinstance(dtype, StructType):
+        types = {field.name: field.dataType for field in dtype.fields}
+        if isinstance(value, dict):
+            return {key: _with_utc(item, types.get(key)) for key, item in value.items()}
+        if isinstance(value, (tuple, list)):
+            return tuple(_with_utc(item, field.dataType) for item, field in zip(value, dtype.fields))
+        return value
+    if isinstance(dtype, ArrayType) and isinstance(value, (tuple, list)):
+        return [_with_utc(item, dtype.elementType) for item in value]
+    if isinstance(dtype, MapType) and isinstance(value, dict):
+        return {_with_utc(key, dtype.keyType): _with_utc(item, dtype.valueType) for key, item in value.items()}
+    return value
 
     def commit(self, end: dict) -> None:
         pass  # files stay until the stream is closed: a restart may read them again

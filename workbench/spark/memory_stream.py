@@ -31,7 +31,7 @@ from pyspark.sql.types import (
     StructType, TimestampNTZType, TimestampType,
 )
 
-from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, write_atomically
+from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, drop_stale_gates, write_atomically
 from .private_folders import private_folder
 
 __all__ = ["MemoryStream", "register_memory_source"]
@@ -182,6 +182,7 @@ class MemoryStream:
                 raise TypeError(f"folder must be a path, got {folder!r}")
             self.folder = os.path.abspath(os.fspath(folder))
             os.makedirs(self.folder, exist_ok=True)
+            drop_stale_gates(self.folder)  # a killed test run's StreamTest no longer holds rows back
             self._cleanup = None
         self._spark = spark
         # Kept beside the rows, so that the stream can be found again from a query reading it (:meth:`at`).
@@ -225,7 +226,7 @@ class MemoryStream:
         """The offset reached so far: how many non-empty :meth:`add` calls there were."""
         return batch_count(self.folder)
 
-    def add(self, rows: Any) -> int:
+    def add(self, rows: Any, *, empty_batch: bool = False) -> int:
         """Append rows for the next micro-batch; return the offset reached.
 
         Parameters
@@ -234,11 +235,16 @@ class MemoryStream:
             Tuples in the schema's column order, dicts by column name (missing columns are
             null), or a DataFrame with the schema's columns. Times may be strings such as
             ``"2024-01-01 12:07"`` (UTC), datetimes or pandas Timestamps.
+        empty_batch : bool, default False
+            With no rows: move the offset all the same, so that Spark runs a micro-batch
+            that reads nothing (as a replay's batch of padding only does), which applies
+            the watermark the previous batch moved.
 
         Returns
         -------
         int
-            The offset after these rows; adding no rows returns the current offset.
+            The offset after these rows; adding no rows (without ``empty_batch``) returns
+            the current offset.
 
         Raises
         ------
@@ -251,8 +257,10 @@ class MemoryStream:
         >>> events.add([{"event_time": "2024-01-01 12:04", "word": "donkey"}])   # doctest: +SKIP
         2
         """
+        if not isinstance(empty_batch, bool):
+            raise TypeError(f"empty_batch must be True or False, got {empty_batch!r}")
         converted = _rows(rows, self.schema)
-        if not converted:
+        if not converted and not empty_batch:
             return self.offset
         index = self.offset + 1
         write_atomically(batch_file(self.folder, index), converted)

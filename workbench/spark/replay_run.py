@@ -395,9 +395,9 @@ class ReplayRun(ReplayState):
         self._stopping_play = playing  # its end is this caller's to report
         try:
             playing.stop(grace=grace)
+            self._playing = None
         finally:
             self._stopping_play = None
-        self._playing = None
 
     def reset(self) -> None:
         """Stop, then start over: fresh checkpoint, empty history, no results."""

@@ -259,8 +259,8 @@ class Stopper:
         if worker is None:
             try:
                 self._stop_now(grace)
-            except StreamStopError as exc:
-                log.warning("%s", exc)
+            except StreamStopError as exc:  # at interpreter shutdown: nobody to tell
+                log.debug("%s", exc)
             return None
         if worker.thread is threading.current_thread():
             return None

@@ -91,7 +91,11 @@ class StreamTest:
         self.plan = plan_facts(df)
         self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
         self._folder = str(private_folder("stream-test-"))
-        self._cleanup = weakref.finalize(self, remove_folder, self._folder)
+        # A test dropped without close() (no ``with``, no fixture) stops its query when collected
+        # too, before its folder goes: else the query ran on without its checkpoint.
+        self._running: list[Any] = []
+        self._gated: list[str] = []  # the memory streams' folders this test holds a gate in
+        self._cleanup = weakref.finalize(self, _end_test, self._running, self._gated, self.name, self._folder)
         self.checkpoint = os.path.join(self._folder, "checkpoint")
         self._results = os.path.join(self._folder, "batches")
         os.makedirs(self._results)
@@ -118,6 +122,7 @@ class StreamTest:
             writer = writer.trigger(once=True)
         if self.no_data_batches or once:
             self._query = writer.start()
+            self._running[:] = [self._query]
             return
         # A query reads this setting when it starts (its session is cloned then), so it
         # is set only around the start: other queries of the session keep Spark's default.
@@ -126,14 +131,18 @@ class StreamTest:
         conf.set(_NO_DATA_BATCHES, "false")
         try:
             self._query = writer.start()
+            self._running[:] = [self._query]
         finally:
             if before is None:
                 conf.unset(_NO_DATA_BATCHES)
             else:
                 conf.set(_NO_DATA_BATCHES, before)
 
-    def add(self, stream: MemoryStream, rows: Any) -> StreamTest:
+    def add(self, stream: MemoryStream, rows: Any, *, empty_batch: bool = False) -> StreamTest:
         """Add ``rows`` to ``stream`` (see :meth:`MemoryStream.add`); the next :meth:`process` reads them.
+
+        ``empty_batch=True`` with no rows makes the next :meth:`process` run a batch that
+        reads nothing (a replay's batch of padding only).
 
         Examples
         --------
@@ -145,17 +154,18 @@ class StreamTest:
         if stream not in self._streams:
             # From now on the query reads what process() releases: added rows wait for it,
             # however long the step takes (the query runs between steps).
-            release(stream.folder, stream.offset)
+            release(stream.folder, stream.offset, self.name)
             self._streams.append(stream)
-        stream.add(rows)
+            self._gated.append(stream.folder)
+        stream.add(rows, empty_batch=empty_batch)
         return self
 
     def _run(self, once: bool = False) -> None:
         before = max(self._progress, default=-1)
-        for stream in self._streams:
-            release(stream.folder, stream.offset)  # every row added so far, and no further
         if once:
-            self._stop()
+            self._stop()  # before the rows are released: the running query must not start on them
+        for stream in self._streams:
+            release(stream.folder, stream.offset, self.name)  # every row added so far, and no further
         self._start(once)
         try:
             if once:
@@ -301,6 +311,9 @@ class StreamTest:
     def check_new_answer(self, rows: Sequence[Any]) -> StreamTest:
         """Check the rows emitted since the previous answer check (order ignored).
 
+        In complete mode each batch emits the whole table: the newest one emitted since the
+        previous check (as Spark's Scala ``CheckNewAnswer`` reads the sink's latest batch).
+
         Examples
         --------
         >>> test.process().check_new_answer([(("2024-01-01 12:00", "2024-01-01 12:10"), "dog", 1)])  # doctest: +SKIP
@@ -309,7 +322,8 @@ class StreamTest:
         self._begin("check_new_answer()")
         expected = self.columns.rows(rows)
         new = [b for b in self._batches() if b > self._answered]
-        actual = [self.columns.row(r) for b in new for r in self._batch_rows(b)]
+        shown = new[-1:] if self.output_mode == "complete" else new
+        actual = [self.columns.row(r) for b in shown for r in self._batch_rows(b)]
         self._answered = max([self._answered, *new, self.last_batch if self.last_batch is not None else -1])
         self._check("the new answer", expected, actual)
         return self
@@ -397,11 +411,19 @@ class StreamTest:
     def late_rows(self) -> pd.DataFrame:
         """Every input row the query's batches read behind the watermark, with its fate.
 
-        The columns of ``workbench.replay.late.late_row_fates``; one input (the first
-        memory stream added to) is followed.
+        The columns of ``workbench.replay.late.late_row_fates``, for a query of one input.
+
+        Raises
+        ------
+        ValueError
+            For a query that reads several inputs (a join or a union).
         """
         if not self._streams:
             return memory_late_rows(None, {}, [], self.plan, self.output_mode)
+        inputs = max((len(raw.get("sources") or []) for raw in self._progress.values()), default=1)
+        if inputs > 1 or len(self._streams) > 1:
+            raise ValueError(f"late rows follow one input, and this query reads {max(inputs, len(self._streams))} "
+                             "(a join or a union): check what came out with check_new_answer instead")
         offsets = {}
         for batch_id in sorted(self._progress):
             source = (self._progress[batch_id].get("sources") or [{}])[0]
@@ -419,6 +441,12 @@ class StreamTest:
         fate : {"dropped", "partial", "counted", "late"}, default "dropped"
             ``dropped``: in no result; ``partial``: dropped from some sliding windows;
             ``counted``: late but still aggregated; ``late``: all of them.
+
+        Raises
+        ------
+        ValueError
+            For a query that reads several inputs (a join or a union): late rows are
+            followed for a query of one input.
         """
         __tracebackhide__ = True
         self._begin(f"check_late(fate={fate!r})")
@@ -447,10 +475,7 @@ class StreamTest:
         try:
             self._stop()
         finally:
-            for stream in self._streams:
-                if os.path.isdir(stream.folder):
-                    release(stream.folder, None)  # a live query on it reads everything again
-            self._cleanup()
+            self._cleanup()  # the query stopped, this test's gates lifted, its folder removed
 
     def __enter__(self) -> StreamTest:
         return self
@@ -460,6 +485,22 @@ class StreamTest:
 
     def __repr__(self) -> str:
         return f"<StreamTest {self.name} {self.output_mode} last_batch={self.last_batch}>"
+
+
+def _end_test(running: list[Any], gated: list[str], name: str, folder: str) -> None:
+    """What a StreamTest leaves when closed or collected: its query stopped, its gates lifted
+    (a live query on its streams reads everything again), its folder removed."""
+    for query in running:
+        try:
+            query.stop()
+        except Exception:
+            pass  # the session is gone: nothing runs any more
+    running.clear()
+    for stream_folder in gated:
+        if os.path.isdir(stream_folder):
+            release(stream_folder, None, name)
+    gated.clear()
+    remove_folder(folder)
 
 
 def _added(offset: Any) -> int:

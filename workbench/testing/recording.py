@@ -100,8 +100,10 @@ def module_source(*, name: str, schema: str, query_source: str, output_mode: str
     for number, step in enumerate(steps):
         process = "process()" if not no_data_batches or step.get("no_data_batch", True) \
             else "process(no_data_batch=False)"
-        # A played replay's batches after its script ends read padding only: no rows to add.
-        feed = f"test.add(events, {_rows_literal(step['rows'], indent, ordered=True)})." if step["rows"] else "test."
+        # A played replay's batches after its script ends read padding only: a batch without
+        # rows, which still applies the watermark the batch before it moved.
+        feed = (f"test.add(events, {_rows_literal(step['rows'], indent, ordered=True)})." if step["rows"]
+                else "test.add(events, [], empty_batch=True).")
         out += ["", f"    # {'step' if no_data_batches else 'batch'} {number}" + ("" if step["rows"] else ": no rows"),
                 f"    {feed}{process}",
                 f"    test.check_new_answer({_rows_literal(step['new_answer'], indent)})",
@@ -134,7 +136,82 @@ def query_function_source(query: Any) -> str:
     if not source.startswith("def ") or not name.isidentifier() or name == "<lambda>":
         raise ValueError("cannot read the query function's source (a lambda, or defined in a notebook cell "
                          "Python cannot read back): pass query_source='def query(df):\\n    return ...'")
-    return source if name == "query" else f"{source.rstrip()}\n\n\nquery = {name}"
+    prelude = _names_used(query)
+    body = source if name == "query" else f"{source.rstrip()}\n\n\nquery = {name}"
+    return f"{prelude}\n\n{body}" if prelude else body
+
+
+_CONSTANTS = (str, int, float, bool, type(None))
+
+
+def _names_used(query: Any) -> str:
+    """The lines that define the global names ``query`` uses (imports and plain constants), for a module of its own.
+
+    >>> import math
+    >>> RATE = 2.5
+    >>> def scaled(df):
+    ...     return df.withColumn("x", df.value * RATE * math.pi)
+    >>> print(_names_used(scaled))
+    import math
+    RATE = 2.5
+    """
+    code = getattr(query, "__code__", None)
+    if code is None:
+        return ""
+    # The names the code loads as globals (not attributes: ``F.window`` uses F, not window),
+    # and those its closure holds.
+    namespace = getattr(query, "__globals__", {})
+    found = {name: namespace[name] for name in _global_names(code) if name in namespace}
+    closure = zip(code.co_freevars, getattr(query, "__closure__", None) or ())
+    found.update((name, cell.cell_contents) for name, cell in closure)
+    imports, constants, unknown = [], [], []
+    for name, value in sorted(found.items()):
+        module = getattr(value, "__name__", None) if inspect.ismodule(value) else None
+        owner = getattr(value, "__module__", None)
+        qualname = getattr(value, "__qualname__", None)
+        if name == "F" and module == "pyspark.sql.functions":
+            continue  # the module imports it
+        if module is not None:
+            imports.append(f"import {module}" if module == name else f"import {module} as {name}")
+        elif isinstance(value, _CONSTANTS) or (isinstance(value, tuple) and all(isinstance(v, _CONSTANTS) for v in value)):
+            constants.append(f"{name} = {value!r}")
+        elif (owner and qualname and owner != "__main__" and not owner.startswith("__")
+              and "<" not in qualname and "." not in qualname):
+            imports.append(f"from {_public_module(owner, qualname, value)} import {qualname}"
+                           + (f" as {name}" if qualname != name else ""))
+        else:
+            unknown.append(name)
+    if unknown:
+        raise ValueError(f"the query function uses {', '.join(unknown)}, which the test module cannot define: "
+                         "define them inside the function, or pass query_source='def query(df):\\n    return ...'")
+    return "\n".join(imports + constants)
+
+
+def _global_names(code: Any) -> set[str]:
+    """The global names ``code`` (and the functions and comprehensions inside it) loads."""
+    import dis
+
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for constant in code.co_consts:
+        if inspect.iscode(constant):
+            names |= _global_names(constant)
+    return names
+
+
+def _public_module(owner: str, qualname: str, value: Any) -> str:
+    """The shortest parent of module ``owner`` giving the same ``value`` (``pyspark.sql.functions``
+    for ``pyspark.sql.functions.builtin``)."""
+    import importlib
+
+    parts = owner.split(".")
+    for length in range(1, len(parts)):
+        try:
+            module = importlib.import_module(".".join(parts[:length]))
+        except ImportError:
+            continue
+        if getattr(module, qualname, None) is value:
+            return module.__name__
+    return owner
 
 
 def result_row(record: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:

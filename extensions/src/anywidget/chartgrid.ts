@@ -8,7 +8,8 @@ export default {
   initialize: ({ model }: Pick<IRenderProps, 'model'>) => askForCode(model),
   async render(props: IRenderProps): Promise<void | (() => void)> {
     // A page whose asker closed unanswered: this view asks, and lets the next one ask if it
-    // goes first (anywidget then drops its message handler, so the answer could not arrive).
+    // goes first (a cell run again closes its model, whose answer then never arrives; a
+    // view gone while its model lives may still get it, and the code then crosses twice).
     const stopAsking = askForCode(props.model);
     if (stopAsking) {
       props.signal?.addEventListener('abort', stopAsking, { once: true });
