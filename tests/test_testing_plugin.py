@@ -48,6 +48,17 @@ def plugin_entry_point(site: Path) -> None:
     (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in plugins.items()))
 
 
+def play_past_the_end(panel, batches: int, path: Path) -> None:
+    """Play ``panel`` until ``batches`` data batches ran, pause, save it as a test at ``path``, close it."""
+    try:
+        panel.play()
+        wait_for(lambda: panel.run.data_batches >= batches, 120, text=lambda: f"{panel.run.data_batches} batches")
+        panel.pause()
+        panel.to_test(path)
+    finally:
+        panel.close()
+
+
 @pytest.fixture
 def recorded(env, tmp_path):
     """The guide's replay stepped four times and saved with the panel's "Save as test" (panel.to_test)."""
@@ -72,28 +83,17 @@ def recorded(env, tmp_path):
         panel.close()
     # The same replay played, then paused once its script (4 batches) is over: a batch of padding
     # only (no scripted rows) has run too.
-    played = workbench.replay_panel(workbench.scenarios.guide_word_count(), name="guide_played", monitor=False)
-    try:
-        played.play()
-        wait_for(lambda: played.run.data_batches >= 5, 120, text=lambda: f"{played.run.data_batches} batches")
-        played.pause()
-        played.to_test(folder / "test_guide_played.py")
-    finally:
-        played.close()
+    play_past_the_end(workbench.replay_panel(workbench.scenarios.guide_word_count(), name="guide_played",
+                                             monitor=False), 5, folder / "test_guide_played.py")
     # A script whose last batch moves the watermark (to 12:11): the batch of padding after it
     # runs with 12:11 and emits the windows that closed, which the written test must run too.
     from workbench.replay import Script, WindowCount, scenarios
 
     script = Script([list(b) for b in scenarios.GUIDE_BATCHES[:3]], ["event_time", "word"], day="2024-01-01")
-    cut = workbench.replay_panel(script, WindowCount("event_time", "10 minutes", "5 minutes", "10 minutes", ("word",)),
-                                 name="guide_cut", output_mode="append", monitor=False)
-    try:
-        cut.play()
-        wait_for(lambda: cut.run.data_batches >= 4, 120, text=lambda: f"{cut.run.data_batches} batches")
-        cut.pause()
-        cut.to_test(folder / "test_guide_cut.py")
-    finally:
-        cut.close()
+    play_past_the_end(workbench.replay_panel(script, WindowCount("event_time", "10 minutes", "5 minutes", "10 minutes",
+                                                                 ("word",)),
+                                             name="guide_cut", output_mode="append", monitor=False),
+                      4, folder / "test_guide_cut.py")
     return folder, written
 
 
