@@ -483,7 +483,7 @@ def test_check_state_reads_each_side_of_a_stream_stream_join(spark, testing):
         with pytest.raises(AssertionError, match=r"check_state\(side='right'\)"):
             test.check_state([("a", "a", "2024-01-01 12:00")], side="right")
         # Late rows are followed for one input: a join's are refused, not read off the wrong input.
-        with pytest.raises(ValueError, match=r"^late rows follow one input, and this query reads 2 \(a join or a union\)"):
+        with pytest.raises(ValueError, match=r"^late rows follow one input, and this query reads 2 streams \(a join or a union\)"):
             test.check_late([])
 
 
@@ -550,3 +550,24 @@ def test_memory_stream_times_are_utc_whatever_the_machines_time_zone():
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"zone": "EST", "utc": "12:07", "ntz": "12:07", "nested": "12:07", "listed": "12:07"}
+
+
+def test_a_query_functions_globals_go_into_the_written_module_or_are_refused_in_one_line():
+    from workbench.testing.recording import query_function_source
+
+    namespace: dict = {}
+    exec("import numpy as np\nfrom pyspark.sql.functions import window\nDELAY = '10 minutes'\n"
+         "SCHEMA = 'value string'\nCUTOFF = np.float64(2.5)\n"
+         "def counts(df):\n    return df.withWatermark('t', DELAY).groupBy(window('t', '5 minutes')).count()\n"
+         "def parsed(df):\n    return df.selectExpr(SCHEMA)\n"
+         "def cut(df):\n    return df.where(df.x > CUTOFF)\n", namespace)
+    # The source of an exec'd function cannot be read back: only the names are checked here.
+    from workbench.testing.recording import _names_used
+
+    assert _names_used(namespace["counts"]) == "from pyspark.sql.functions import window\nDELAY = '10 minutes'"
+    with pytest.raises(ValueError, match=r"^the query function uses the global SCHEMA, a name the test module gives"):
+        _names_used(namespace["parsed"])
+    with pytest.raises(ValueError, match=r"^the query function uses CUTOFF, which the test module cannot define"):
+        _names_used(namespace["cut"])
+    with pytest.raises(ValueError, match="cannot read the query function's source"):
+        query_function_source(namespace["counts"])

@@ -139,6 +139,9 @@ class _MemoryReader(DataSourceStreamReader):
                 values[index] = _with_utc(values[index], dtype)
             yield tuple(values)
 
+    def commit(self, end: dict) -> None:
+        pass  # files stay until the stream is closed: a restart may read them again
+
 
 def _has_timestamp(dtype: Any) -> bool:
     """Whether ``dtype`` is, or holds, a TIMESTAMP (with local time zone) field."""
@@ -163,7 +166,7 @@ def _with_utc(value: Any, dtype: Any) -> Any:
         types = {field.name: field.dataType for field in dtype.fields}
         if isinstance(value, dict):
             return {key: _with_utc(item, types.get(key)) for key, item in value.items()}
-        if isinstance(value, (tuple, list)):
+        if isinstance(value, (tuple, list)) and len(value) == len(dtype.fields):  # else Spark says what is wrong
             return tuple(_with_utc(item, field.dataType) for item, field in zip(value, dtype.fields))
         return value
     if isinstance(dtype, ArrayType) and isinstance(value, (tuple, list)):
@@ -172,8 +175,6 @@ def _with_utc(value: Any, dtype: Any) -> Any:
         return {_with_utc(key, dtype.keyType): _with_utc(item, dtype.valueType) for key, item in value.items()}
     return value
 
-    def commit(self, end: dict) -> None:
-        pass  # files stay until the stream is closed: a restart may read them again
 
 
 class MemoryDataSource(DataSource):

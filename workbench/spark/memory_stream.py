@@ -223,7 +223,7 @@ class MemoryStream:
 
     @property
     def offset(self) -> int:
-        """The offset reached so far: how many non-empty :meth:`add` calls there were."""
+        """The offset reached so far: how many :meth:`add` calls added rows (or an empty batch)."""
         return batch_count(self.folder)
 
     def add(self, rows: Any, *, empty_batch: bool = False) -> int:

@@ -264,6 +264,7 @@ class StreamTest:
             finally:
                 self._collect_progress()
                 self._query = None
+                self._running.clear()
 
     # -- what happened ---------------------------------------------------------------------
 
@@ -423,7 +424,7 @@ class StreamTest:
         inputs = max((len(raw.get("sources") or []) for raw in self._progress.values()), default=1)
         if inputs > 1 or len(self._streams) > 1:
             raise ValueError(f"late rows follow one input, and this query reads {max(inputs, len(self._streams))} "
-                             "(a join or a union): check what came out with check_new_answer instead")
+                             "streams (a join or a union): check what came out with check_new_answer instead")
         offsets = {}
         for batch_id in sorted(self._progress):
             source = (self._progress[batch_id].get("sources") or [{}])[0]

@@ -142,6 +142,26 @@ def query_function_source(query: Any) -> str:
 
 
 _CONSTANTS = (str, int, float, bool, type(None))
+#: The names a written module defines itself (module_source), which a query's globals must not redefine.
+_MODULE_NAMES = frozenset({"F", "SCHEMA", "query"})
+
+
+def _is_literal(value: Any) -> bool:
+    """Whether ``repr(value)`` is Python source giving ``value`` back (a plain constant, or a tuple of them).
+
+    >>> import numpy as np
+    >>> _is_literal("10 minutes"), _is_literal((1, "a")), _is_literal(np.float64(2.5)), _is_literal(float("inf"))
+    (True, True, False, False)
+    """
+    import ast
+
+    plain = type(value) in _CONSTANTS or (type(value) is tuple and all(type(v) in _CONSTANTS for v in value))
+    if not plain:
+        return False
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError):
+        return False
 
 
 def _names_used(query: Any) -> str:
@@ -164,16 +184,18 @@ def _names_used(query: Any) -> str:
     found = {name: namespace[name] for name in _global_names(code) if name in namespace}
     closure = zip(code.co_freevars, getattr(query, "__closure__", None) or ())
     found.update((name, cell.cell_contents) for name, cell in closure)
-    imports, constants, unknown = [], [], []
+    imports, constants, unknown, reserved = [], [], [], []
     for name, value in sorted(found.items()):
         module = getattr(value, "__name__", None) if inspect.ismodule(value) else None
         owner = getattr(value, "__module__", None)
         qualname = getattr(value, "__qualname__", None)
         if name == "F" and module == "pyspark.sql.functions":
             continue  # the module imports it
-        if module is not None:
+        if name in _MODULE_NAMES:
+            reserved.append(name)
+        elif module is not None:
             imports.append(f"import {module}" if module == name else f"import {module} as {name}")
-        elif isinstance(value, _CONSTANTS) or (isinstance(value, tuple) and all(isinstance(v, _CONSTANTS) for v in value)):
+        elif _is_literal(value):
             constants.append(f"{name} = {value!r}")
         elif (owner and qualname and owner != "__main__" and not owner.startswith("__")
               and "<" not in qualname and "." not in qualname):
@@ -181,6 +203,9 @@ def _names_used(query: Any) -> str:
                            + (f" as {name}" if qualname != name else ""))
         else:
             unknown.append(name)
+    if reserved:
+        raise ValueError(f"the query function uses the global {', '.join(reserved)}, a name the test module "
+                         "gives its own value: rename it in your code, or pass query_source=...")
     if unknown:
         raise ValueError(f"the query function uses {', '.join(unknown)}, which the test module cannot define: "
                          "define them inside the function, or pass query_source='def query(df):\\n    return ...'")
@@ -260,7 +285,8 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
         A replay that ran at least one batch, stepped with Step or played with Play and
         paused: on its ``rate-micro-batch`` source both run one data batch per trigger and
         no watermark-only batch, so the module repeats either one batch per step (a played
-        Script's batches after its last scripted one read no rows, and add none).
+        Script's batches after its last scripted one read no rows: each is an empty batch,
+        ``test.add(events, [], empty_batch=True)``).
     path : str or path
         The file to write (``test_*.py`` for pytest to collect it); its folder must exist.
     query_source : str, optional
