@@ -156,7 +156,7 @@ class ReplayPanel(widgets.VBox):
             self._state_stale = False
 
     def _on_failed(self, message: str) -> None:
-        """The play run failed by itself (its poller's thread): say why, and only Reset is left."""
+        """The play run failed by itself (its poller's thread): say why; Play, Step and Pause go disabled."""
         self.message.value = f"<span style='color:#d62728'>{html.escape(message)}</span>"
         self._update_counters()
         self._set_buttons(busy=self._busy.locked())
