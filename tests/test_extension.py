@@ -200,6 +200,7 @@ class RecordedStream:
         self._final: tuple[str, str | None] | None = None
         self._callbacks: list = []
         self.stop_threads: list[str] = []
+        self.stop_error: Exception | None = None  # what stop() raises (Spark could not stop it)
         self.release = threading.Event()
         self.release.set()
 
@@ -231,6 +232,8 @@ class RecordedStream:
     def stop(self) -> None:
         self.stop_threads.append(threading.current_thread().name)
         self.release.wait(10)
+        if self.stop_error is not None:
+            raise self.stop_error
         self.finish()
 
 
@@ -440,6 +443,12 @@ def test_stop_from_the_page_runs_off_the_kernel_thread():
     assert stream.stop_threads == ["workbench-stop-numbers"]
     comm.receive({"kind": "stop", "name": "nope"})
     assert comm.sent[-1] == {"kind": "error", "message": "cannot stop 'nope': no stream named 'nope' (streams: numbers)"}
+    # A stop Spark refuses: its one line on the page, not Spark's whole text.
+    stream.stop_error = RuntimeError("[STREAM_FAILED] could not stop numbers SQLSTATE: XXKST\n\tat org.apache...")
+    comm.receive({"kind": "stop", "name": "numbers"})
+    wait_for(lambda: comm.sent[-1].get("kind") == "error" and "numbers'" in comm.sent[-1]["message"], 10,
+             message="the failed stop's message")
+    assert comm.sent[-1]["message"] == "cannot stop 'numbers': could not stop numbers"
     publisher.close()
 
 

@@ -210,6 +210,7 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
     counting = ("from ipywidgets.widgets import widget as _widget\n"
                 "print(json.dumps({'widgets': len(_widget._instances),\n"
                 "                  'hooks': len(get_ipython().events.callbacks['post_execute'])}))")
+    before = json.loads(kernel.stdout_of(kernel.run(counting, timeout=30)).strip().splitlines()[-1])
     counts = []
     for _ in range(3):
         kernel.run("%%stream ticks --sink console --trigger once --no-monitor\n"
@@ -217,6 +218,8 @@ def test_console_batches_stay_under_the_starting_cell_and_shutdown_stops_everyth
         kernel.run("assert workbench.stream('ticks').wait_finished(60)", timeout=70)
         counts.append(json.loads(kernel.stdout_of(kernel.run(counting, timeout=30)).strip().splitlines()[-1]))
     assert counts[0] == counts[1] == counts[2], counts
+    # Nor does a console whose stream has ended: the cell after the end publishes its text once more.
+    assert counts[0]["hooks"] == before["hooks"], (before, counts)
 
     # A stream still running at shutdown: the kernel exits by itself and takes Spark along.
     kernel.run(

@@ -423,7 +423,13 @@ def test_console_output_carries_its_tables_as_text_for_viewers_without_the_widge
     monkeypatch.setattr(StaticOutput, "page_seen_in_process", True)
     shell.run_cell("pass")
     assert set(last()["data"]) == {WIDGET_VIEW, "text/plain"} and last()["metadata"] == FALLBACK_METADATA
-    console.widget.static_output.stop_listening()
+    # Its stream ends after a last batch: the next cell publishes it, and later cells leave it alone.
+    console("Batch: 3\n+-----+\n|value|\n+-----+\n|   15|\n+-----+\n\n")
+    console.finish()
+    hooks = len(shell.events.callbacks["post_execute"])
+    shell.run_cell("pass")
+    assert last()["data"]["text/plain"].endswith("|   15|\n+-----+")
+    assert len(shell.events.callbacks["post_execute"]) == hooks - 1
     console.widget.close()
 
 
@@ -462,3 +468,30 @@ def test_saving_without_the_extension_keeps_pictures_not_dead_widget_views(tmp_p
     folder = {"type": "directory", "content": None}
     keep_pictures(folder, "somewhere")
     assert folder == {"type": "directory", "content": None}
+
+
+@pytest.mark.spark
+def test_a_replays_monitor_follows_it_across_cells_while_paused_and_ends_when_it_closes(env, shell):
+    # A replay between steps is "paused", not ended: the cell after it must not take the
+    # monitor for finished (it stopped drawing the next steps), and closing the run ends it.
+    from workbench.replay import Replay
+    from workbench.spark.replay_run import ReplayRun
+
+    run = ReplayRun(Replay(rows_per_batch=2, start="2024-01-01 12:00", advance="1 minute", seed=1),
+                    lambda df: df, name="paused_replay", env=env)
+    monitor = run.stream.monitor()
+    try:
+        shell.user_ns["monitor"] = monitor
+        shell.run_cell("monitor")
+        run.step()
+        shell.run_cell("pass")
+        assert monitor.running and len(shell.display_pub.outputs) == 1
+        run.step()
+        wait_for(lambda: "2 batches" in monitor.summary(), timeout=30, message="the second step drawn")
+        run.close()
+        wait_for(lambda: not monitor.running, timeout=30, message="the monitor to end with the run")
+        shell.run_cell("pass")
+        assert monitor.summary().splitlines()[0] == "Stream monitor: paused_replay (memory sink), closed"
+    finally:
+        monitor.close()
+        run.close()

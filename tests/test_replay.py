@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -216,6 +217,24 @@ def test_same_spec_twice_is_identical_and_stepping_then_playing_equals_playing(e
         played.close()
 
 
+def test_a_closed_replays_checkpoint_goes_under_a_checkpoint_root_too_and_its_results_stay(env, tmp_path):
+    # A closed run never restarts from its checkpoint: under a root of the user's, it would be
+    # left there for good (streams' checkpoints there are kept on purpose, to restart from).
+    saved, env.checkpoint_root = env.checkpoint_root, str(tmp_path)
+    try:
+        run = ReplayRun(_spec(), lambda df: df.select("key"), name="rooted", env=env)
+    finally:
+        env.checkpoint_root = saved
+    try:
+        run.step()
+        checkpoint = Path(run.checkpoint)
+        assert checkpoint.is_relative_to(tmp_path) and (checkpoint / "commits" / "0").exists()
+    finally:
+        run.close()
+    assert not checkpoint.exists()
+    assert len(run.results()) == 4 and run.history()["batch_id"].tolist() == [0]
+
+
 def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
     with pytest.raises(TypeError, match="the query function must return a streaming DataFrame"):
         ReplayRun(_spec(), lambda df: 42, name="bad", env=env)
@@ -247,6 +266,9 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
         with pytest.raises(ReplayError, match="replay boom"):
             run.step()
         assert run.status == "failed"
+        ended: list = []
+        run.stream.on_finished(ended.append)  # a monitor of the run ends with it
+        assert ended == [run.stream]
         with pytest.raises(ReplayError, match="failed: .*replay boom.*reset"):
             run.step()
         with pytest.raises(ReplayError, match="reset"):
@@ -262,7 +284,7 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
 def test_a_play_run_that_fails_says_so_at_once_and_leaves_only_reset(env):
     # The third batch's rows raise: the play run fails by itself, with nobody stepping or pausing.
     boom = F.when(F.col("value") >= 8, F.raise_error(F.lit("replay boom"))).otherwise(F.col("value"))
-    panel = workbench.replay_panel(_spec(), lambda df: df.withColumn("checked", boom), name="boom_play", monitor=False)
+    panel = workbench.replay_panel(_spec(), lambda df: df.withColumn("checked", boom), name="boom_play")
     told: list[str] = []
     panel.run.on_failed.append(told.append)
     try:
@@ -275,10 +297,15 @@ def test_a_play_run_that_fails_says_so_at_once_and_leaves_only_reset(env):
         assert "replay boom" in panel.message.value and "failed" in panel.counters.value
         assert panel.play_button.disabled and panel.step_button.disabled and panel.pause_button.disabled
         assert not panel.reset_button.disabled
+        # The monitor under the panel says so too, and its Stop (which pauses) goes disabled.
+        failed_monitor = panel.monitor
+        wait_for(lambda: "failed" in failed_monitor.header.value, timeout=30, message="the monitor's failed status")
+        assert "replay boom" in failed_monitor.header.value and failed_monitor.stop_button.disabled
         with pytest.raises(ReplayError, match="failed: .*replay boom.*reset"):
             panel.run.pause()
         panel.reset()
         assert panel.run.status == "paused" and not panel.play_button.disabled
+        assert panel.monitor is not failed_monitor and not panel.monitor.stop_button.disabled
     finally:
         panel.close()
 

@@ -596,3 +596,69 @@ def test_a_plain_script_exits_cleanly_and_silently(script):
     # The workbench's temporary folder (checkpoints, results) went with the interpreter.
     temp = Path(before.strip().splitlines()[-1])
     assert temp.name.startswith("workbench-") and not temp.exists()
+
+
+def test_a_second_interrupt_while_an_interrupted_start_is_undone_is_one_line_and_the_stop_goes_on():
+    # The undo's own logic (a real kernel interrupts a real start in test_interrupts): a start
+    # and a stop that each take a while, and Ctrl-C in both. The second interrupt reached
+    # query.stop() inside its Py4J call and escaped as a raw KeyboardInterrupt.
+    import signal
+
+    from workbench.spark.query_start import _start_writer
+    from workbench.spark.stopping import StreamInterrupted
+
+    starting, stopping, release = threading.Event(), threading.Event(), threading.Event()
+    stopped = threading.Event()
+
+    class Query:
+        def stop(self):
+            stopping.set()
+            release.wait(30)
+            stopped.set()
+
+    class Writer:
+        def start(self):
+            starting.set()
+            time.sleep(0.5)
+            return Query()
+
+    def interrupt(when: threading.Event) -> None:
+        when.wait(30)
+        time.sleep(0.1)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def twice() -> None:
+        interrupt(starting)  # while the start runs: it is waited for, then undone
+        interrupt(stopping)  # while the undo stops the query
+
+    assert threading.current_thread() is threading.main_thread()
+    threading.Thread(target=twice, daemon=True).start()
+    with pytest.raises(StreamInterrupted) as caught:
+        _start_writer(Writer(), "twice", None)
+    assert str(caught.value) == ("interrupted: stream 'twice' was not started "
+                                 "(its half-started query stops in the background)")
+    assert not stopped.is_set()
+    release.set()
+    wait_for(stopped.is_set, timeout=10, message="the stop to go on and end")
+    wait_for(lambda: not [t for t in live_threads() if "twice" in t.name], timeout=10, message="the stop's thread to end")
+
+
+@pytest.mark.spark
+def test_an_interrupt_after_spark_started_the_query_and_before_it_has_a_handle_stops_it(env, spark, rate_stream,
+                                                                                       monkeypatch):
+    # Ctrl-C landing while the handle is built (it reads the query's ids over Py4J): the query
+    # ran on with nobody to stop it.
+    from workbench.spark import query_start
+    from workbench.spark.stopping import StreamInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(query_start, "StreamHandle", interrupted)
+    with pytest.raises(StreamInterrupted, match=r"^interrupted: stream 'unhandled' was not started "
+                                                r"\(stopped the half-started query\)$"):
+        env.start(rate_stream(rows_per_batch=2), "unhandled")
+    assert "unhandled" not in [q.name for q in spark.streams.active]
+    monkeypatch.undo()
+    handle = env.start(rate_stream(rows_per_batch=2), "unhandled")  # the same name starts as usual
+    handle.stop()

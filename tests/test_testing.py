@@ -254,6 +254,11 @@ def test_a_test_leaves_no_query_or_folder_behind_pass_or_fail(spark, testing):
     assert not spark.streams.active
     assert not os.path.exists(os.path.dirname(test.checkpoint)), "the failing test's folder is still there"
     test.close()  # twice is fine
+    # Used after close: refused in one line, and no gate is left in the stream's folder
+    # (it would hold back the rows of every other query on the stream).
+    with pytest.raises(RuntimeError, match=r"^add\(1 rows\) on a closed StreamTest: make a new StreamTest"):
+        test.add(events, [(t("12:08"), "cat")])
+    assert not [name for name in os.listdir(events.folder) if name.startswith("released.")]
 
     with testing.StreamTest(word_counts(events.df)) as passing:
         passing.add(events, [(t("12:21"), "owl")]).process().check_watermark(t("12:11"))

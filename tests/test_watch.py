@@ -58,6 +58,27 @@ def test_a_released_runs_newest_reports_are_kept_for_its_owner_and_dropped_after
     assert recorder.heard("r") == [] and len(recorder.heard(f"later{HEARD_ENDED - 1}")) == 1
 
 
+def test_a_run_that_ended_before_its_owner_took_it_over_does_not_keep_its_owner():
+    # A query that fails at once: Spark's listener reports its end before start() returns
+    # and the owner (the stream's poller) takes it over. Nothing would ever drop its waker.
+    import gc
+    import weakref
+
+    class Owner:
+        def wake(self):
+            pass
+
+    recorder = QueryRecorder()
+    recorder.started("q", "failed_at_once", "n")
+    recorder.terminated("failed_at_once", "boom")
+    owner = Owner()
+    gone = weakref.ref(owner)
+    recorder.release("failed_at_once", wake=owner.wake)
+    del owner
+    gc.collect()
+    assert gone() is None, "the recorder keeps the owner of a run that has ended"
+
+
 def test_attaching_a_history_merges_recent_and_listened_batches_and_says_what_is_missing():
     recorder = QueryRecorder()
     recorder.progress(batch(150))  # heard after the workbench loaded; the run started long before

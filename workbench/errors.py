@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "summarize_error", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed", "REFUSAL_HINTS",
-    "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
+    "summarize_error", "error_line", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed",
+    "REFUSAL_HINTS", "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
@@ -64,6 +64,20 @@ def summarize_error(text: str) -> str:
         if line:
             return line
     return "unknown error"
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as the one line a widget shows: :func:`summarize_error` of its message, or its name.
+
+    Examples
+    --------
+    >>> error_line(ValueError("[STREAM_FAILED] stream 'x' could not be stopped\\n=== plan ==="))
+    "stream 'x' could not be stopped"
+    >>> error_line(TimeoutError())
+    'TimeoutError'
+    """
+    text = str(exc).strip()
+    return summarize_error(text) if text else type(exc).__name__
 
 
 class WorkbenchError(Exception):

@@ -239,6 +239,7 @@ class StreamMagics(Magics):
         if isinstance(console, CellConsole):
             self._more_views.setdefault(command.name, []).append(console)
             display(console.widget)
+            handle.on_finished(console.finish)
 
     def _frame(self, command: StartCommand, env: Any) -> Any:
         """The streaming DataFrame the cell describes."""

@@ -228,14 +228,6 @@ class ProgressPoller:
         doubled = self.interval * 2 ** min(self.read_failures - 1, 30)  # capped: 2 ** 1024 overflows a float
         return min(doubled, max(self.interval, MAX_RETRY))
 
-    def _still_active(self) -> bool:
-        try:
-            return bool(self.source.is_active())
-        except SourceGone:
-            raise
-        except Exception:
-            return True  # cannot tell: keep trying
-
     def _read_ok(self) -> None:
         if self.read_failures:
             log.info("reading the progress of %s works again after %d failed reads", self._name, self.read_failures)
@@ -248,8 +240,10 @@ class ProgressPoller:
             while self._wait_for_tick(due, earliest):
                 tick = time.monotonic()
                 due = tick + self.interval
+                ended = False  # True once this tick has seen the query inactive
                 try:
-                    if not self.source.is_active():
+                    ended = not self.source.is_active()
+                    if ended:
                         # The query ended between ticks: read what it did before it stopped.
                         self.fill()
                         break
@@ -261,7 +255,7 @@ class ProgressPoller:
                     # report this version cannot read) is tried again; the last read of a
                     # query that has ended, a few times only.
                     wait = self._read_failed(exc)
-                    if self.read_failures >= ENDED_TRIES and not self._still_active():
+                    if ended and self.read_failures >= ENDED_TRIES:
                         break
                     due = earliest = tick + wait  # a wake does not hurry the next try
                     continue

@@ -212,9 +212,10 @@ class QueryRecorder:
         [0]
         """
         with self._lock:
-            self._released.add(run_id)
             known = self._runs.pop(run_id, None)
-            if wake is not None:
+            self._released.add(run_id)
+            ended = known is not None and known.ended  # it failed at once: nothing more to wake for
+            if wake is not None and not ended:
                 self._wakers[run_id] = wake
                 self._heard.setdefault(run_id, deque(maxlen=HEARD_LIMIT))
         if wake is not None and known is not None and len(known.history):

@@ -26,8 +26,8 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
-__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "drop_stale_gates", "release",
-           "released"]
+__all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "drop_stale_gates", "readable",
+           "release", "released"]
 
 #: The data source name the workbench registers with each session.
 SOURCE_NAME = "workbench_memory"
@@ -48,8 +48,23 @@ RELEASED_PREFIX = "released."
 
 def released(folder: str) -> int | None:
     """How many batches ``folder``'s source may read (the lowest gate), or None when it reads all."""
+    return _lowest_gate(folder, os.listdir(folder))
+
+
+def readable(folder: str) -> int:
+    """How many of ``folder``'s batches its source may read now: those added, up to the lowest gate.
+
+    One listing of the folder gives both (Spark asks at every trigger).
+    """
+    names = os.listdir(folder)
+    count = sum(1 for name in names if name.endswith(SUFFIX))
+    gate = _lowest_gate(folder, names)
+    return count if gate is None else min(count, gate)
+
+
+def _lowest_gate(folder: str, names: list[str]) -> int | None:
     counts = []
-    for name in os.listdir(folder):
+    for name in names:
         if name.startswith(RELEASED_PREFIX):
             try:
                 with open(os.path.join(folder, name), encoding="utf-8") as handle:
@@ -118,8 +133,7 @@ class _MemoryReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         # Every limit is read-all: a memory stream's next batch takes everything added (and released).
-        count, gate = batch_count(self.folder), released(self.folder)
-        return {"added": count if gate is None else min(count, gate)}
+        return {"added": readable(self.folder)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         rows: list[tuple[Any, ...]] = []

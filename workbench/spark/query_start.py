@@ -21,7 +21,7 @@ from .plan import plan_text
 from .session import is_connect
 from .stopping import StreamInterrupted, Worker
 
-__all__ = ["run_query", "START_PATIENCE"]
+__all__ = ["run_query", "START_PATIENCE", "not_started"]
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,12 @@ def run_query(
         raise StreamStartError(
             f"Spark cannot start stream {spec.name!r}: {refusal_line(details, plan_text(df))}", details
         ) from None
-    handle = StreamHandle(spec, query, spark, on_event=on_event, history=history, output_rows=counts)
-    handle.output_columns = tuple(df.columns)
-    handle.poller.start()
+    try:
+        handle = StreamHandle(spec, query, spark, on_event=on_event, history=history, output_rows=counts)
+        handle.output_columns = tuple(df.columns)
+        handle.poller.start()
+    except KeyboardInterrupt:  # started, but no handle yet: nobody could stop it later
+        raise StreamInterrupted(not_started(spec.name, stopped=_stop_quietly(query, spec.name))) from None
     return handle
 
 
@@ -94,7 +97,7 @@ def _start_writer(writer: Any, name: str, spark: Any) -> Any:
         with lock:
             stop_now = abandoned
         if stop_now:  # the caller gave up waiting: nobody else will stop it
-            _stop_quietly(query)
+            _stop_now(query)
         return query
 
     worker = Worker(start, f"workbench-start-{name}", spark).start()
@@ -123,11 +126,32 @@ def _start_writer(writer: Any, name: str, spark: Any) -> Any:
         )
     if worker.error is not None or worker.result is None:
         raise StreamInterrupted(f"interrupted: stream {name!r} was not started")
-    _stop_quietly(worker.result)
-    raise StreamInterrupted(f"interrupted: stream {name!r} was not started (stopped the half-started query)")
+    raise StreamInterrupted(not_started(name, stopped=_stop_quietly(worker.result, name)))
 
 
-def _stop_quietly(query: Any) -> None:
+def not_started(name: str, *, stopped: bool) -> str:
+    """The one line of an interrupted start; ``stopped``: its half-started query has stopped (else
+    a second interrupt left it stopping in the background)."""
+    how = "stopped the half-started query" if stopped else "its half-started query stops in the background"
+    return f"interrupted: stream {name!r} was not started ({how})"
+
+
+def _stop_quietly(query: Any, name: str) -> bool:
+    """Stop a half-started query on a thread of its own; False when a second interrupt left it stopping.
+
+    A KeyboardInterrupt inside the Py4J call would leave the JVM stopping it unknown to us,
+    and escape as a raw traceback: the call runs on, and the interrupt only ends the wait.
+    """
+    worker = Worker(lambda: _stop_now(query), f"workbench-unstart-{name}").start()
+    try:
+        worker.wait()
+    except KeyboardInterrupt:
+        log.info("interrupted again: the half-started query %r stops in the background", name)
+        return False
+    return True
+
+
+def _stop_now(query: Any) -> None:
     try:
         query.stop()
     except Exception:

@@ -246,6 +246,15 @@ class ReplayRun(ReplayState):
             with self._lock:
                 self._error = self._error or playing.error
 
+    def _fail(self, error: str | None) -> str | None:
+        """The run has failed (until reset): keep the first error; the run's stream ends (its
+        monitor says "failed" and why, and its Stop goes disabled). Returns the error kept."""
+        with self._lock:
+            self._error = self._error or error
+            error = self._error
+        self.stream.finish()
+        return error
+
     def _ensure_usable(self) -> None:
         if self._closed:
             raise ReplayError(f"replay {self.name!r} is closed: build a new panel to run it again")
@@ -294,8 +303,7 @@ class ReplayRun(ReplayState):
                 handle.stop()
                 raise ReplayError(f"step of {self.name!r} did not finish within {timeout:g} s; it was stopped")
             if handle.status == "failed":
-                with self._lock:
-                    self._error = handle.error
+                self._fail(handle.error)
                 raise ReplayError(_failed(self.name, handle.error))
             report = self._report(before)
         self._notify(report)
@@ -334,9 +342,7 @@ class ReplayRun(ReplayState):
         """A play run ended by itself (on its poller's thread): a failure is told at once."""
         if handle is not self._playing or handle is self._stopping_play or handle.status != "failed":
             return  # paused, stepped, reset or closed: whoever stopped it reports
-        with self._lock:
-            self._error = self._error or handle.error
-            error = self._error
+        error = self._fail(handle.error)
         for callback in list(self.on_failed):
             try:
                 callback(_failed(self.name, error))
@@ -380,8 +386,7 @@ class ReplayRun(ReplayState):
             ) from None
         self._end_play_run(0.0)
         if playing.status == "failed":
-            with self._lock:
-                self._error = playing.error
+            self._fail(playing.error)
         else:
             uncommit_unreported(self.checkpoint, self.raw_progress.last_batch_id, self.name)
         return self._report(getattr(self, "_play_before", None))
@@ -420,12 +425,17 @@ class ReplayRun(ReplayState):
                 log.exception("reset callback failed")
 
     def close(self) -> None:
-        """Stop playing and end the run (its files go with the workbench's temp folder)."""
+        """Stop playing and end the run; its checkpoint goes (on this machine's disk, under a
+        ``checkpoint_root`` too: a closed run never restarts from it), its results stay readable."""
         with self._action:
             self._end_play_run()
+            if self.handle is not None and self.handle.status == "active":
+                self.handle.stop()
             self._closed = True
             self._unsubscribe()
             self.stream.finish()
+            if "://" not in self.checkpoint:  # a URI root (hdfs://, s3a://) is Spark's to write, not ours
+                remove_folder(self.checkpoint)
 
     def _notify(self, report: StepReport) -> None:
         for callback in list(self.on_report):

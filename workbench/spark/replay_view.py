@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -131,6 +132,7 @@ class ReplayStreamView(ReplayState):
         self.spec = dataclasses.make_dataclass("Spec", [("poll_interval", float)])(run.poll_interval)
         self._callbacks: list[Callable[[Any], None]] = []
         self._done = False
+        self._finish_lock = threading.Lock()
 
     @property
     def plan(self) -> Any:
@@ -165,14 +167,20 @@ class ReplayStreamView(ReplayState):
         self._run.pause()
 
     def on_finished(self, callback: Callable[[Any], None]) -> None:
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
+        with self._finish_lock:
+            if not self._done:
+                self._callbacks.append(callback)
+                return
+        callback(self)
 
     def finish(self) -> None:
-        self._done = True
-        for callback in self._callbacks:
+        """The run failed, was reset or closed: its monitor draws what is left and ends (once)."""
+        with self._finish_lock:
+            if self._done:
+                return
+            self._done = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
             try:
                 callback(self)
             except Exception:

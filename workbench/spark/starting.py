@@ -25,7 +25,7 @@ from .registry import SessionOwner, StreamRegistry
 from .session import is_connect_session, session_target
 from .session_end import spark_is_gone
 from .handle import StreamHandle, StreamSpec
-from .query_start import run_query
+from .query_start import not_started, run_query
 from .stopping import StreamInterrupted
 from .watch import sink_kind
 
@@ -162,21 +162,25 @@ def start_stream(
                 handle.hear_from(watcher.recorder.release(handle.run_id, wake=handle.poller.wake))
         except KeyboardInterrupt:
             # Started but not yet registered: nobody could stop it later, so stop it now.
-            _undo_start(handle, remove_checkpoint=checkpoint is None)
-            raise StreamInterrupted(
-                f"interrupted: stream {name!r} was not started (stopped the half-started query)"
-            ) from None
+            stopped = _undo_start(handle, remove_checkpoint=checkpoint is None)
+            raise StreamInterrupted(not_started(name, stopped=stopped)) from None
         registry.add(handle)
     registry.started(handle)
     return handle
 
 
-def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> None:
+def _undo_start(handle: StreamHandle, *, remove_checkpoint: bool) -> bool:
+    """Stop a started query that was never registered; False when a second interrupt left it stopping."""
+    stopped = True
     stopper = handle.begin_stop(0.0)
     if stopper is not None:
-        stopper.wait()
+        try:
+            stopper.wait()
+        except KeyboardInterrupt:  # the stop runs on its own thread: it goes on
+            stopped = False
     if remove_checkpoint:
-        remove_folder(handle.checkpoint)
+        remove_folder(handle.checkpoint)  # and again if the stopping query writes into it
+    return stopped
 
 
 def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) -> None:

@@ -191,7 +191,7 @@ class QueryEnd:
             if self._finished.is_set():
                 return
             self._finished.set()
-            callbacks = list(self._callbacks)
+            callbacks, self._callbacks = self._callbacks, []  # once: let the monitors go
         for callback in callbacks:
             try:
                 callback(self._subject)

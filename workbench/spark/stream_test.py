@@ -110,6 +110,8 @@ class StreamTest:
     # -- running ---------------------------------------------------------------------------
 
     def _begin(self, step: str) -> None:
+        if not self._cleanup.alive:  # its folder is gone: a step would write a gate nobody lifts
+            raise RuntimeError(f"{step} on a closed StreamTest: make a new StreamTest to run the query again")
         self._steps += 1
         self._step = f"step {self._steps}, {step}"
 

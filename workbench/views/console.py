@@ -105,6 +105,7 @@ class CellConsole:
         self._batches: deque[Any] = deque()
         self.dropped = 0
         self._published = 0  # batches written when the text was last published
+        self._ended = False  # its stream has ended: no batch comes any more
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
@@ -153,14 +154,20 @@ class CellConsole:
         note = f"({self.dropped} earlier batches not shown)\n" if self.dropped else ""
         return note + "".join(texts).rstrip("\n")
 
+    def finish(self, _stream: Any = None) -> None:
+        """Its stream has ended (a stream's ``on_finished`` callback): the cell after this one
+        publishes the text for the last time, and later cells leave it alone."""
+        with self._lock:
+            self._ended = True
+
     def _publish_new(self) -> bool:
         """After each cell: publish the text when batches came since it was last published."""
         with self._lock:
-            written = len(self._batches) + self.dropped  # batches written so far
+            written, ended = len(self._batches) + self.dropped, self._ended  # batches written so far
         if written != self._published:
             self._published = written
             self._output.publish(written)
-        return False  # batches may still come: keep publishing after later cells
+        return ended  # else batches may still come: keep publishing after later cells
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
+from ..errors import error_line
 from ..options import check_seconds
 from ..progress.diagnosis import OutputSummary
 from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
@@ -47,6 +48,8 @@ from .tws_charts import TimerTraces
 __all__ = ["StreamMonitor"]
 
 log = logging.getLogger(__name__)
+
+ENDED = ("stopped", "failed", "closed")  #: statuses of an ended stream (a replay "playing" or "paused" is not)
 
 
 def _check_positive(name: str, value: Any) -> int:
@@ -392,7 +395,7 @@ class StreamMonitor(widgets.VBox):
         try:
             shown, total = self.handle.preview(self.rows)
         except Exception as exc:  # the session went away; say so instead of failing
-            self.preview.value = f"<i>results unavailable: {html.escape(str(exc).splitlines()[0])}</i>"
+            self.preview.value = f"<i>results unavailable: {html.escape(error_line(exc))}</i>"
             return
         mode = getattr(self.handle, "output_mode", None) or "append"
         which = "table" if mode == "complete" else "latest rows"
@@ -415,7 +418,7 @@ class StreamMonitor(widgets.VBox):
             self.handle.stop()
         except Exception as exc:  # Spark could not stop it (it still runs), or a replay that failed
             log.debug("stopping %s from its monitor failed", getattr(self.handle, "name", "?"), exc_info=True)
-            self._stop_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self._stop_error = error_line(exc)
             self.stop_button.disabled = False  # try again
             self._wake.set()
 
@@ -481,8 +484,8 @@ class StreamMonitor(widgets.VBox):
 
     def _publish_if_ended(self) -> bool:
         """After each cell: once the stream has ended, draw what is left and publish the picture."""
-        if getattr(self.handle, "status", "active") == "active":
-            return False
+        if getattr(self.handle, "status", "active") not in ENDED:
+            return False  # active, or a replay that is playing or paused
         with self._lock:
             self._finished = True
         self._refresh()

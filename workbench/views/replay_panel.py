@@ -18,6 +18,7 @@ from typing import Any, Callable
 import ipywidgets as widgets
 import pandas as pd
 
+from ..errors import error_line
 from .charts import ChartGrid, figure_spec
 from .closing import close_tree
 from .pictures import figures_picture, grid_picture
@@ -173,7 +174,7 @@ class ReplayPanel(widgets.VBox):
                 self._publish_due()
             except Exception as exc:
                 log.debug("replay action failed", exc_info=True)
-                self.message.value = f"<span style='color:#d62728'>{html.escape(str(exc))}</span>"
+                self.message.value = f"<span style='color:#d62728'>{html.escape(error_line(exc))}</span>"
             finally:
                 self._busy.release()
                 self._set_buttons(busy=False)
@@ -456,7 +457,7 @@ def state_view_html(run: Any, rows: int = 12) -> str:
         return "<div class='workbench-state-view'>" + "".join(parts) + "</div>"
     except Exception as exc:
         log.debug("reading the state failed", exc_info=True)
-        return f"<i>State: {html.escape(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}</i>"
+        return f"<i>State: {html.escape(error_line(exc))}</i>"
 
 
 def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> Any:

@@ -30,6 +30,7 @@ import weakref
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol
 
+from ..errors import error_line
 from ..options import check_seconds
 from ..progress.diagnosis import EPOCH
 from ..progress.records import BatchProgress
@@ -359,7 +360,7 @@ class StreamsPublisher:
                 except Exception as error:  # Spark could not stop it: it still runs
                     log.debug("stopping %s from the Streams panel failed", name, exc_info=True)
                     if comm is not None:
-                        comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error}"})
+                        comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error_line(error)}"})
 
             # handle.stop() waits for the running batch to end: never on the kernel's thread.
             threading.Thread(target=stop, name=f"workbench-stop-{name}", daemon=True).start()
