@@ -236,6 +236,31 @@ def test_stop_in_the_panel(page, lab):
     assert reported == "{'numbers': 'stopped', 'letters': 'active'}"
     assert _row(page, "letters").locator(".jp-workbench-Stream-status").inner_text() == "active"
 
+    # A Stop that Spark cannot carry out (the query runs on): the row says why, over the
+    # snapshots of the batches that follow, and its Stop can be clicked again.
+    assert page.evaluate(JS_KERNEL_PRINT, REFUSING_STOP) == "ok"
+    letters = _row(page, "letters")
+    stop = letters.locator(".jp-workbench-Stream-stop")
+    stop.click()
+    note = letters.locator(".jp-workbench-Stream-note")
+    wait_for(lambda: note.inner_text() == "cannot stop 'letters': Spark could not stop letters", 15, 0.25,
+             text=lambda: f"after a failed Stop the row says {letters.inner_text()!r}")
+    batches = _batches(page, "letters")
+    wait_for(lambda: _batches(page, "letters") >= batches + 2, 20, 0.25, text="letters ran no further batches")
+    assert note.inner_text() == "cannot stop 'letters': Spark could not stop letters"
+    assert stop.is_enabled() and stop.inner_text() == "Stop"
+    assert letters.locator(".jp-workbench-Stream-status").inner_text() == "active"
+    assert page.evaluate(JS_KERNEL_PRINT, "del workbench.stream('letters').stop; print('ok')") == "ok"
+
+
+#: Makes the next stop() of ``letters`` fail as a stop Spark refuses (the query runs on).
+REFUSING_STOP = """import workbench
+letters = workbench.stream('letters')
+def refuse(*args, **kwargs):
+    raise RuntimeError('[STREAM_FAILED] Spark could not stop letters SQLSTATE: XXKST\\n\\tat org.apache.spark')
+letters.stop = refuse
+print('ok')"""
+
 
 #: The kernel's count of Streams panel snapshots sent, and of ``letters``' batches.
 SENT = ("print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.sent, "
@@ -371,6 +396,9 @@ def test_closing_and_reopening_the_notebook(page, lab):
     _open(page, lab, "panel.ipynb")
     wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25,
              text=lambda: f"after reopening the panel says {_panel_text(page)!r}")
+    # The closed notebook's page told its kernel: the kernel sends snapshots to the reopened one only.
+    comms = "print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.comms)"
+    assert page.evaluate(JS_KERNEL_PRINT, comms) == "1"
 
 
 def test_spark_ui_after_the_session_stopped(page, lab):

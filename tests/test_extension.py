@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import logging
 import os
 import re
 import shutil
@@ -442,7 +443,8 @@ def test_stop_from_the_page_runs_off_the_kernel_thread():
     wait_for(lambda: stream.finished, 10, message="the stream to stop")
     assert stream.stop_threads == ["workbench-stop-numbers"]
     comm.receive({"kind": "stop", "name": "nope"})
-    assert comm.sent[-1] == {"kind": "error", "message": "cannot stop 'nope': no stream named 'nope' (streams: numbers)"}
+    assert comm.sent[-1] == {"kind": "error", "name": "nope",
+                             "message": "cannot stop 'nope': no stream named 'nope' (streams: numbers)"}
     # A stop Spark refuses: its one line on the page, not Spark's whole text.
     stream.stop_error = RuntimeError("[STREAM_FAILED] could not stop numbers SQLSTATE: XXKST\n\tat org.apache...")
     comm.receive({"kind": "stop", "name": "numbers"})
@@ -483,6 +485,32 @@ def test_close_lets_go_of_everything():
     late = RecordingComm()
     publisher.attach(late)  # a comm opened after closing is closed at once
     assert late.closed and publisher.comms == 0
+
+
+def test_the_publisher_goes_on_after_a_snapshot_that_failed(caplog):
+    # One bad snapshot (a stream whose state cannot be read) ended the publisher's thread for
+    # the kernel's life: the panel kept its stale rows and the status bar its count.
+    stream = RecordedStream("numbers")
+
+    class Flaky(Streams):
+        failures = 1
+
+        def handles(self):
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("cannot read the streams")
+            return super().handles()
+
+    env = Flaky(stream)
+    publisher = StreamsPublisher(lambda: env, min_interval=0.05)  # with its own thread
+    comm = RecordingComm()
+    from .helpers import wait_for
+    with caplog.at_level(logging.ERROR, logger="workbench.views.streams_panel"):
+        publisher.attach(comm)
+        wait_for(lambda: comm.sent, 10, message="a snapshot after the failed one")
+    assert comm.sent[-1]["streams"][0]["name"] == "numbers"
+    assert "the Streams panel publisher failed; trying again" in caplog.text
+    publisher.close()
 
 
 def test_an_ended_stream_is_let_go():

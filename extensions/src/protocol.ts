@@ -55,6 +55,8 @@ export interface IStreamsMessage {
 export interface IErrorMessage {
   kind: 'error';
   message: string;
+  /** The stream the request was about (a Stop that failed), when there is one. */
+  name?: string;
 }
 
 export type KernelMessage = IStreamsMessage | IErrorMessage;
@@ -81,7 +83,9 @@ export function parseKernelMessage(data: unknown): KernelMessage | null {
     return null;
   }
   if (data.kind === 'error' && typeof data.message === 'string') {
-    return { kind: 'error', message: data.message };
+    return typeof data.name === 'string'
+      ? { kind: 'error', message: data.message, name: data.name }
+      : { kind: 'error', message: data.message };
   }
   if (data.kind !== 'streams' || !Array.isArray(data.streams)) {
     return null;

@@ -91,10 +91,11 @@ export class SparkUIView extends Panel {
 
   /** Check the page again and show it, or say why it cannot be shown. */
   async reload(): Promise<void> {
+    const turn = ++this._turn;
     this._showMessage('Connecting to the Spark UI…', 'checking');
     const problem = await checkSparkUI(this.port);
-    if (this.isDisposed) {
-      return;
+    if (this.isDisposed || turn !== this._turn) {
+      return; // closed, or a newer check (Reload, the stream's button again) decides
     }
     if (problem !== null) {
       this._showMessage(problem, 'error');
@@ -123,6 +124,8 @@ export class SparkUIView extends Panel {
 
   private _message = new Widget();
   private _frame: IFrame | null = null;
+  /** Counts the checks: only the newest one's answer is shown. */
+  private _turn = 0;
 }
 
 /** Register the `workbench:open-spark-ui` command. */

@@ -20,7 +20,13 @@ export function loadPlotly(): Promise<any> {
   if (!plotlyPromise) {
     plotlyPromise = import(
       /* webpackChunkName: "plotly" */ 'plotly.js-dist-min'
-    ).then(module => (module as any).default ?? module);
+    ).then(
+      module => (module as any).default ?? module,
+      (reason: unknown) => {
+        plotlyPromise = null; // a failed load (a network hiccup) is tried again by the next chart
+        throw reason;
+      }
+    );
   }
   return plotlyPromise;
 }

@@ -167,7 +167,9 @@ class CellConsole:
         if written != self._published:
             self._published = written
             self._output.publish(written)
-        return ended  # else batches may still come: keep publishing after later cells
+        # Else batches may still come, or the widget's view was left out (no page was known
+        # to draw it) and comes back after a later cell once one is: keep listening.
+        return ended and not self._output.view_left_out
 
 
 @functools.cache

@@ -165,6 +165,11 @@ class StaticOutput:
         """Whether it is known if a page draws the widget (see :attr:`unseen`)."""
         return self.seen_by_page or self._cells_started > 0
 
+    @property
+    def view_left_out(self) -> bool:
+        """Whether the last update left the widget's view out (no page was known to draw it)."""
+        return self._sent_view is False
+
     def watch_page(self, widget: Any) -> None:
         """Learn from ``widget`` (a ``ChartGrid``) when a page loads it: its model says ``ready``."""
         self._watched = True
@@ -262,7 +267,7 @@ class StaticOutput:
         try:
             if self._after_cell is not None and self._after_cell():
                 self.stop_listening()
-            elif self._sent_view is False and WIDGET_VIEW in self.bundle():
+            elif self.view_left_out and WIDGET_VIEW in self.bundle():
                 # A page became known since the view was left out (a text-only output goes by
                 # what the process knows, which a later chart model can change): show it again.
                 with self._lock:

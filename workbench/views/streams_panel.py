@@ -352,7 +352,7 @@ class StreamsPublisher:
                 handle = self._current_env().get(str(name))
             except ValueError as error:
                 if comm is not None:
-                    comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error}"})
+                    comm.send({"kind": "error", "name": str(name), "message": f"cannot stop {name!r}: {error}"})
                 return
             def stop() -> None:
                 try:
@@ -360,7 +360,8 @@ class StreamsPublisher:
                 except Exception as error:  # Spark could not stop it: it still runs
                     log.debug("stopping %s from the Streams panel failed", name, exc_info=True)
                     if comm is not None:
-                        comm.send({"kind": "error", "message": f"cannot stop {name!r}: {error_line(error)}"})
+                        comm.send({"kind": "error", "name": str(name),
+                                   "message": f"cannot stop {name!r}: {error_line(error)}"})
 
             # handle.stop() waits for the running batch to end: never on the kernel's thread.
             threading.Thread(target=stop, name=f"workbench-stop-{name}", daemon=True).start()
@@ -459,18 +460,19 @@ class StreamsPublisher:
         return HEARTBEAT
 
     def _run(self) -> None:
-        try:
-            while not self._closed.is_set():
-                self._wake.clear()
+        while not self._closed.is_set():
+            self._wake.clear()
+            try:
                 delay = self.pump()
-                if self._closed.is_set():
-                    break
-                if delay is not None and delay < HEARTBEAT:
-                    self._closed.wait(delay)  # throttled: wake-ups cannot shorten this
-                else:
-                    self._wake.wait(delay)
-        except Exception:
-            log.exception("the Streams panel publisher stopped on an error")
+            except Exception:  # one bad snapshot must not end the panel's news for the session
+                log.exception("the Streams panel publisher failed; trying again")
+                delay = HEARTBEAT
+            if self._closed.is_set():
+                break
+            if delay is not None and delay < HEARTBEAT:
+                self._closed.wait(delay)  # throttled: wake-ups cannot shorten this
+            else:
+                self._wake.wait(delay)
 
     def close(self) -> None:
         """Close every comm, stop watching streams, unregister the comm target, end the thread."""

@@ -8,7 +8,16 @@ import { API_VERSION, IWorkbenchWidgets } from '../host';
 export function makeWidgets(plotlyGzip: DataView<ArrayBuffer>): IWorkbenchWidgets {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let plotly: Promise<any> | null = null;
-  const loadPlotly = () => (plotly ??= inflate(plotlyGzip).then(text => importText(wrapUMD(text))).then(m => m.default));
+  const loadPlotly = () =>
+    (plotly ??= inflate(plotlyGzip)
+      .then(text => importText(wrapUMD(text)))
+      .then(
+        m => m.default,
+        (reason: unknown) => {
+          plotly = null; // tried again by the next chart
+          throw reason;
+        }
+      ));
   return { api: API_VERSION, chartGrid: chartGrid(loadPlotly), sparkUIButton: null };
 }
 

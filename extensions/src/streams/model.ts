@@ -30,6 +30,9 @@ export class KernelStreams {
     sessionContext.kernelChanged.connect(this._onKernelChanged, this);
     sessionContext.statusChanged.connect(this._onStatus, this);
     sessionContext.connectionStatusChanged.connect(this._onConnection, this);
+    // Before its kernel connection goes (a closed notebook, its kernel kept running): the
+    // comm's close still reaches the kernel, which then stops sending this page snapshots.
+    sessionContext.disposed.connect(this.dispose, this);
     this._attach(sessionContext.session?.kernel ?? null);
   }
 
@@ -75,12 +78,21 @@ export class KernelStreams {
     return this._lastError;
   }
 
+  /**
+   * Why the last Stop of stream `name` failed (Spark could not stop it: it still runs), or
+   * ''; kept across snapshots until Stop is clicked again.
+   */
+  stopError(name: string): string {
+    return this._stopErrors.get(name) ?? '';
+  }
+
   get isDisposed(): boolean {
     return this._disposed;
   }
 
   /** Ask the kernel to stop stream `name` (it stops on a thread of its own). */
   stop(name: string): void {
+    this._stopErrors.delete(name);
     this._send({ kind: 'stop', name });
   }
 
@@ -265,7 +277,11 @@ export class KernelStreams {
     }
     this._probing = false;
     if (message.kind === 'error') {
-      this._lastError = message.message;
+      if (message.name !== undefined && this._streams.some((s) => s.name === message.name)) {
+        this._stopErrors.set(message.name, message.message); // the row says so, and Stop works again
+      } else {
+        this._lastError = message.message;
+      }
       this._changed.emit();
       return;
     }
@@ -325,13 +341,18 @@ export class KernelStreams {
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
   private _probing = false;
-  /** A new comm starts with every snapshot (the kernel's default); see setDetail. */
-  private _detail = true;
+  /**
+   * Off until the panel shows this notebook (setDetail): a notebook in the background gets
+   * news of streams that start, end or fail, not a snapshot per batch. A new comm is told
+   * when it is off (the kernel's default is on).
+   */
+  private _detail = false;
   private _state: StreamsState = 'connecting';
   private _streams: IStreamInfo[] = [];
   private _sparkUIPort = 0;
   private _lastActive = 0;
   private _lastError = '';
+  private _stopErrors = new Map<string, string>();
   private _lostNote = '';
   private _lostRunning = 0;
   private _disposed = false;

@@ -85,6 +85,9 @@ class StreamRow {
       event.stopPropagation();
       this._stop.disabled = true;
       this._stop.textContent = 'Stopping…';
+      if (this._noteKind === 'stop') {
+        this.setNote('', '');
+      }
       this._actions.stop(this.name);
     });
     this._sparkUI.addEventListener('click', (event) => {
@@ -100,7 +103,8 @@ class StreamRow {
     });
   }
 
-  update(stream: IStreamInfo): void {
+  /** Show `stream`'s newest state; `stopError`: why its last Stop failed ('' when it did not). */
+  update(stream: IStreamInfo, stopError = ''): void {
     this._stream = stream;
     this.node.dataset.status = stream.status;
     this._status.textContent = stream.status;
@@ -114,7 +118,10 @@ class StreamRow {
     // Red only while there is something to stop: a stopped or failed stream's button is a
     // plain disabled one (a disabled jp-mod-warn button still looks red and clickable).
     this._stop.classList.toggle('jp-mod-warn', active);
-    if (active) {
+    if (active && stopError) {
+      this._stop.disabled = false; // it still runs: Stop again tries again
+      this._stop.textContent = 'Stop';
+    } else if (active) {
       this._stop.disabled = this._stop.textContent === 'Stopping…';
     } else {
       this._stop.disabled = true;
@@ -127,7 +134,9 @@ class StreamRow {
       : 'Open this query\u2019s statistics page of the Spark UI in a tab';
     if (stream.error) {
       this.setNote(stream.error, 'error');
-    } else if (this._noteKind === 'error') {
+    } else if (active && stopError) {
+      this.setNote(stopError, 'stop');
+    } else if (this._noteKind === 'error' || this._noteKind === 'stop') {
       this.setNote('', '');
     }
   }
@@ -264,9 +273,15 @@ export class StreamsPanel extends Widget {
       streams.length > 0 && model.sparkUIPort <= 0 ? NO_SPARK_UI : ''
     );
     this._say(streams.length ? '' : 'No streams in this kernel yet: start one with %%stream.');
-    const seen = new Set<string>();
+    const seen = new Set(streams.map((stream) => stream.name));
+    for (const [name, row] of this._rows) {
+      if (!seen.has(name)) {
+        row.node.remove();
+        this._rows.delete(name);
+      }
+    }
+    let index = 0;
     for (const stream of streams) {
-      seen.add(stream.name);
       let row = this._rows.get(stream.name);
       if (!row) {
         row = new StreamRow(stream.name, {
@@ -276,14 +291,14 @@ export class StreamsPanel extends Widget {
         });
         this._rows.set(stream.name, row);
       }
-      row.update(stream);
-      this._list.appendChild(row.node); // keeps the kernel's order
-    }
-    for (const [name, row] of this._rows) {
-      if (!seen.has(name)) {
-        row.node.remove();
-        this._rows.delete(name);
+      row.update(stream, model.stopError(stream.name));
+      // The kernel's order, moving a row only when it is out of place: a row taken out of
+      // the page between a press and its release loses the click (and its button the focus).
+      const at = this._list.children[index] ?? null;
+      if (at !== row.node) {
+        this._list.insertBefore(row.node, at);
       }
+      index += 1;
     }
   }
 
