@@ -365,7 +365,7 @@ def scroll_into_view(locator: Any, timeout: float = 60.0) -> None:
 
 @contextmanager
 def chromium_context(playwright: Any, profile: Path, **context: Any) -> Iterator[Any]:
-    """Headless Chromium from the system (never Playwright's download), as a browser context.
+    """Headless Chromium, the one ``workbench test`` found (the system's first), as a browser context.
 
     The profile lives in ``profile`` (inside the caller's temporary folder); ``context``
     takes ``new_context`` options such as ``viewport``. Chromium ends on exit.

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from workbench import cli
-from workbench._java import JavaInfo, find_java, parse_java_version, require_java
+from workbench._java import JavaInfo, find_java, java_warning, parse_java_version, require_java
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NO_JAVA = "no Java 17 or 21 found (Spark 4 needs one)"
+JAVA_17 = JavaInfo("/usr/lib/jvm/java-17/bin/java", "17.0.15", 17, "PATH")
 
 
 def run_workbench(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -223,6 +228,70 @@ def test_too_old_java_is_one_clear_line(tmp_path):
     assert f"found Java 11.0.2 at {java}" in done.stderr
 
 
+def test_a_java_spark_4_does_not_support_is_warned_about_not_refused():
+    javas = {major: JavaInfo("/usr/bin/java", f"{major}.0.1", major, "PATH") for major in (17, 18, 21, 22, 25)}
+    assert all(java.supported for java in javas.values())  # the user may know better
+    assert {major: java_warning(java) for major, java in javas.items()} == {
+        17: None, 18: "Java 18: Spark 4 supports 17 and 21", 21: None, 22: "Java 22: Spark 4 supports 17 and 21",
+        25: "Java 25: Spark 4 supports 17 and 21"}
+
+
+def test_doctor_warns_about_java_25(tmp_path):
+    fake_java(tmp_path / "jdk25", banner("25.0.1"))
+    done = run_workbench("doctor", env=env_without_java(JAVA_HOME=str(tmp_path / "jdk25")))
+    assert "Traceback" not in done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("java        25.0.1 (")
+    assert lines[2] == ("warning     Java 25: Spark 4 supports 17 and 21; if Spark fails to start, point JAVA_HOME "
+                        "at one of those")
+
+
+@pytest.mark.parametrize("command", [["lab"], ["test", "tests/test_cli.py"]])
+def test_lab_and_test_warn_about_java_25_in_one_line(monkeypatch, execs, capsys, tmp_path, command):
+    java = fake_java(tmp_path / "jdk25", banner("25.0.1"))
+    monkeypatch.setattr(cli, "require_java", require_java)  # the real check, on the fake Java 25
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk25"))
+    with pytest.raises(Execed):
+        cli.main(command)
+    assert capsys.readouterr().err.splitlines() == [
+        f"workbench: warning: Java 25: Spark 4 supports 17 and 21 (found {java}, from JAVA_HOME); if Spark fails "
+        "to start, point JAVA_HOME at a Java 17 or 21"]
+
+
+@pytest.mark.parametrize(("variable", "url"), [("WORKBENCH_MASTER", "k8s://[::1"), ("SPARK_REMOTE", "sc://[::1"),
+                                               ("WORKBENCH_MASTER", "spark://[::1:7077")])
+def test_doctor_names_a_url_with_an_unmatched_bracket(variable, url):
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    done = run_workbench("doctor", env={**env, variable: url})
+    assert "Traceback" not in done.stderr and done.returncode == 1
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("spark ")]
+    assert line.startswith(f"spark       {variable}={url!r} has an unmatched '[': use ")
+
+
+@pytest.mark.parametrize(("unsafe", "safe"), [
+    (["--ip=0.0.0.0"], ["--ip=127.0.0.1"]),
+    (["--no-browser", "--ip", "0.0.0.0"], ["--no-browser", "--ip", "localhost"]),
+    (["--ServerApp.ip=192.168.1.5"], ["--ServerApp.ip=::1"]),
+    (["--ServerApp.ip=::"], ["--port=8899"]),
+    (["--IdentityProvider.token="], ["--IdentityProvider.token=s3cret"]),
+    (["--ServerApp.token="], ["--ServerApp.token=s3cret"]),
+    (["--ServerApp.disable_check_xsrf=True"], ["--ServerApp.disable_check_xsrf=False"]),
+    (["--ServerApp.allow_origin=*"], ["--ServerApp.allow_origin="]),
+    (["--ServerApp.allow_origin_pat=.*"], ["--ServerApp.allow_origin_pat="]),
+])
+def test_lab_refuses_arguments_that_undo_its_safe_defaults(execs, capsys, unsafe, safe):
+    assert cli.main(["lab", *unsafe]) == 2
+    assert execs == []
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith(f"workbench: {' '.join(unsafe[-2:] if unsafe[-1] == '0.0.0.0' else unsafe[-1:])} would ")
+    assert err.strip().endswith(f"if you really want that, run jupyter lab yourself: jupyter lab {shlex.join(unsafe)}")
+    with pytest.raises(Execed):  # the same setting, kept safe, goes to jupyter lab
+        cli.main(["lab", *safe])
+    [(argv, _, _)] = execs
+    assert argv[-len(safe):] == safe
+
+
 def test_test_command_rejects_a_bad_workbench_chromium(tmp_path):
     fake_java(tmp_path / "jdk", banner("17.0.15"))
     env = env_without_java(JAVA_HOME=str(tmp_path / "jdk"), WORKBENCH_CHROMIUM=str(tmp_path / "no-chromium"))
@@ -255,57 +324,224 @@ def test_lab_opens_the_notebooks_folder():
 
 
 class Execed(Exception):
-    """Raised by the fake ``os.execv``: the real one never returns."""
+    """Raised by the fake ``os.execve``: the real one never returns."""
 
 
-def test_lab_execs_jupyter_after_the_java_check(monkeypatch):
+@pytest.fixture
+def execs(monkeypatch, tmp_path):
+    """What ``workbench lab`` or ``test`` replaces itself with: (argv, env, folder) of each fake ``os.execve``.
+
+    Java 17 is found, no class archive is made, and the caller's folder is ``tmp_path/here``
+    (put back afterwards: ``workbench test`` changes into the repository before it execs).
+    """
     calls = []
 
-    def fake_execv(path, argv):
-        calls.append(argv)
+    def fake_execve(path, argv, env):
+        assert path == argv[0]
+        calls.append((argv, dict(env), Path.cwd()))
         raise Execed
 
-    monkeypatch.setattr(cli, "require_java", lambda: calls.append("java"))
-    monkeypatch.setattr(cli.os, "execv", fake_execv)
+    monkeypatch.setattr(cli, "require_java", lambda: JAVA_17)
+    monkeypatch.setattr(cli.os, "execve", fake_execve)
+    monkeypatch.setenv("WORKBENCH_CLASS_ARCHIVE", "0")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    return calls
+
+
+def test_lab_execs_jupyter_after_the_java_check(monkeypatch, execs):
+    checked = []
+    monkeypatch.setattr(cli, "require_java", lambda: checked.append("java") or JAVA_17)
     with pytest.raises(Execed):
         cli.main(["lab", "--", "--no-browser"])
-    assert calls[0] == "java"
-    assert calls[1][:4] == [sys.executable, "-m", "jupyter", "lab"]
-    assert calls[1][-1] == "--no-browser"
+    [(argv, env, _)] = execs
+    assert checked == ["java"]
+    assert argv[:4] == [sys.executable, "-m", "jupyter", "lab"]
+    assert argv[-1] == "--no-browser"
 
 
-def test_test_runs_pytest_in_the_repository(monkeypatch):
-    calls = []
-    monkeypatch.setattr(cli, "require_java", lambda: None)
+def test_test_runs_pytest_in_the_repository(monkeypatch, execs):
     monkeypatch.setattr(cli, "ensure_chromium", lambda: "/opt/chromium")
-
-    def fake_run(command, **kwargs):
-        calls.append((command, kwargs))
-        return subprocess.CompletedProcess(command, 3)
-
-    monkeypatch.setattr(cli.subprocess, "run", fake_run)
     archives = []
     monkeypatch.setattr(cli, "class_archive_first", lambda java: archives.append("made first"))
-    assert cli.main(["test", "tests/test_cli.py", "-x"]) == 3
+    with pytest.raises(Execed):
+        cli.main(["test", "tests/test_cli.py", "-x"])
     assert archives == []  # a run of named tests starts few JVMs: no archive first
-    calls.clear()
-    assert cli.main(["test", "-m", "not browser", "-x"]) == 3
+    with pytest.raises(Execed):
+        cli.main(["test", "-x"])
     assert archives == ["made first"]  # a suite-wide run: the archive first, for all its JVMs
-    [(command, kwargs)] = calls
-    assert command == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-m", "not browser", "-x"]
-    assert kwargs["cwd"] == REPO
-    assert kwargs["env"]["WORKBENCH_CHROMIUM"] == "/opt/chromium"
+    argv, env, folder = execs[-1]
+    assert argv == [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-x"]
+    assert folder == REPO
+    assert env["WORKBENCH_CHROMIUM"] == "/opt/chromium"
 
 
-def test_quick_runs_the_everyday_tier_without_chromium(monkeypatch):
-    calls = []
-    monkeypatch.setattr(cli, "require_java", lambda: None)
+def test_quick_runs_the_everyday_tier_without_chromium(monkeypatch, execs):
     monkeypatch.setattr(cli, "ensure_chromium", lambda: pytest.fail("the quick tier needs no Chromium"))
-    monkeypatch.setattr(cli.subprocess, "run", lambda command, **kw: calls.append(command) or
-                        subprocess.CompletedProcess(command, 0))
-    assert cli.main(["test", "--quick", "-x"]) == 0
-    assert calls == [[sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder",
-                      "-m", "not browser and not cluster and not kernel", "tests", "-x"]]
+    with pytest.raises(Execed):
+        cli.main(["test", "--quick", "-x"])
+    assert [argv for argv, _, _ in execs] == [[
+        sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder",
+        "-m", "not browser and not cluster and not kernel", "tests", "-x"]]
+
+
+def test_chromium_is_checked_only_when_browser_tests_can_run(monkeypatch, execs):
+    monkeypatch.delenv("WORKBENCH_CHROMIUM", raising=False)
+    monkeypatch.setattr(cli, "ensure_chromium", lambda: "/opt/chromium")
+    monkeypatch.setattr(cli, "class_archive_first", lambda java: None)
+    runs = {  # the arguments of `workbench test`, and whether the run can select browser tests
+        "": True,
+        "-m 'not browser'": False,
+        "-m 'not spark and not browser'": False,
+        "-m 'not browser or spark'": True,
+        "--quick": False,
+        "--quick -m browser": True,  # the last -m wins
+        "tests/test_cli.py tests/test_safety.py::test_nothing_listens_outside_loopback_and_folders_are_private": False,
+        "tests/test_cli.py tests/test_browser.py::test_quickstart_in_jupyterlab": True,
+        "--ignore tests/test_browser.py tests/test_cli.py": False,
+        "tests": True,
+    }
+    for args in runs:
+        with pytest.raises(Execed):
+            cli.main(["test", *shlex.split(args)])
+    assert {args: "WORKBENCH_CHROMIUM" in env for args, (_, env, _) in zip(runs, execs)} == runs
+
+
+@pytest.mark.parametrize("module", ["pytest", "xdist"])
+def test_test_without_the_test_extra_says_how_to_install_it(monkeypatch, capsys, module):
+    # As if not installed: importlib finds no module whose sys.modules entry is None.
+    monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setattr(cli, "require_java", lambda: pytest.fail("the packages come first"))
+    assert cli.main(["test"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]
+    assert {"pytest": "pytest", "xdist": "pytest-xdist"}[module] in err
+    assert err.strip().endswith("install the test extra: pip install -e '.[test]'")
+    with open(REPO / "pyproject.toml", "rb") as file:
+        assert any(dep.startswith("pytest-xdist") for dep in tomllib.load(file)["project"]["optional-dependencies"]["test"])
+
+
+def test_the_users_spark_settings_stay_out_of_the_test_run(monkeypatch, execs, capsys):
+    chosen = {"SPARK_REMOTE": "sc://spark.example.com:15002", "WORKBENCH_MASTER": "spark://spark.example.com:7077",
+              "WORKBENCH_CHECKPOINT_ROOT": "s3a://bucket/ckpt", "PYSPARK_SUBMIT_ARGS": "--master yarn pyspark-shell"}
+    for name, value in chosen.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(Execed):
+        cli.main(["test", "tests/test_cli.py"])
+    [(_, env, _)] = execs
+    assert not set(chosen) & set(env)
+    assert capsys.readouterr().err.splitlines() == [
+        "workbench: ignoring SPARK_REMOTE, WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT, PYSPARK_SUBMIT_ARGS for the "
+        "test run (the suite starts Spark of its own)"]
+
+
+def test_quick_with_named_tests_runs_only_those(execs):
+    with pytest.raises(Execed):
+        cli.main(["test", "--quick", "-n", "0", "tests/test_cli.py"])
+    [(argv, _, _)] = execs
+    assert argv[3:] == ["-m", "not browser and not cluster and not kernel", "-n", "0", "tests/test_cli.py"]
+
+
+def test_paths_are_read_from_the_callers_folder(execs, tmp_path):
+    mine = tmp_path / "here" / "test_mine.py"
+    mine.write_text("def test_mine():\n    pass\n")
+    with pytest.raises(Execed):
+        cli.main(["test", "-n", "0", "test_mine.py::test_mine", "tests/test_cli.py"])
+    [(argv, _, folder)] = execs
+    assert folder == REPO  # where pytest runs: the suite's configuration
+    assert argv[3:] == ["-n", "0", f"{mine}::test_mine", "tests/test_cli.py"]
+
+
+def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def ctrl_c(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    """Ctrl-C as a terminal sends it (SIGINT to the foreground process group), then the process's end."""
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_ctrl_c_lets_pytest_end_the_run_and_clean_up(tmp_path):
+    """``workbench test`` becomes pytest: a Ctrl-C ends the run as pytest ends it, tear-downs done."""
+    fake_java(tmp_path / "jdk", banner("17.0.15"))
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "test_slow_tear_down.py").write_text(textwrap.dedent("""
+        import time
+        from pathlib import Path
+
+        def test_interrupted():
+            Path(__file__).with_name("started").touch()
+            try:
+                time.sleep(60)
+            finally:
+                time.sleep(1)  # a tear-down that takes a while, as ending a JupyterLab server does
+                Path(__file__).with_name("cleaned up").touch()
+        """))
+    running = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "test", "-n", "0", "-p", "no:cacheprovider", "test_slow_tear_down.py"],
+        cwd=tmp_path / "user", env=env_without_java(JAVA_HOME=str(tmp_path / "jdk")), start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_file(tmp_path / "user" / "started", running)
+    done = ctrl_c(running)
+    assert (tmp_path / "user" / "cleaned up").exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 2 and "KeyboardInterrupt" in done.stdout  # pytest's own account of it
+
+
+def test_ctrl_c_during_the_chromium_install_lets_apt_get_finish(tmp_path):
+    apt_get = tmp_path / "apt-get"
+    apt_get.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        trap 'kill $child; sleep 1; : > "$0.finished"; exit 130' INT
+        : > "$0.started"
+        sleep 60 & child=$!
+        wait $child
+        """))
+    apt_get.chmod(0o755)
+    code = ("import sys; from workbench import cli; cli.find_chromium = lambda environ=None: None; "
+            "cli.ensure_chromium({}, as_root=True, apt_get=sys.argv[1])")
+    running = subprocess.Popen([sys.executable, "-c", code, str(apt_get)], start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_file(tmp_path / "apt-get.started", running)
+    done = ctrl_c(running)
+    assert (tmp_path / "apt-get.finished").exists(), done.stderr  # not killed halfway
+    assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr
+
+
+def test_ctrl_c_while_the_class_archive_is_made_leaves_no_lock_or_temporary_file(tmp_path):
+    # The recorder here takes the claim, writes its temporary file and takes a second to end,
+    # as the real one does when its JVM ends (workbench/spark/class_recording.py).
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(textwrap.dedent("""
+        import sys, time
+        from pathlib import Path
+        from workbench._class_archive import claimed
+
+        archive = Path(sys.argv[1])
+        with claimed(archive) as tmp:
+            tmp.write_bytes(b"half an archive")
+            archive.with_name("started").touch()
+            try:
+                time.sleep(60)
+            finally:
+                time.sleep(1)
+        """))
+    archive = tmp_path / "archives" / "spark-0123456789abcdef0123.jsa"
+    code = ("import sys; from pathlib import Path; from workbench import _class_archive as archives; "
+            "archives._recorder_command = lambda archive: [sys.executable, sys.argv[2], str(archive)]; "
+            "archives.record_now(Path(sys.argv[1]))")
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_CLASS_ARCHIVE"}
+    running = subprocess.Popen([sys.executable, "-c", code, str(archive), str(recorder)], start_new_session=True,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_file(archive.with_name("started"), running)
+    done = ctrl_c(running)
+    assert "KeyboardInterrupt" in done.stderr
+    assert sorted(path.name for path in archive.parent.iterdir()) == ["started"]
 
 
 @pytest.mark.parametrize("extra", [["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"]])
@@ -339,6 +575,41 @@ def test_missing_chromium_without_root_says_how_to_install(monkeypatch):
     message = str(raised.value)
     assert "\n" not in message
     assert "sudo apt-get install chromium" in message and "WORKBENCH_CHROMIUM=/path/to/chromium" in message
+    assert "python -m playwright install chromium" in message
+
+
+def executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("name", ["chromium-browser", "google-chrome", "google-chrome-stable"])
+def test_chromium_is_found_by_its_other_names(monkeypatch, tmp_path, name):
+    monkeypatch.setattr(cli, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    found = executable(tmp_path / "bin" / name)
+    assert cli.find_chromium({"PATH": str(tmp_path / "bin"), "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path)}) == str(found)
+
+
+def test_chromium_downloaded_by_playwright_is_found(monkeypatch, tmp_path):
+    monkeypatch.setattr(cli, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    executable(tmp_path / "ms-playwright" / "chromium-1187" / "chrome-linux" / "chrome")
+    newest = executable(tmp_path / "ms-playwright" / "chromium-1200" / "chrome-linux64" / "chrome")
+    executable(tmp_path / "ms-playwright" / "chromium_headless_shell-1200" / "chrome-linux64" / "chrome")
+    environ = {"PATH": str(tmp_path / "empty"), "XDG_CACHE_HOME": str(tmp_path)}
+    assert cli.find_chromium(environ) == str(newest)
+    assert cli.find_chromium({**environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path / "other")}) is None
+
+
+def test_a_relative_workbench_chromium_reaches_the_tests_absolute(monkeypatch, execs, tmp_path):
+    chromium = executable(tmp_path / "here" / "bin" / "chrome")
+    monkeypatch.setenv("WORKBENCH_CHROMIUM", "bin/chrome")
+    assert cli.find_chromium() == str(chromium)
+    with pytest.raises(Execed):
+        cli.main(["test", "tests/test_browser.py"])  # run from the repository root
+    [(_, env, _)] = execs
+    assert env["WORKBENCH_CHROMIUM"] == str(chromium)
 
 
 def test_missing_chromium_as_root_is_installed_with_apt(monkeypatch, capsys):

@@ -8,8 +8,14 @@ manager, its UI and pyspark's own servers are all covered, whatever port they ch
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import socket
 import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import psutil
 import pytest
@@ -17,6 +23,8 @@ import pytest
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def listening(pids: list[int]) -> list[tuple[int, str, int]]:
@@ -65,3 +73,37 @@ def test_nothing_listens_outside_loopback_and_folders_are_private(env, spark, ra
     assert mode(scratch) == "0o700" and spark.sparkContext.getConf().get("spark.local.dir") == str(scratch)
     assert any(entry.name.startswith("blockmgr-") for entry in scratch.iterdir()), list(scratch.iterdir())
     handle.stop()
+
+
+#: A notebook's first cell in a process of its own: a local session, and what listens where then.
+LOCAL_SESSION = textwrap.dedent("""
+    import json, os
+    import workbench
+    from tests.test_safety import listening, session_jvm
+
+    spark = workbench.session()
+    print(json.dumps({"sockets": listening([os.getpid(), session_jvm(spark)]), "jvm": session_jvm(spark),
+                      "ui": spark.sparkContext.uiWebUrl}))
+    spark.stop()
+""")
+
+
+@pytest.mark.kernel
+def test_an_exported_spark_local_ip_does_not_take_the_local_spark_off_loopback():
+    """A ``SPARK_LOCAL_IP`` exported for a cluster (this machine's network address) is overridden, in one line."""
+    address = next((found.address for addresses in psutil.net_if_addrs().values() for found in addresses
+                    if found.family == socket.AF_INET and not is_loopback(found.address)), None)
+    if address is None:
+        pytest.skip("this machine has no network address but loopback")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
+    done = subprocess.run([sys.executable, "-c", LOCAL_SESSION], capture_output=True, text=True, timeout=240, cwd=REPO,
+                          env={**env, "SPARK_LOCAL_IP": address, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    sockets = report["sockets"]
+    assert len([s for s in sockets if s[0] == report["jvm"]]) >= 3, sockets  # the UI among them
+    assert [s for s in sockets if not is_loopback(s[1])] == []
+    assert report["ui"] is None or "127.0.0.1" in report["ui"]
+    warned = [line for line in done.stderr.splitlines() if "SPARK_LOCAL_IP" in line]
+    assert warned == [f"SPARK_LOCAL_IP={address} is not a loopback address: the embedded Spark binds 127.0.0.1 "
+                      "instead, so that its driver and UI stay on this machine"], done.stderr[-3000:]

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ENV", "archive_folder", "archive_path", "archive_options", "without_archive", "mapped_by",
            "record_in_background", "record_now", "claimed", "ensure", "current_archive", "status",
-           "write_note", "prune"]
+           "write_note", "prune", "run_to_end"]
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,11 @@ def record_now(archive: Path) -> bool:
     True
     """
     if _may_record(archive):
-        _run(archive, _recorder_command(archive))
+        try:
+            _run(archive, _recorder_command(archive))
+        except KeyboardInterrupt:
+            _release(archive)  # the recorder has ended (it had the Ctrl-C too), early or not: no one holds the claim
+            raise
     return archive.exists()
 
 
@@ -275,11 +279,48 @@ def _recorder_command(archive: Path) -> list[str]:
     return [sys.executable, "-m", RECORDER, str(archive)]
 
 
+def run_to_end(command: list[str], timeout: float | None = None, **options) -> subprocess.CompletedProcess:
+    """Run ``command`` as ``subprocess.run`` does, except that on Ctrl-C it waits for it to end.
+
+    The command had the Ctrl-C too (it is in the terminal's process group) and ends in its own
+    time: the recorder removes its ``.lock`` and ``.tmp``, apt-get does not leave dpkg halfway
+    (``workbench test``). ``subprocess.run`` would kill it a quarter of a second later.
+
+    Parameters
+    ----------
+    command : list of str
+        The command line.
+    timeout : float, optional
+        Seconds after which it is killed and ``subprocess.TimeoutExpired`` raised.
+    **options
+        For ``subprocess.Popen`` (``env``, ``stdout``, ...).
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+
+    Examples
+    --------
+    >>> run_to_end([sys.executable, "-c", "raise SystemExit(3)"]).returncode
+    3
+    """
+    with subprocess.Popen(command, **options) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+        except KeyboardInterrupt:
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
 def _run(archive: Path, command: list[str]) -> bool:
     """Run ``command`` (the recorder, or its launcher); whether it could start (releases the claim if not)."""
     try:
-        subprocess.run(command, timeout=600, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, env=_recorder_env(), check=False)
+        run_to_end(command, timeout=600, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=_recorder_env())
     except (OSError, subprocess.SubprocessError):
         log.debug("could not make the class archive", exc_info=True)
         _release(archive)

@@ -2,7 +2,9 @@
 
 Spark 4 runs on Java 17 or 21. Its launcher uses ``$JAVA_HOME/bin/java`` when ``JAVA_HOME``
 is set and ``java`` on ``PATH`` otherwise; :func:`find_java` follows the same order so that
-what it reports is what Spark would start. This module is used by the command line before
+what it reports is what Spark would start. An older Java is refused; a newer one (or 18-20)
+gets a warning (:func:`java_warning`), since Spark 4 supports only 17 and 21 but a user may
+know better. This module is used by the command line before
 anything else is imported, so it must stay free of pyspark (and of the rest of the package).
 """
 
@@ -15,10 +17,13 @@ import subprocess
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["MIN_JAVA", "JavaInfo", "find_java", "parse_java_version", "require_java"]
+__all__ = ["MIN_JAVA", "SUPPORTED_JAVA", "JavaInfo", "find_java", "parse_java_version", "require_java",
+           "java_warning", "doctor_lines"]
 
 #: The oldest Java major version Spark 4 runs on.
 MIN_JAVA = 17
+#: The Java major versions Spark 4 supports (what its documentation and its launcher name).
+SUPPORTED_JAVA = (17, 21)
 
 _INSTALL_HINT = (
     "Install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless; "
@@ -61,8 +66,32 @@ class JavaInfo:
 
     @property
     def supported(self) -> bool:
-        """Whether Spark 4 runs on this Java (17 or newer)."""
+        """Whether Spark 4 may run on this Java (17 or newer; see :func:`java_warning` for 18-20 and 22 on)."""
         return self.major is not None and self.major >= MIN_JAVA
+
+
+def java_warning(info: JavaInfo) -> str | None:
+    """A warning for a Java that Spark 4 may run on but does not support (18-20, 22 and newer), else None.
+
+    Parameters
+    ----------
+    info : JavaInfo
+        The Java found (:func:`find_java`).
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> java_warning(JavaInfo("/usr/bin/java", "25.0.1", 25, "PATH"))
+    'Java 25: Spark 4 supports 17 and 21'
+    >>> java_warning(JavaInfo("/usr/bin/java", "21.0.2", 21, "PATH")) is None
+    True
+    """
+    if not info.supported or info.major in SUPPORTED_JAVA:
+        return None
+    return f"Java {info.major}: Spark 4 supports {' and '.join(map(str, SUPPORTED_JAVA))}"
 
 
 def parse_java_version(output: str) -> tuple[str, int] | None:
@@ -194,3 +223,35 @@ def require_java(environ: Mapping[str, str] | None = None) -> JavaInfo:
             f"but Spark 4 needs Java 17 or 21. {_INSTALL_HINT}"
         )
     return info
+
+
+def doctor_lines(environ: Mapping[str, str]) -> tuple[list[str], JavaInfo | None, bool]:
+    """``workbench doctor``'s line for Java (and a warning line for a Java Spark 4 does not support).
+
+    Parameters
+    ----------
+    environ : mapping
+        Environment to read ``JAVA_HOME`` and ``PATH`` from.
+
+    Returns
+    -------
+    tuple of (list of str, JavaInfo or None, bool)
+        The lines, the Java found, and whether Spark can start on it.
+
+    Examples
+    --------
+    >>> doctor_lines({"PATH": "/nonexistent"})
+    (['java        not found (Spark 4 needs Java 17 or 21)'], None, False)
+    """
+    java = find_java(environ)
+    if java is None:
+        where = f"nothing at JAVA_HOME={environ['JAVA_HOME']}" if environ.get("JAVA_HOME") else "not found"
+        return [f"{'java':<11} {where} (Spark 4 needs Java 17 or 21)"], None, False
+    if not java.supported:
+        return [f"{'java':<11} {java.version or 'unknown version'} ({java.path}, from {java.source}) "
+                "- Spark 4 needs Java 17 or 21"], java, False
+    lines = [f"{'java':<11} {java.version} ({java.path}, from {java.source})"]
+    warning = java_warning(java)
+    if warning:
+        lines.append(f"{'warning':<11} {warning}; if Spark fails to start, point JAVA_HOME at one of those")
+    return lines, java, True

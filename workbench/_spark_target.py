@@ -10,6 +10,7 @@ few seconds instead of a JVM that retries for a minute and prints its stack trac
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
@@ -23,6 +24,7 @@ __all__ = [
     "CONNECT_DEFAULT_PORT", "SparkTarget", "SparkURLError", "SparkUnreachableError",
     "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable",
     "ConnectPortInUseError", "connect_port", "port_holder", "require_free_connect_port",
+    "SPARK_CHOICE_VARIABLES", "is_loopback", "doctor_line",
 ]
 
 #: The port a Spark Connect server listens on unless told otherwise (and an sc:// URL's default).
@@ -32,6 +34,35 @@ CONNECT_DEFAULT_PORT = 15002
 _LOCAL = re.compile(r"^local(\[(\*|[1-9]\d*)(,\d+)?\])?$|^local-cluster\[\d+,\d+,\d+\]$")
 _MASTER_HINT = "use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
 _REMOTE_HINT = "use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]"
+#: The variables with which a user points sessions at a Spark of theirs (and its checkpoints at
+#: their storage): what a run that starts a Spark of its own (the test suite) must not inherit.
+SPARK_CHOICE_VARIABLES = ("SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CHECKPOINT_ROOT", "PYSPARK_SUBMIT_ARGS")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine's loopback: ``localhost``, 127.0.0.0/8 or ``::1``.
+
+    Parameters
+    ----------
+    host : str
+        A host name or address (an IPv6 address may be in brackets).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_loopback("127.0.1.1"), is_loopback("[::1]"), is_loopback("0.0.0.0"), is_loopback("myhost")
+    (True, True, False, False)
+    """
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _OneLine(WorkbenchError):
@@ -111,11 +142,14 @@ def _port(text: str, url: str, what: str, hint: str) -> int:
 
 
 def _host_port(part: str, url: str, what: str, hint: str, default: int | None = None) -> tuple[str, int]:
-    host, sep, port = part.rpartition(":") if not part.endswith("]") else (part, "", "")
-    if not sep:
-        host, port = part, ""
-    host = host.strip("[]")
-    if not host or any(c in host for c in "/?#@ "):
+    if part.startswith("["):  # an IPv6 address: [::1]:15002
+        host, _, rest = part[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else rest
+    else:
+        host, sep, port = part.rpartition(":")
+        if not sep:
+            host, port = part, ""
+    if not host or any(c in host for c in "/?#@ []") or (":" in host and not part.startswith("[")):
         raise SparkURLError(f"{what}={url!r} has no valid host: {hint}")
     if not port:
         if default is None:
@@ -152,7 +186,7 @@ def parse_master(url: str, source: str = "WORKBENCH_MASTER") -> SparkTarget:
     ...
     workbench._spark_target.SparkURLError: WORKBENCH_MASTER='spark://host' has no port: use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT
     """
-    url = url.strip()
+    url = _without_lone_bracket(url, source, _MASTER_HINT)
     if _LOCAL.match(url):
         return SparkTarget("embedded", url, source)
     if url == "yarn":
@@ -162,7 +196,10 @@ def parse_master(url: str, source: str = "WORKBENCH_MASTER") -> SparkTarget:
         endpoints = tuple(_host_port(part, url, source, _MASTER_HINT) for part in parts)
         return SparkTarget("cluster", url, source, endpoints)
     if url.startswith("k8s://"):
-        api = urlsplit(url[len("k8s://"):] if "://" in url[len("k8s://"):] else "https://" + url[len("k8s://"):])
+        try:
+            api = urlsplit(url[len("k8s://"):] if "://" in url[len("k8s://"):] else "https://" + url[len("k8s://"):])
+        except ValueError as error:  # e.g. [not-an-address]
+            raise SparkURLError(f"{source}={url!r} has a bad API server address ({error}): {_MASTER_HINT}") from None
         if not api.hostname:
             raise SparkURLError(f"{source}={url!r} has no API server host: {_MASTER_HINT}")
         try:
@@ -187,7 +224,7 @@ def parse_remote(url: str, source: str = "SPARK_REMOTE") -> SparkTarget:
     ...
     workbench._spark_target.SparkURLError: SPARK_REMOTE='127.0.0.1:15002' is not a Spark Connect URL: use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]
     """
-    url = url.strip()
+    url = _without_lone_bracket(url, source, _REMOTE_HINT)
     if _LOCAL.match(url):
         return SparkTarget("embedded", url, source)
     if not url.startswith("sc://"):
@@ -195,6 +232,21 @@ def parse_remote(url: str, source: str = "SPARK_REMOTE") -> SparkTarget:
     netloc = url[len("sc://"):].split("/", 1)[0]
     endpoint = _host_port(netloc, url, source, _REMOTE_HINT, default=CONNECT_DEFAULT_PORT)
     return SparkTarget("connect", url, source, (endpoint,))
+
+
+def _without_lone_bracket(url: str, source: str, hint: str) -> str:
+    """``url`` without surrounding blanks; a one-line error for an IPv6 bracket left open (``sc://[::1``).
+
+    >>> _without_lone_bracket("sc://[::1", "SPARK_REMOTE", "use sc://HOST:PORT")
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkURLError: SPARK_REMOTE='sc://[::1' has an unmatched '[': use sc://HOST:PORT
+    """
+    url = url.strip()
+    if url.count("[") != url.count("]"):
+        lone = "[" if url.count("[") > url.count("]") else "]"
+        raise SparkURLError(f"{source}={url!r} has an unmatched {lone!r}: {hint}")
+    return url
 
 
 def spark_target(environ: Mapping[str, str], master: str | None = None) -> SparkTarget:
@@ -257,6 +309,29 @@ def unreachable(target: SparkTarget, timeout: float = 5.0) -> str | None:
         return None
     return reasons[0] if len(set(reasons)) == 1 else "; ".join(
         f"{host}:{port} {reason}" for (host, port), reason in zip(target.endpoints, reasons))
+
+
+def doctor_line(environ: Mapping[str, str]) -> tuple[str, bool]:
+    """``workbench doctor``'s line for Spark: which Spark a session would use and whether it answers.
+
+    A malformed URL is its one-line error; only a TCP connection is tried (no JVM).
+
+    Examples
+    --------
+    >>> doctor_line({"SPARK_REMOTE": "sc://[::1"})
+    ("spark       SPARK_REMOTE='sc://[::1' has an unmatched '[': use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]", False)
+    """
+    try:
+        target = spark_target(environ)
+    except SparkURLError as error:
+        return f"{'spark':<11} {error}", False
+    if not target.endpoints:
+        note = "" if target.kind == "embedded" else ": not checked (the URL names no address to try)"
+        return f"{'spark':<11} {target.describe()}{note}", True
+    reason = unreachable(target, timeout=3.0)
+    if reason is None:
+        return f"{'spark':<11} {target.describe()}: reachable", True
+    return f"{'spark':<11} {target.describe()}: cannot reach {target.url}: {reason}", False
 
 
 def require_reachable(target: SparkTarget, timeout: float = 5.0) -> None:

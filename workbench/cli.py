@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import time
 import sys
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ._java import JavaInfo, find_java, require_java
-from ._spark_target import SparkURLError, spark_target, unreachable
+from ._java import JavaInfo, doctor_lines as java_doctor_lines, java_warning, require_java
+from ._spark_target import SPARK_CHOICE_VARIABLES, doctor_line as spark_doctor_line, is_loopback
 
 __all__ = ["CliError", "main", "lab_command", "pytest_command", "find_chromium", "ensure_chromium"]
 
@@ -27,7 +30,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: The folder holding the package: the repository root in a source checkout.
 SOURCE_ROOT = PACKAGE_DIR.parent
 
-_CHROMIUM_HINT = "install it (sudo apt-get install chromium) or set WORKBENCH_CHROMIUM=/path/to/chromium"
+_CHROMIUM_HINT = ("install it (sudo apt-get install chromium, or python -m playwright install chromium) "
+                  "or set WORKBENCH_CHROMIUM=/path/to/chromium")
+#: Where Debian's package puts Chromium (looked at first), and its names on ``PATH`` (Debian, Ubuntu, Google).
+SYSTEM_CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 class CliError(Exception):
@@ -90,10 +97,39 @@ def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[
     return [*command, *extra]
 
 
+#: ``jupyter lab`` settings (``ip`` of ``--ServerApp.ip``) that undo ``workbench lab``'s defaults, and when.
+_UNSAFE_LAB = {
+    "ip": ("let other machines reach JupyterLab", lambda value: not is_loopback(value)),
+    "token": ("turn off JupyterLab's token authentication", lambda value: not value),
+    "disable_check_xsrf": ("turn off JupyterLab's cross-site request checks", lambda value: value.lower() != "false"),
+    "allow_origin": ("let other web sites' pages use JupyterLab", bool),  # allow_origin_pat too
+}
+
+
+def _unsafe_lab_argument(extra: Sequence[str]) -> str | None:
+    """One line refusing the first argument that would undo ``workbench lab``'s safe defaults, or None.
+
+    >>> _unsafe_lab_argument(["--port=9000", "--ip=127.0.0.1", "--IdentityProvider.token=abc"]) is None
+    True
+    >>> _unsafe_lab_argument(["--ip", "0.0.0.0"])
+    'workbench: --ip 0.0.0.0 would let other machines reach JupyterLab, which workbench lab does not do; if you really want that, run jupyter lab yourself: jupyter lab --ip 0.0.0.0'
+    """
+    for index, arg in enumerate(extra):
+        name, sep, value = arg.partition("=")
+        if not sep and index + 1 < len(extra) and not extra[index + 1].startswith("-"):
+            value, arg = extra[index + 1], f"{arg} {extra[index + 1]}"
+        setting = name.rpartition(".")[2].lstrip("-").removesuffix("_pat") if name.startswith("--") else None
+        reason, unsafe = _UNSAFE_LAB.get(setting, ("", None))
+        if unsafe is not None and unsafe(value.strip("'\"")):
+            return (f"workbench: {arg} would {reason}, which workbench lab does not do; if you really want that, "
+                    f"run jupyter lab yourself: jupyter lab {shlex.join(extra)}")
+    return None
+
+
 #: What ``workbench test --quick`` selects: the pure, magic and core Spark tests in
 #: ``tests/`` (one shared local Spark), without notebooks, browsers, clusters, or kernels and
-#: processes that start a Spark of their own.
-QUICK_ARGS = ("-m", "not browser and not cluster and not kernel", "tests")
+#: processes that start a Spark of their own. ``tests`` only when no files or tests are named.
+QUICK_ARGS = ("-m", "not browser and not cluster and not kernel")
 #: How ``workbench test`` spreads the suite over pytest-xdist workers: each file (and each
 #: notebook) stays on one worker, in order, and the groups go out in the order the suite
 #: lists them, the long ones first (see tests/suite.py).
@@ -114,7 +150,8 @@ def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
 
     The suite runs on :data:`WORKERS` pytest-xdist workers, each file on one worker,
     unless ``extra`` chooses (``-n 0`` runs in this process). ``quick`` selects the
-    everyday tier (:data:`QUICK_ARGS`); a ``-m`` in ``extra`` comes after it and wins.
+    everyday tier (:data:`QUICK_ARGS`, in ``tests`` unless ``extra`` names files or tests); a
+    ``-m`` in ``extra`` comes after it and wins.
 
     Examples
     --------
@@ -124,16 +161,66 @@ def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
     ['-m', 'pytest', '-n', '0', 'tests/test_cli.py']
     >>> pytest_command([], quick=True)[3:]
     ['-n', '2', '--dist', 'loadgroup', '--no-loadscope-reorder', '-m', 'not browser and not cluster and not kernel', 'tests']
+    >>> pytest_command(["-n0", "tests/test_cli.py"], quick=True)[3:]
+    ['-m', 'not browser and not cluster and not kernel', '-n0', 'tests/test_cli.py']
     """
     workers = [] if _chooses_workers(extra) else ["-n", str(WORKERS), *_PARALLEL]
-    return [sys.executable, "-m", "pytest", *workers, *(QUICK_ARGS if quick else ()), *extra]
+    tier = [*QUICK_ARGS, *([] if _named_paths(extra)[1] else ["tests"])] if quick else []
+    return [sys.executable, "-m", "pytest", *workers, *tier, *extra]
+
+
+#: pytest options whose value is the next argument (a file after ``--ignore`` is not one to run).
+_VALUE_OPTIONS = {"-m", "-k", "-p", "-c", "-o", "-n", "-W", "--dist", "--numprocesses", "--maxfail", "--tb",
+                  "--ignore", "--ignore-glob", "--deselect", "--basetemp", "--rootdir", "--junitxml", "--log-file"}
+
+
+def _named_paths(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
+    """pytest's arguments, a path (``file``, ``file::test``) in the current folder made absolute; the
+    files and folders they name (from the current folder, else the repository root, where pytest runs).
+
+    >>> _named_paths(["-m", "not browser", "tests/test_cli.py::test_help"])[1] == [SOURCE_ROOT / "tests/test_cli.py"]
+    True
+    """
+    args: list[str] = []
+    named: list[Path] = []
+    for index, arg in enumerate(extra):
+        path, sep, test = arg.partition("::")
+        if not path or arg.startswith("-") or (index and extra[index - 1] in _VALUE_OPTIONS):
+            args.append(arg)
+        elif Path(path).exists():
+            named.append(Path(path).resolve())
+            args.append(f"{named[-1]}{sep}{test}")
+        else:
+            args.append(arg)
+            named.extend([SOURCE_ROOT / path] if (SOURCE_ROOT / path).exists() else [])
+    return args, named
+
+
+def _needs_chromium(extra: Sequence[str], *, quick: bool = False) -> bool:
+    """Whether a run can select browser tests: not when the ``-m`` expression in effect (the last, else
+    ``--quick``'s) joins ``not browser`` to the rest with ``and`` only, nor when the named files are
+    no folder and no file that uses the ``browser`` marker.
+
+    >>> _needs_chromium([]), _needs_chromium(["-m", "not spark and not browser"]), _needs_chromium(["tests"])
+    (True, False, True)
+    """
+    args, named = _named_paths(extra)
+    every, expression = [*(QUICK_ARGS if quick else ()), *args], ""
+    for index, arg in enumerate(every):
+        if arg.startswith("-m") and (arg != "-m" or index + 1 < len(every)):
+            expression = arg[2:] or every[index + 1]
+    terms = [" ".join(term.split()) for term in re.split(r"\band\b", expression)]
+    if "not browser" in terms and not re.search(r"\bor\b|[()]", expression):
+        return False
+    return not named or any(path.is_dir() or "mark.browser" in path.read_text(errors="replace") for path in named)
 
 
 def find_chromium(environ: Mapping[str, str] | None = None) -> str | None:
     """The Chromium the browser tests use, or None.
 
-    ``WORKBENCH_CHROMIUM`` wins when set (and is None if it is not an executable file);
-    otherwise ``/usr/bin/chromium`` or ``chromium`` on ``PATH``.
+    ``WORKBENCH_CHROMIUM`` wins when set (made absolute; None if it is not an executable
+    file); otherwise :data:`SYSTEM_CHROMIUM`, one of :data:`CHROMIUM_NAMES` on ``PATH``, or
+    the newest Chromium ``python -m playwright install chromium`` downloaded.
 
     Examples
     --------
@@ -143,10 +230,19 @@ def find_chromium(environ: Mapping[str, str] | None = None) -> str | None:
     environ = os.environ if environ is None else environ
     configured = environ.get("WORKBENCH_CHROMIUM")
     if configured:
-        return configured if _is_executable(configured) else None
-    if _is_executable("/usr/bin/chromium"):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium", path=environ.get("PATH", os.defpath))
+        return os.path.abspath(configured) if _is_executable(configured) else None
+    if _is_executable(SYSTEM_CHROMIUM):
+        return SYSTEM_CHROMIUM
+    on_path = (shutil.which(name, path=environ.get("PATH", os.defpath)) for name in CHROMIUM_NAMES)
+    return next((found for found in on_path if found), None) or _playwright_chromium(environ)
+
+
+def _playwright_chromium(environ: Mapping[str, str]) -> str | None:
+    """The newest Chromium in Playwright's browser folder (Linux), or None."""
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.join(cache, "ms-playwright"))
+    found = [str(path) for path in folder.glob("chromium-*/chrome-linux*/chrome") if _is_executable(str(path))]
+    return max(found, key=lambda path: (len(path), path), default=None)  # the newest revision
 
 
 def ensure_chromium(
@@ -154,7 +250,7 @@ def ensure_chromium(
     *,
     as_root: bool | None = None,
     apt_get: str | None = None,
-    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+    run: Callable[..., subprocess.CompletedProcess] | None = None,
 ) -> str:
     """Return the Chromium for the browser tests, installing it with apt-get when root.
 
@@ -166,8 +262,9 @@ def ensure_chromium(
         Whether this process may install packages; detected when left out.
     apt_get : str, optional
         Path of ``apt-get``; looked up on ``PATH`` when left out.
-    run : callable
-        Runs the apt-get commands (``subprocess.run``; replaced in tests).
+    run : callable, optional
+        Runs the apt-get commands as ``subprocess.run`` does (replaced in tests); by default
+        a Ctrl-C waits for apt-get to end, so that dpkg is not killed halfway through.
 
     Returns
     -------
@@ -179,11 +276,6 @@ def ensure_chromium(
     CliError
         When ``WORKBENCH_CHROMIUM`` is not executable, or Chromium is missing and cannot be
         installed here; one line saying how to fix it.
-
-    Examples
-    --------
-    >>> ensure_chromium()                  # doctest: +SKIP
-    '/usr/bin/chromium'
     """
     environ = os.environ if environ is None else environ
     configured = environ.get("WORKBENCH_CHROMIUM")
@@ -201,8 +293,10 @@ def ensure_chromium(
         raise CliError(f"workbench: the browser tests need Chromium, which was not found; {_CHROMIUM_HINT}.")
     print("workbench: Chromium (for the browser tests) is missing; installing it with apt-get install chromium", flush=True)
     apt_env = {**environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if run is None:
+        from ._class_archive import run_to_end as run
     for step in ([apt_get, "update", "-qq"], [apt_get, "install", "-y", "-qq", "chromium"]):
-        done = run(step, env=apt_env, capture_output=True, text=True, check=False)
+        done = run(step, env=apt_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             sys.stderr.write(done.stderr or "")
             raise CliError(f"workbench: `{' '.join(step)}` failed (exit {done.returncode}); {_CHROMIUM_HINT}.")
@@ -213,14 +307,34 @@ def ensure_chromium(
 
 
 def _java_or_fail() -> JavaInfo:
+    """The Java for Spark, or a one-line CliError; a Java Spark 4 does not support gets one warning line."""
     try:
-        return require_java()
+        java = require_java()
     except RuntimeError as error:
         raise CliError(str(error)) from None
+    if warning := java_warning(java):
+        print(f"workbench: warning: {warning} (found {java.path}, from {java.source}); if Spark fails to start, "
+              "point JAVA_HOME at a Java 17 or 21", file=sys.stderr, flush=True)
+    return java
+
+
+def _replace_with(command: list[str], env: Mapping[str, str], cwd: Path | None = None) -> int:
+    """Replace this process with ``command`` (in ``cwd``): Ctrl-C and signals reach it alone, and it
+    ends in its own time (pytest ends its JupyterLab servers and clusters, and removes their folders)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name != "posix":  # pragma: no cover
+        return subprocess.run(command, cwd=cwd, env=env, check=False).returncode
+    if cwd is not None:
+        os.chdir(cwd)
+    os.execve(command[0], command, env)
+    return 0  # pragma: no cover (execve does not return)
 
 
 def cmd_lab(extra: Sequence[str]) -> int:
-    """``workbench lab``: check Java, then replace this process with ``jupyter lab``."""
+    """``workbench lab``: check the arguments and Java, then replace this process with ``jupyter lab``."""
+    if refused := _unsafe_lab_argument(extra):
+        raise CliError(refused)
     java = _java_or_fail()
     command = lab_command(extra, root_dir=notebooks_dir(), as_root=_is_root())
     from ._class_archive import current_archive, record_in_background
@@ -229,40 +343,33 @@ def cmd_lab(extra: Sequence[str]) -> int:
     archive = current_archive(java)
     if archive is not None and not (os.environ.get("WORKBENCH_MASTER") or os.environ.get("SPARK_REMOTE")):
         record_in_background(archive, {})  # only the embedded local Spark maps it
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if os.name != "posix":  # pragma: no cover
-        return subprocess.run(command, check=False).returncode
-    # Replace this process, so Ctrl-C and signals reach JupyterLab directly.
-    os.execv(command[0], command)
-    return 0  # pragma: no cover (execv does not return)
+    return _replace_with(command, os.environ)
 
 
 def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
-    """``workbench test``: check Java and Chromium, then run pytest from the repository root.
-
-    ``quick`` runs the everyday tier, which needs no Chromium.
+    """``workbench test``: check pytest, Java and (when browser tests may run) Chromium, then become
+    pytest in the repository root; ``quick`` runs the everyday tier. Paths are read from the current
+    folder (:func:`_named_paths`); :data:`SPARK_CHOICE_VARIABLES` are left out (one line names them).
     """
     if not (SOURCE_ROOT / "pyproject.toml").is_file() or not (SOURCE_ROOT / "tests").is_dir():
-        raise CliError(
-            f"workbench: no test suite next to {PACKAGE_DIR}; run `workbench test` from a source "
-            "checkout installed with pip install -e '.[test]'."
-        )
+        raise CliError(f"workbench: no test suite next to {PACKAGE_DIR}; run `workbench test` from a source "
+                       "checkout installed with pip install -e '.[test]'.")
+    missing = [name for name, module in (("pytest", "pytest"), ("pytest-xdist", "xdist")) if not find_spec(module)]
+    if missing:
+        raise CliError(f"workbench: {' and '.join(missing)} not installed, which workbench test needs; "
+                       "install the test extra: pip install -e '.[test]'")
     java = _java_or_fail()
-    env = dict(os.environ) if quick else {**os.environ, "WORKBENCH_CHROMIUM": ensure_chromium()}
-    command = pytest_command(extra, quick=quick)
-    if not quick and not _names_tests(extra):
+    ignored = [name for name in SPARK_CHOICE_VARIABLES if os.environ.get(name)]
+    if ignored:
+        print(f"workbench: ignoring {', '.join(ignored)} for the test run (the suite starts Spark of its own)",
+              file=sys.stderr, flush=True)
+    env = {key: value for key, value in os.environ.items() if key not in SPARK_CHOICE_VARIABLES}
+    args, named = _named_paths(extra)
+    if _needs_chromium(args, quick=quick):
+        env["WORKBENCH_CHROMIUM"] = ensure_chromium()
+    if not quick and not named:
         class_archive_first(java)
-    return subprocess.run(command, cwd=SOURCE_ROOT, env=env, check=False).returncode
-
-
-def _names_tests(extra: Sequence[str]) -> bool:
-    """Whether pytest's arguments name files or tests (else the run selects from the whole suite).
-
-    >>> _names_tests(["-m", "not browser"]), _names_tests(["tests/test_cli.py::test_doctor_prints_one_line_each"])
-    (False, True)
-    """
-    return any(not arg.startswith("-") and (SOURCE_ROOT / arg.split("::")[0]).exists() for arg in extra)
+    return _replace_with(pytest_command(args, quick=quick), env, SOURCE_ROOT)
 
 
 def class_archive_first(java: JavaInfo | None = None) -> None:
@@ -307,32 +414,20 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
     'python      3.11.7 (/home/me/workbench/.venv/bin/python)'
     """
     environ = os.environ if environ is None else environ
-    ok = True
     python = ".".join(str(part) for part in sys.version_info[:3])
     lines = [f"{'python':<11} {python} ({sys.executable})"]
 
-    java = find_java(environ)
-    if java is None:
-        ok = False
-        where = f"nothing at JAVA_HOME={environ['JAVA_HOME']}" if environ.get("JAVA_HOME") else "not found"
-        lines.append(f"{'java':<11} {where} (Spark 4 needs Java 17 or 21)")
-    elif not java.supported:
-        ok = False
-        lines.append(
-            f"{'java':<11} {java.version or 'unknown version'} ({java.path}, from {java.source}) "
-            "- Spark 4 needs Java 17 or 21"
-        )
-    else:
-        lines.append(f"{'java':<11} {java.version} ({java.path}, from {java.source})")
+    java_lines, java, ok = java_doctor_lines(environ)
+    lines.extend(java_lines)
 
     for package in ("pyspark", "jupyterlab"):
         version = _package_version(package)
         ok = ok and version is not None
         lines.append(f"{package:<11} {version or 'not installed'}")
 
-    spark_line, spark_ok = _spark_line(environ)
+    spark_line, spark_ok = spark_doctor_line(environ)
     ok = ok and spark_ok
-    lines.append(f"{'spark':<11} {spark_line}")
+    lines.append(spark_line)
 
     from ._labext import doctor_line, labextension_status
 
@@ -348,29 +443,11 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
     if archive is not None:
         lines.append(f"{'classes':<11} {status(archive)}")
 
-    chromium = find_chromium(environ)
-    if chromium:
-        lines.append(f"{'chromium':<11} {chromium}")
-    elif environ.get("WORKBENCH_CHROMIUM"):
-        lines.append(f"{'chromium':<11} WORKBENCH_CHROMIUM={environ['WORKBENCH_CHROMIUM']} is not executable")
-    else:
-        lines.append(f"{'chromium':<11} not found (only the browser tests need it; {_CHROMIUM_HINT})")
+    configured = environ.get("WORKBENCH_CHROMIUM")
+    chromium = find_chromium(environ) or (f"WORKBENCH_CHROMIUM={configured} is not executable" if configured else
+                                          f"not found (only the browser tests need it; {_CHROMIUM_HINT})")
+    lines.append(f"{'chromium':<11} {chromium}")
     return lines, ok
-
-
-def _spark_line(environ: Mapping[str, str]) -> tuple[str, bool]:
-    """Which Spark a session would use and whether it answers (a TCP check, no JVM)."""
-    try:
-        target = spark_target(environ)
-    except SparkURLError as error:
-        return f"{error}", False
-    if not target.endpoints:
-        note = "" if target.kind == "embedded" else ": not checked (the URL names no address to try)"
-        return target.describe() + note, True
-    reason = unreachable(target, timeout=3.0)
-    if reason is None:
-        return f"{target.describe()}: reachable", True
-    return f"{target.describe()}: cannot reach {target.url}: {reason}", False
 
 
 def cmd_doctor(extra: Sequence[str]) -> int:
@@ -396,8 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Check Java, then start JupyterLab (from this environment) on 127.0.0.1 with token "
             "authentication, opening the notebooks/ folder of the checkout (else the current "
-            "folder). Open the printed URL, which carries the token. Other arguments go to "
-            "jupyter lab, e.g. workbench lab --port=8899 --no-browser."
+            "folder). Open the printed URL, which carries the token. Other arguments go to jupyter "
+            "lab, e.g. workbench lab --port=8899 --no-browser; those that would undo the above "
+            "(--ip=0.0.0.0, an empty token, --ServerApp.allow_origin) are refused."
         ),
         allow_abbrev=False,
     )
@@ -407,10 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
         usage="workbench test [-h] [--quick] [PYTEST_ARGS ...]",
         help="run the test suite with pytest",
         description=(
-            "Check Java and Chromium (installing Chromium with apt-get when run as root; else set "
-            "WORKBENCH_CHROMIUM), then run pytest from the repository root and exit with its "
-            "status. The suite runs on two pytest-xdist workers (-n 0 runs it in one process). "
-            "Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
+            "Check pytest, Java and, when browser tests can run, Chromium (installed with apt-get when "
+            "root; else set WORKBENCH_CHROMIUM), then run pytest in the repository root without SPARK_REMOTE, "
+            "WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT and PYSPARK_SUBMIT_ARGS, on two pytest-xdist workers "
+            "(-n 0: one process). Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
             "workbench test tests/test_cli.py -x; put them after -- to pass -h to pytest."
         ),
         allow_abbrev=False,

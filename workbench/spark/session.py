@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .._java import require_java
-from .._spark_target import SparkTarget, connect_port, require_free_connect_port, require_reachable, spark_target
+from .._spark_target import (
+    SparkTarget, connect_port, is_loopback, require_free_connect_port, require_reachable, spark_target,
+)
 from .. import _class_archive as class_archive
 from .jvm_launch import launch_jvm
 from .private_folders import private_folder
@@ -33,7 +35,7 @@ from .python_workers import use_for_workers
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf",
+    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf", "local_ip_on_loopback",
 ]
 
 log = logging.getLogger(__name__)
@@ -273,9 +275,10 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     _quiet_dead_gateway_errors()
     master = target.url
     settings = with_user_conf(default_conf(master, warehouse_dir), conf)
-    if is_local_master(master) or _loopback_master(master):
-        # Decides where the JVM's web UI and block manager bind; read once at JVM start.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if is_local_master(master):
+        local_ip_on_loopback()
+    elif _loopback_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see local_ip_on_loopback
     # Python workers must use this interpreter (and so this environment's packages).
     use_for_workers(is_local_master(master))
     scratch = None
@@ -361,6 +364,23 @@ def _own_scratch(spark: Any, scratch: Path | None) -> None:
     spark._workbench_scratch = scratch
 
 
+def local_ip_on_loopback() -> None:
+    """Keep a Spark this process starts on loopback: ``SPARK_LOCAL_IP`` 127.0.0.1 unless it names one.
+
+    ``SPARK_LOCAL_IP`` decides where the JVM's web UI and block manager bind (read once, at JVM
+    start). One the user exported for a cluster (an address of the machine's network) would put
+    the embedded Spark's UI on that network: it is replaced, with a warning naming it. Only for a
+    local master or a local Spark Connect server: a cluster's executors must reach the driver.
+    """
+    current = os.environ.get("SPARK_LOCAL_IP", "")
+    if current and is_loopback(current):
+        return
+    if current:
+        log.warning("SPARK_LOCAL_IP=%s is not a loopback address: the embedded Spark binds 127.0.0.1 instead, "
+                    "so that its driver and UI stay on this machine", current)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
 def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     """Start pyspark's in-process Spark Connect server for ``local[N]`` and connect to it.
 
@@ -381,7 +401,7 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
     port = connect_port(os.environ)
     require_free_connect_port(port, remote)
     # pyspark starts the server JVM here; keep it on loopback as well.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    local_ip_on_loopback()
     # Its Python workers must use this interpreter (and so this environment's packages).
     use_for_workers(True)
     scratch = _new_scratch()
