@@ -202,9 +202,17 @@ def test_the_panel_lists_the_kernels_streams_live(page, lab):
     assert "rows/s" in _row(page, "numbers").inner_text()
     wait_for(lambda: _status_text(page) == "\u23f5 2 streams", 10, 0.25,
              text=lambda: f"status bar: {_status_text(page)!r}")
+    # Snapshots update the rows in place: none is taken out of the page and put back (a row
+    # moved between a press and its release loses the click, and its button the focus).
+    page.evaluate(f"""() => {{
+        window.rowMoves = 0;
+        new MutationObserver(records => {{ window.rowMoves += records.length; }})
+            .observe(document.querySelector('{PANEL} .jp-workbench-StreamsPanel-list'), {{childList: true}});
+    }}""")
     first = _batches(page, "numbers")
     wait_for(lambda: _batches(page, "numbers") >= first + 3, 20, 0.25,
              text=lambda: f"batches did not grow: {first} -> {_batches(page, 'numbers')}")
+    assert page.evaluate("() => window.rowMoves") == 0
     # Clearing every output (the cells' widgets and prints) does not stop the panel.
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     cleared = _batches(page, "numbers")
