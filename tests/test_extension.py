@@ -493,7 +493,7 @@ def test_the_publisher_goes_on_after_a_snapshot_that_failed(caplog):
     stream = RecordedStream("numbers")
 
     class Flaky(Streams):
-        failures = 1
+        failures = 2
 
         def handles(self):
             if self.failures:
@@ -507,9 +507,9 @@ def test_the_publisher_goes_on_after_a_snapshot_that_failed(caplog):
     from .helpers import wait_for
     with caplog.at_level(logging.ERROR, logger="workbench.views.streams_panel"):
         publisher.attach(comm)
-        wait_for(lambda: comm.sent, 10, message="a snapshot after the failed one")
+        wait_for(lambda: comm.sent, 20, message="a snapshot after the failed ones")
     assert comm.sent[-1]["streams"][0]["name"] == "numbers"
-    assert "the Streams panel publisher failed; trying again" in caplog.text
+    assert caplog.text.count("the Streams panel publisher failed; trying again") == 1  # not at every try
     publisher.close()
 
 

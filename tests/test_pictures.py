@@ -471,9 +471,10 @@ def test_saving_without_the_extension_keeps_pictures_not_dead_widget_views(tmp_p
 
 
 @pytest.mark.spark
-def test_a_replays_monitor_follows_it_across_cells_while_paused_and_ends_when_it_closes(env, shell):
+def test_a_replays_monitor_follows_it_across_cells_while_paused_and_ends_at_reset_or_close(env, shell):
     # A replay between steps is "paused", not ended: the cell after it must not take the
-    # monitor for finished (it stopped drawing the next steps), and closing the run ends it.
+    # monitor for finished (it stopped drawing the next steps). A reset ends it (the run goes
+    # on in a new view; the old one said "paused" for ever and kept its hook), and so does close.
     from workbench.replay import Replay
     from workbench.spark.replay_run import ReplayRun
 
@@ -488,6 +489,17 @@ def test_a_replays_monitor_follows_it_across_cells_while_paused_and_ends_when_it
         assert monitor.running and len(shell.display_pub.outputs) == 1
         run.step()
         wait_for(lambda: "2 batches" in monitor.summary(), timeout=30, message="the second step drawn")
+        run.reset()
+        wait_for(lambda: not monitor.running, timeout=30, message="the monitor to end at the reset")
+        hooks = len(shell.events.callbacks["post_execute"])
+        shell.run_cell("pass")
+        assert monitor.summary().splitlines()[0] == "Stream monitor: paused_replay (memory sink), stopped"
+        assert len(shell.events.callbacks["post_execute"]) == hooks - 1, "it still runs after every cell"
+        monitor.close()
+        monitor = run.stream.monitor()
+        shell.user_ns["monitor"] = monitor
+        shell.run_cell("monitor")
+        run.step()
         run.close()
         wait_for(lambda: not monitor.running, timeout=30, message="the monitor to end with the run")
         shell.run_cell("pass")

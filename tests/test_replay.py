@@ -233,6 +233,28 @@ def test_a_closed_replays_checkpoint_goes_under_a_checkpoint_root_too_and_its_re
         run.close()
     assert not checkpoint.exists()
     assert len(run.results()) == 4 and run.history()["batch_id"].tolist() == [0]
+    with pytest.raises(ReplayError, match=r"^replay 'rooted' is closed: its state went with its checkpoint$"):
+        run.state()
+
+
+def test_a_panel_closes_whole_when_spark_cannot_stop_its_runs_query(env):
+    # A step interrupted or timed out leaves its query to close(); if Spark cannot stop it,
+    # the error is raised, and the run and its panel are closed all the same.
+    from workbench.errors import StreamStopError
+
+    panel = workbench.replay_panel(_spec(), lambda df: df.select("key"), name="unstoppable")
+
+    class Stuck:  # the step's handle, as Spark's failed stop leaves it
+        status = "active"
+
+        def stop(self):
+            raise StreamStopError("stream 'unstoppable' could not be stopped: boom; it still runs")
+
+    panel.run.handle = Stuck()
+    with pytest.raises(StreamStopError, match="could not be stopped"):
+        panel.close()
+    assert panel.run.status == "closed" and not Path(panel.run.checkpoint).exists()
+    assert panel.monitor.comm is None and panel.comm is None  # the widgets are closed
 
 
 def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):

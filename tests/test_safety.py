@@ -83,7 +83,7 @@ LOCAL_SESSION = textwrap.dedent("""
 
     spark = workbench.session()
     print(json.dumps({"sockets": listening([os.getpid(), session_jvm(spark)]), "jvm": session_jvm(spark),
-                      "ui": spark.sparkContext.uiWebUrl}))
+                      "ui": spark.sparkContext.uiWebUrl, "after": os.environ.get("SPARK_LOCAL_IP")}))
     spark.stop()
 """)
 
@@ -104,6 +104,7 @@ def test_an_exported_spark_local_ip_does_not_take_the_local_spark_off_loopback()
     assert len([s for s in sockets if s[0] == report["jvm"]]) >= 3, sockets  # the UI among them
     assert [s for s in sockets if not is_loopback(s[1])] == []
     assert report["ui"] is None or "127.0.0.1" in report["ui"]
+    assert report["after"] == address  # given back: what the kernel starts later (spark-submit) keeps it
     warned = [line for line in done.stderr.splitlines() if "SPARK_LOCAL_IP" in line]
     assert warned == [f"SPARK_LOCAL_IP={address} is not a loopback address: the embedded Spark binds 127.0.0.1 "
                       "instead, so that its driver and UI stay on this machine"], done.stderr[-3000:]

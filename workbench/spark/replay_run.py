@@ -426,16 +426,19 @@ class ReplayRun(ReplayState):
 
     def close(self) -> None:
         """Stop playing and end the run; its checkpoint goes (on this machine's disk, under a
-        ``checkpoint_root`` too: a closed run never restarts from it), its results stay readable."""
+        ``checkpoint_root`` too: a closed run never restarts from it), and its state with it; its
+        results and history stay readable."""
         with self._action:
             self._end_play_run()
-            if self.handle is not None and self.handle.status == "active":
-                self.handle.stop()
-            self._closed = True
-            self._unsubscribe()
-            self.stream.finish()
-            if "://" not in self.checkpoint:  # a URI root (hdfs://, s3a://) is Spark's to write, not ours
-                remove_folder(self.checkpoint)
+            try:
+                if self.handle is not None and self.handle.status == "active":
+                    self.handle.stop()  # a step that was interrupted or timed out
+            finally:  # closed whatever Spark said (a query it could not stop is logged by stop_all)
+                self._closed = True
+                self._unsubscribe()
+                self.stream.finish()
+                if "://" not in self.checkpoint:  # a URI root (hdfs://, s3a://) is Spark's to write, not ours
+                    remove_folder(self.checkpoint)
 
     def _notify(self, report: StepReport) -> None:
         for callback in list(self.on_report):
@@ -492,6 +495,8 @@ class ReplayRun(ReplayState):
         return list(flat_select(self.df).columns)
 
     def _inspector(self) -> Any:
+        if self._closed:
+            raise ReplayError(f"replay {self.name!r} is closed: its state went with its checkpoint")
         if self.raw_progress.last_batch_id is None:
             raise ValueError(f"replay {self.name!r} has run no batch yet, so it holds no state: step or play first")
         from .state import inspector_for

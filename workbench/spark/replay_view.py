@@ -140,7 +140,10 @@ class ReplayStreamView(ReplayState):
 
     @property
     def status(self) -> str:
-        return self._run.status
+        status = self._run.status
+        if self._done and status not in ("failed", "closed"):
+            return "stopped"  # reset: the run goes on with a new view, this one has ended
+        return status
 
     @property
     def error(self) -> str | None:

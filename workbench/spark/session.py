@@ -15,6 +15,7 @@ goes to a log file there too, not to the notebook (see :mod:`.jvm_launch`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -22,7 +23,7 @@ import shutil
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .._java import require_java
 from .._spark_target import (
@@ -35,7 +36,7 @@ from .python_workers import use_for_workers
 
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
-    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf", "local_ip_on_loopback",
+    "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf", "loopback_local_ip",
 ]
 
 log = logging.getLogger(__name__)
@@ -275,10 +276,9 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     _quiet_dead_gateway_errors()
     master = target.url
     settings = with_user_conf(default_conf(master, warehouse_dir), conf)
-    if is_local_master(master):
-        local_ip_on_loopback()
-    elif _loopback_master(master):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see local_ip_on_loopback
+    local_ip = loopback_local_ip() if is_local_master(master) else contextlib.nullcontext()
+    if not is_local_master(master) and _loopback_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see loopback_local_ip
     # Python workers must use this interpreter (and so this environment's packages).
     use_for_workers(is_local_master(master))
     scratch = None
@@ -288,12 +288,13 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         settings["spark.driver.extraJavaOptions"] = _with_tmpdir(settings.get("spark.driver.extraJavaOptions"), scratch)
     archive = class_archive.archive_path(java.path, java.version or "") if is_local_master(master) else None
     try:
-        # With the user's own spark.local.dir, the log goes to the workbench's private folder.
-        jvm_log = _launch(settings, scratch if scratch is not None else Path(warehouse_dir).parent, archive)
-        builder = SparkSession.builder
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        with local_ip:
+            # With the user's own spark.local.dir, the log goes to the workbench's private folder.
+            jvm_log = _launch(settings, scratch if scratch is not None else Path(warehouse_dir).parent, archive)
+            builder = SparkSession.builder
+            for key, value in settings.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -364,21 +365,31 @@ def _own_scratch(spark: Any, scratch: Path | None) -> None:
     spark._workbench_scratch = scratch
 
 
-def local_ip_on_loopback() -> None:
-    """Keep a Spark this process starts on loopback: ``SPARK_LOCAL_IP`` 127.0.0.1 unless it names one.
+@contextlib.contextmanager
+def loopback_local_ip() -> Iterator[None]:
+    """While a JVM this process starts is launched: ``SPARK_LOCAL_IP`` 127.0.0.1 unless it names loopback.
 
     ``SPARK_LOCAL_IP`` decides where the JVM's web UI and block manager bind (read once, at JVM
     start). One the user exported for a cluster (an address of the machine's network) would put
-    the embedded Spark's UI on that network: it is replaced, with a warning naming it. Only for a
-    local master or a local Spark Connect server: a cluster's executors must reach the driver.
+    the embedded Spark's UI on that network: it is replaced for the launch, with a warning naming
+    it, and given back afterwards (what the kernel starts later, such as ``spark-submit`` to a
+    cluster, keeps it). Unset, it is set for good, as before. Only for a local master or a local
+    Spark Connect server: a cluster's executors must reach the driver.
     """
     current = os.environ.get("SPARK_LOCAL_IP", "")
     if current and is_loopback(current):
+        yield
         return
-    if current:
-        log.warning("SPARK_LOCAL_IP=%s is not a loopback address: the embedded Spark binds 127.0.0.1 instead, "
-                    "so that its driver and UI stay on this machine", current)
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if not current:
+        yield
+        return
+    log.warning("SPARK_LOCAL_IP=%s is not a loopback address: the embedded Spark binds 127.0.0.1 instead, "
+                "so that its driver and UI stay on this machine", current)
+    try:
+        yield
+    finally:
+        os.environ["SPARK_LOCAL_IP"] = current
 
 
 def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
@@ -400,8 +411,7 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
         return spark
     port = connect_port(os.environ)
     require_free_connect_port(port, remote)
-    # pyspark starts the server JVM here; keep it on loopback as well.
-    local_ip_on_loopback()
+    local_ip = loopback_local_ip()  # pyspark starts the server JVM here; keep it on loopback as well
     # Its Python workers must use this interpreter (and so this environment's packages).
     use_for_workers(True)
     scratch = _new_scratch()
@@ -421,8 +431,9 @@ def _start_local_connect(remote: str, settings: dict[str, str]) -> Any:
         # The server JVM reads its token from its environment, as pyspark would set it.
         os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN",
                               settings.get("spark.connect.authenticate.token") or str(uuid.uuid4()))
-        jvm_log = launch_jvm({**server, "spark.master": remote}, scratch, hide_remote=True)
-        RemoteSparkSession._start_connect_server(remote, server)
+        with local_ip:
+            jvm_log = launch_jvm({**server, "spark.master": remote}, scratch, hide_remote=True)
+            RemoteSparkSession._start_connect_server(remote, server)
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         # "localhost", not 127.0.0.1: with the token pyspark uses TLS except for localhost.
         spark = RemoteSparkSession.builder.remote(f"sc://localhost:{port}").config(map=settings).getOrCreate()

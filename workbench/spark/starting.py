@@ -142,9 +142,9 @@ def start_stream(
             if replacing:
                 raise StreamStartError(f"{exc} (the previous stream {name!r} was stopped)", exc.details) from None
             raise
-        except BaseException:  # StreamInterrupted too: run_query stopped what it started
+        except BaseException:  # StreamInterrupted too: run_query stopped what it started (or stops it)
             if checkpoint is None:
-                shutil.rmtree(spec.checkpoint, ignore_errors=True)
+                remove_folder(spec.checkpoint)  # and again if a query still stopping writes into it
             raise
         try:
             handle.plan = facts

@@ -423,15 +423,18 @@ class ReplayPanel(widgets.VBox):
         self.message.value = f"Saved the run as a test: {html.escape(str(written))}"
 
     def close(self) -> None:
-        """Stop playing, end the run, close the monitor and the widgets."""
-        self.run.close()
-        self._output.stop_listening()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-        if self.monitor is not None:
-            self.monitor.close()
-        close_tree(*self.children, self.layout)
-        super().close()
+        """Stop playing, end the run, close the monitor and the widgets (all of it even when Spark
+        could not stop the run's query: its error is raised afterwards)."""
+        try:
+            self.run.close()
+        finally:
+            self._output.stop_listening()
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+            if self.monitor is not None:
+                self.monitor.close()
+            close_tree(*self.children, self.layout)
+            super().close()
 
     def __repr__(self) -> str:
         return f"<ReplayPanel {self.run.name!r} {self.run.status}>"

@@ -460,16 +460,19 @@ class StreamsPublisher:
         return HEARTBEAT
 
     def _run(self) -> None:
+        failing = False
         while not self._closed.is_set():
             self._wake.clear()
             try:
                 delay = self.pump()
+                failing = False
             except Exception:  # one bad snapshot must not end the panel's news for the session
-                log.exception("the Streams panel publisher failed; trying again")
-                delay = HEARTBEAT
+                if not failing:  # once until a snapshot works again, not at every batch
+                    log.exception("the Streams panel publisher failed; trying again")
+                failing, delay = True, HEARTBEAT
             if self._closed.is_set():
                 break
-            if delay is not None and delay < HEARTBEAT:
+            if failing or (delay is not None and delay < HEARTBEAT):
                 self._closed.wait(delay)  # throttled: wake-ups cannot shorten this
             else:
                 self._wake.wait(delay)

@@ -286,6 +286,11 @@ export class KernelStreams {
       return;
     }
     this._streams = message.streams;
+    for (const name of [...this._stopErrors.keys()]) {
+      if (!message.streams.some((s) => s.name === name && s.status === 'active')) {
+        this._stopErrors.delete(name); // stopped after all, or gone: a new stream of that name starts clean
+      }
+    }
     this._lastActive = this.activeCount;
     this._sparkUIPort = message.spark_ui_port;
     this._lastError = '';
@@ -330,6 +335,7 @@ export class KernelStreams {
   private _set(state: StreamsState): void {
     if (state !== 'ready') {
       this._streams = [];
+      this._stopErrors.clear();
     }
     if (state === 'restarting' || state === 'dead' || state === 'not-loaded') {
       this._lastActive = 0;
