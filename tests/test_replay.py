@@ -253,8 +253,10 @@ def test_a_panel_closes_whole_when_spark_cannot_stop_its_runs_query(env):
     panel.run.handle = Stuck()
     with pytest.raises(StreamStopError, match="could not be stopped"):
         panel.close()
-    assert panel.run.status == "closed" and not Path(panel.run.checkpoint).exists()
-    assert panel.monitor.comm is None and panel.comm is None  # the widgets are closed
+    assert panel.run.status == "closed" and panel.monitor.comm is None and panel.comm is None
+    # The query still runs: its checkpoint stays (it writes there; workbench.streams() lists it).
+    assert Path(panel.run.checkpoint).exists()
+    panel.close()  # again (ipywidgets does when the panel is collected): nothing more to do, nothing raised
 
 
 def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
@@ -289,14 +291,17 @@ def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):
             run.step()
         assert run.status == "failed"
         ended: list = []
-        run.stream.on_finished(ended.append)  # a monitor of the run ends with it
-        assert ended == [run.stream]
+        failed_view = run.stream
+        failed_view.on_finished(ended.append)  # a monitor of the run ends with it
+        assert ended == [failed_view]
         with pytest.raises(ReplayError, match="failed: .*replay boom.*reset"):
             run.step()
         with pytest.raises(ReplayError, match="reset"):
             run.play()
         run.reset()
         assert run.status == "paused" and run.error is None and run.history().empty
+        # The failed run's view (and a monitor on it) still says how it ended.
+        assert failed_view.status == "failed" and "replay boom" in failed_view.error
     finally:
         run.close()
     with pytest.raises(ReplayError, match="closed"):

@@ -429,15 +429,19 @@ class ReplayRun(ReplayState):
         ``checkpoint_root`` too: a closed run never restarts from it), and its state with it; its
         results and history stay readable."""
         with self._action:
-            self._end_play_run()
+            stopped = False
             try:
+                self._end_play_run()
                 if self.handle is not None and self.handle.status == "active":
                     self.handle.stop()  # a step that was interrupted or timed out
-            finally:  # closed whatever Spark said (a query it could not stop is logged by stop_all)
+                stopped = True
+            finally:  # closed whatever Spark said; its error is raised (the stream is in workbench.streams())
                 self._closed = True
                 self._unsubscribe()
                 self.stream.finish()
-                if "://" not in self.checkpoint:  # a URI root (hdfs://, s3a://) is Spark's to write, not ours
+                # A query Spark could not stop still writes its checkpoint; a URI root (hdfs://,
+                # s3a://) is Spark's to write, not ours.
+                if stopped and "://" not in self.checkpoint:
                     remove_folder(self.checkpoint)
 
     def _notify(self, report: StepReport) -> None:

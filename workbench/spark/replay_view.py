@@ -132,6 +132,7 @@ class ReplayStreamView(ReplayState):
         self.spec = dataclasses.make_dataclass("Spec", [("poll_interval", float)])(run.poll_interval)
         self._callbacks: list[Callable[[Any], None]] = []
         self._done = False
+        self._final: tuple[str, str | None] | None = None  # (status, error) once finished
         self._finish_lock = threading.Lock()
 
     @property
@@ -140,14 +141,11 @@ class ReplayStreamView(ReplayState):
 
     @property
     def status(self) -> str:
-        status = self._run.status
-        if self._done and status not in ("failed", "closed"):
-            return "stopped"  # reset: the run goes on with a new view, this one has ended
-        return status
+        return self._run.status if self._final is None else self._final[0]
 
     @property
     def error(self) -> str | None:
-        return self._run.error
+        return self._run.error if self._final is None else self._final[1]
 
     def result(self) -> pd.DataFrame:
         """What the query has output, in the columns ``workbench.start(...).result()`` gives."""
@@ -182,6 +180,10 @@ class ReplayStreamView(ReplayState):
             if self._done:
                 return
             self._done = True
+            # As it ended: failed (and why), closed, or stopped (reset; the run goes on with a
+            # new view): what the run says later is the next view's.
+            status = self._run.status
+            self._final = (status if status in ("failed", "closed") else "stopped", self._run.error)
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             try:

@@ -87,6 +87,7 @@ class ReplayPanel(widgets.VBox):
     """
 
     def __init__(self, run: Any, *, monitor: bool = True) -> None:
+        self._panel_closed = False
         self.run = run
         self._busy = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -424,7 +425,11 @@ class ReplayPanel(widgets.VBox):
 
     def close(self) -> None:
         """Stop playing, end the run, close the monitor and the widgets (all of it even when Spark
-        could not stop the run's query: its error is raised afterwards)."""
+        could not stop the run's query: its error is raised afterwards). Once only: ipywidgets
+        closes a widget again when it is collected."""
+        if self._panel_closed:
+            return
+        self._panel_closed = True
         try:
             self.run.close()
         finally:

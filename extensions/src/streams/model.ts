@@ -335,7 +335,9 @@ export class KernelStreams {
   private _set(state: StreamsState): void {
     if (state !== 'ready') {
       this._streams = [];
-      this._stopErrors.clear();
+    }
+    if (state === 'restarting' || state === 'dead' || state === 'no-kernel' || state === 'not-loaded') {
+      this._stopErrors.clear(); // its streams are gone (a lost connection keeps them: they still run)
     }
     if (state === 'restarting' || state === 'dead' || state === 'not-loaded') {
       this._lastActive = 0;
