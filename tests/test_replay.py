@@ -256,7 +256,12 @@ def test_a_panel_closes_whole_when_spark_cannot_stop_its_runs_query(env):
     assert panel.run.status == "closed" and panel.monitor.comm is None and panel.comm is None
     # The query still runs: its checkpoint stays (it writes there; workbench.streams() lists it).
     assert Path(panel.run.checkpoint).exists()
-    panel.close()  # again (ipywidgets does when the panel is collected): nothing more to do, nothing raised
+    with pytest.raises(StreamStopError, match="could not be stopped"):
+        panel.close()  # again: tries to stop it again
+    Stuck.stop = lambda self: setattr(self, "status", "stopped")  # Spark can stop it now
+    panel.close()
+    assert not Path(panel.run.checkpoint).exists()
+    panel.close()  # again (ipywidgets does when the panel is collected): nothing left to do
 
 
 def test_bad_query_and_failed_runs_say_so_and_reset_is_clean(env, spark):

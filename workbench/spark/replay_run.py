@@ -427,8 +427,11 @@ class ReplayRun(ReplayState):
     def close(self) -> None:
         """Stop playing and end the run; its checkpoint goes (on this machine's disk, under a
         ``checkpoint_root`` too: a closed run never restarts from it), and its state with it; its
-        results and history stay readable."""
+        results and history stay readable. When Spark cannot stop its query, the error is raised and
+        the checkpoint stays (the query still writes there): close() again tries again."""
         with self._action:
+            if self._closed and not any(h is not None and h.status == "active" for h in (self._playing, self.handle)):
+                return  # closed, nothing left to stop
             stopped = False
             try:
                 self._end_play_run()
@@ -514,10 +517,8 @@ class ReplayRun(ReplayState):
         cached = self._input_cache
         if cached is not None and cached[0] == count:
             return cached[1]
-        if isinstance(self.source, Script):
-            frame = script_input(self.source, count)
-        else:
-            frame = replay_input(self.env.session(), self.source, count)
+        frame = (script_input(self.source, count) if isinstance(self.source, Script)
+                 else replay_input(self.env.session(), self.source, count))
         self._input_cache = (count, frame)
         return frame
 
@@ -543,9 +544,7 @@ class ReplayRun(ReplayState):
         spark_total = sum(r.state_rows_dropped_by_watermark for r in self.raw_progress.records())
         return late_totals(self.late_rows(), spark_total)
 
-    def describe_query(self) -> dict[str, Any]:
-        """How the query was built, for saved experiments."""
-        return query_description(self)
+    describe_query = query_description  #: how the query was built, for saved experiments
 
     def __repr__(self) -> str:
         return f"<ReplayRun {self.name!r} {self.status} batches={self.data_batches}>"

@@ -425,9 +425,10 @@ class ReplayPanel(widgets.VBox):
 
     def close(self) -> None:
         """Stop playing, end the run, close the monitor and the widgets (all of it even when Spark
-        could not stop the run's query: its error is raised afterwards). Once only: ipywidgets
-        closes a widget again when it is collected."""
+        could not stop the run's query: its error is raised afterwards, and close() again tries to
+        stop it again). The widgets close once: ipywidgets closes a widget again when collected."""
         if self._panel_closed:
+            self.run.close()  # nothing to do unless a query Spark could not stop still runs
             return
         self._panel_closed = True
         try:

@@ -80,7 +80,8 @@ export class KernelStreams {
 
   /**
    * Why the last Stop of stream `name` failed (Spark could not stop it: it still runs), or
-   * ''; kept across snapshots until Stop is clicked again.
+   * ''; kept across snapshots until Stop is clicked again, the stream is no longer active, or
+   * the kernel restarts, dies or changes.
    */
   stopError(name: string): string {
     return this._stopErrors.get(name) ?? '';
@@ -132,6 +133,7 @@ export class KernelStreams {
   private _attach(kernel: Kernel.IKernelConnection | null): void {
     this._detach();
     this._kernel = kernel;
+    this._stopErrors.clear(); // another kernel's streams
     if (kernel === null) {
       // Shut down or changed by the user: nothing was lost that they did not ask for.
       this._lostNote = '';
