@@ -125,7 +125,7 @@ def test_start_error_keeps_details():
      "workbench.progress.history", "workbench.progress.poller", "workbench.spark.session",
      "workbench.spark.session_end",
      "workbench.spark.console", "workbench.spark.memory_table", "workbench.spark.stopping",
-     "workbench.spark.replay_run", "workbench.spark.checkpoint_log",
+     "workbench.spark.checkpoint_log",
      "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.values",
      "workbench.replay.columns", "workbench.replay.scenarios",
      "workbench.replay.late", "workbench.progress.diagnosis", "workbench.magics.parser", "workbench.cli",

@@ -490,7 +490,6 @@ def prune(folder: Path) -> list[Path]:
 
 
 def _recorder_env() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("SPARK_REMOTE", "WORKBENCH_MASTER", "PYSPARK_SUBMIT_ARGS"):
-        env.pop(name, None)
-    return env
+    from ._spark_target import SPARK_CHOICE_VARIABLES  # the recorder starts the embedded local Spark
+
+    return {key: value for key, value in os.environ.items() if key not in SPARK_CHOICE_VARIABLES}

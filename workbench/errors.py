@@ -11,7 +11,7 @@ import re
 
 __all__ = [
     "summarize_error", "error_line", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed",
-    "REFUSAL_HINTS", "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
+    "ReplayError", "replay_failed", "REFUSAL_HINTS", "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
@@ -121,6 +121,19 @@ class StreamStopError(WorkbenchError, RuntimeError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+class ReplayError(RuntimeError):
+    """A replay control cannot do what was asked (run failed, closed, timed out)."""
+
+
+def replay_failed(name: str, error: str | None) -> str:
+    """The one-line message for stepping or playing a failed replay run.
+
+    >>> replay_failed("words", "ValueError: bad row.")
+    "replay 'words' failed: ValueError: bad row. Call reset() to start over."
+    """
+    return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
 
 
 QUERY_FAILED = "the query function failed on the replay source: "

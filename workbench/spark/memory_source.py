@@ -35,9 +35,10 @@ SOURCE_NAME = "workbench_memory"
 SUFFIX = ".pkl"
 
 
-def batch_count(folder: str) -> int:
-    """How many batches of rows ``folder`` holds (files are numbered from 1, never rewritten)."""
-    return sum(1 for name in os.listdir(folder) if name.endswith(SUFFIX))
+def batch_count(folder: str, names: list[str] | None = None) -> int:
+    """How many batches of rows ``folder`` holds (files are numbered from 1, never rewritten);
+    ``names``: its listing, when the caller has one."""
+    return sum(1 for name in (os.listdir(folder) if names is None else names) if name.endswith(SUFFIX))
 
 
 #: Files ``released.<pid>.<test>``: each open StreamTest's count of the batches the source may
@@ -57,8 +58,7 @@ def readable(folder: str) -> int:
     One listing of the folder gives both (Spark asks at every trigger).
     """
     names = os.listdir(folder)
-    count = sum(1 for name in names if name.endswith(SUFFIX))
-    gate = _lowest_gate(folder, names)
+    count, gate = batch_count(folder, names), _lowest_gate(folder, names)
     return count if gate is None else min(count, gate)
 
 

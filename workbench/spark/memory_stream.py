@@ -31,6 +31,7 @@ from pyspark.sql.types import (
     StructType, TimestampNTZType, TimestampType,
 )
 
+from ..errors import error_line
 from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, drop_stale_gates, write_atomically
 from .private_folders import private_folder
 
@@ -56,8 +57,7 @@ def _parse_schema(spark: Any, schema: Any) -> StructType:
         if parsed is None:
             parsed = spark.createDataFrame([], schema).schema
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"schema {schema!r} is not a valid DDL schema ({first[:200]}); write it like "
+        raise ValueError(f"schema {schema!r} is not a valid DDL schema ({error_line(exc)[:200]}); write it like "
                          "'event_time timestamp, word string'") from None
     if not isinstance(parsed, StructType) or not parsed.fields:
         raise ValueError(f"schema {schema!r} has no columns; write it like 'event_time timestamp, word string'")

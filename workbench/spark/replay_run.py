@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..errors import StreamStartError, query_failed, summarize_error
+from ..errors import ReplayError, StreamStartError, query_failed, replay_failed as _failed, summarize_error
 from ..options import check_name, check_output_mode, check_seconds, check_sink
 from ..progress import BatchProgress, ProgressHistory
 from ..replay.late import late_totals
@@ -68,19 +68,6 @@ QueryFunction = Callable[[Any], Any]
 
 #: Seconds a pause waits for the running micro-batch to end before stopping anyway.
 PAUSE_GRACE = 30.0
-
-
-class ReplayError(RuntimeError):
-    """A replay control cannot do what was asked (run failed, closed, timed out)."""
-
-
-def _failed(name: str, error: str | None) -> str:
-    """The one-line message for stepping or playing a failed run.
-
-    >>> _failed("words", "ValueError: bad row.")
-    "replay 'words' failed: ValueError: bad row. Call reset() to start over."
-    """
-    return f"replay {name!r} failed: {(error or 'unknown error').rstrip('. ')}. Call reset() to start over."
 
 
 class ReplayRun(ReplayState):
@@ -408,8 +395,8 @@ class ReplayRun(ReplayState):
         """Stop, then start over: fresh checkpoint, empty history, no results."""
         with self._action:
             self._end_play_run()
-            if self.handle is not None and self.handle.status == "active":
-                self.handle.stop()
+            if (step := self._active_step()) is not None:
+                step.stop()
             old = (self.checkpoint, self.results_dir)
             self._unsubscribe()
             self.stream.finish()
@@ -427,16 +414,17 @@ class ReplayRun(ReplayState):
     def close(self) -> None:
         """Stop playing and end the run; its checkpoint goes (on this machine's disk, under a
         ``checkpoint_root`` too: a closed run never restarts from it), and its state with it; its
-        results and history stay readable. When Spark cannot stop its query, the error is raised and
-        the checkpoint stays (the query still writes there): close() again tries again."""
+        results and history stay readable. When Spark cannot stop its query, the error is raised,
+        the checkpoint stays (the query still writes there) and close() again tries again."""
         with self._action:
-            if self._closed and not any(h is not None and h.status == "active" for h in (self._playing, self.handle)):
+            step = self._active_step()
+            if self._closed and self._playing is None and step is None:
                 return  # closed, nothing left to stop
             stopped = False
             try:
                 self._end_play_run()
-                if self.handle is not None and self.handle.status == "active":
-                    self.handle.stop()  # a step that was interrupted or timed out
+                if step is not None:
+                    step.stop()
                 stopped = True
             finally:  # closed whatever Spark said; its error is raised (the stream is in workbench.streams())
                 self._closed = True
@@ -446,6 +434,11 @@ class ReplayRun(ReplayState):
                 # s3a://) is Spark's to write, not ours.
                 if stopped and "://" not in self.checkpoint:
                     remove_folder(self.checkpoint)
+
+    def _active_step(self) -> StreamHandle | None:
+        """A step's query still running (interrupted, or timed out), if any."""
+        handle = self.handle
+        return handle if handle not in (None, self._playing) and handle.status == "active" else None
 
     def _notify(self, report: StepReport) -> None:
         for callback in list(self.on_report):

@@ -131,7 +131,6 @@ class ReplayStreamView(ReplayState):
         self.started_at = datetime.now(timezone.utc)
         self.spec = dataclasses.make_dataclass("Spec", [("poll_interval", float)])(run.poll_interval)
         self._callbacks: list[Callable[[Any], None]] = []
-        self._done = False
         self._final: tuple[str, str | None] | None = None  # (status, error) once finished
         self._finish_lock = threading.Lock()
 
@@ -169,7 +168,7 @@ class ReplayStreamView(ReplayState):
 
     def on_finished(self, callback: Callable[[Any], None]) -> None:
         with self._finish_lock:
-            if not self._done:
+            if self._final is None:
                 self._callbacks.append(callback)
                 return
         callback(self)
@@ -177,9 +176,8 @@ class ReplayStreamView(ReplayState):
     def finish(self) -> None:
         """The run failed, was reset or closed: its monitor draws what is left and ends (once)."""
         with self._finish_lock:
-            if self._done:
+            if self._final is not None:
                 return
-            self._done = True
             # As it ended: failed (and why), closed, or stopped (reset; the run goes on with a
             # new view): what the run says later is the next view's.
             status = self._run.status

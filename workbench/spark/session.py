@@ -66,16 +66,13 @@ def session_target(spark: Any) -> SparkTarget:
     return spark_target({}, spark.sparkContext.master)
 
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
 def _loopback_master(master: str) -> bool:
     # A master on this machine's loopback can only have executors here: the driver can stay
     # on loopback too instead of listening on every interface.
     if not master.startswith("spark://"):
         return False
     hosts = [part.rpartition(":")[0].strip("[]") for part in master[len("spark://"):].split(",")]
-    return all(host in _LOOPBACK for host in hosts)
+    return all(is_loopback(host) for host in hosts)
 
 
 #: The state store every session uses (also asked of a Spark Connect server): transformWithState
@@ -276,9 +273,8 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
     _quiet_dead_gateway_errors()
     master = target.url
     settings = with_user_conf(default_conf(master, warehouse_dir), conf)
-    local_ip = loopback_local_ip() if is_local_master(master) else contextlib.nullcontext()
-    if not is_local_master(master) and _loopback_master(master):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see loopback_local_ip
+    on_this_machine = is_local_master(master) or _loopback_master(master)
+    local_ip = loopback_local_ip() if on_this_machine else contextlib.nullcontext()
     # Python workers must use this interpreter (and so this environment's packages).
     use_for_workers(is_local_master(master))
     scratch = None

@@ -352,7 +352,7 @@ class StreamsPublisher:
                 handle = self._current_env().get(str(name))
             except ValueError as error:
                 if comm is not None:
-                    comm.send({"kind": "error", "name": str(name), "message": f"cannot stop {name!r}: {error}"})
+                    comm.send({"kind": "error", "name": str(name), "message": f"cannot stop {name!r}: {error_line(error)}"})
                 return
             def stop() -> None:
                 try:

@@ -288,7 +288,7 @@ export class KernelStreams {
       return;
     }
     this._streams = message.streams;
-    for (const name of [...this._stopErrors.keys()]) {
+    for (const name of this._stopErrors.keys()) { // deleting while iterating a Map is safe
       if (!message.streams.some((s) => s.name === name && s.status === 'active')) {
         this._stopErrors.delete(name); // stopped after all, or gone: a new stream of that name starts clean
       }
