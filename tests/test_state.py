@@ -8,6 +8,7 @@ it with what the inspector read from the checkpoint.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -90,16 +91,24 @@ def test_windowed_state_holds_exactly_the_windows_not_yet_emitted(env, spark):
         "num_partitions": 2, "min_batch_id": 0, "max_batch_id": last}]
 
 
+_GROUPS = itertools.count()
+
+
 def _spark_jobs(spark, read):
-    """``read()``'s result and the Spark jobs it ran (their number)."""
+    """``read()``'s result and the Spark jobs it ran (their number).
+
+    Spark's status tracker learns of a job from its listener bus, which runs behind the
+    driver: the bus is drained before the count (else a busy machine counts none).
+    """
     context = spark.sparkContext
-    group = f"workbench-test-{id(read)}"
+    group = f"workbench-test-{next(_GROUPS)}"
     context.setJobGroup(group, "counted")
     try:
         result = read()
     finally:
         for name in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
             context.setLocalProperty(name, None)  # what setJobGroup set, unset
+    context._jsc.sc().listenerBus().waitUntilEmpty(60_000)
     return result, len(context.statusTracker().getJobIdsForGroup(group))
 
 
