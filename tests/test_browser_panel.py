@@ -20,7 +20,7 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
   and port 0 each give a clear message in the tab; the ``SparkUIButton`` widget under a cell
   opens its page in a tab too;
 * closing the notebook while a stream runs says so in the panel; reopening it shows the
-  stream again;
+  stream again; a page back from a lost connection has one comm with the kernel;
 * once the Spark session is stopped, the rows' Spark UI buttons are disabled, the panel says
   there is no Spark UI, and a tab opened on the old port says nothing answers there;
 * a kernel restart empties the panel and says the streams were stopped;
@@ -405,6 +405,23 @@ def test_closing_and_reopening_the_notebook(page, lab):
     wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25,
              text=lambda: f"after reopening the panel says {_panel_text(page)!r}")
     # The closed notebook's page told its kernel: the kernel sends snapshots to the reopened one only.
+    comms = "print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.comms)"
+    assert page.evaluate(JS_KERNEL_PRINT, comms) == "1"
+
+
+def test_a_page_back_from_a_lost_connection(page, lab):
+    # A connection that dropped for good (a laptop asleep: the page's reconnect attempts ran
+    # out, as the private call says) and the user's "Reconnect to Kernel": the page opens a new
+    # comm, the kernel never heard the first closed.
+    page.evaluate("""async () => {
+        const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+        kernel._updateConnectionStatus('disconnected');
+        await kernel.reconnect();
+    }""")
+    before = _batches(page, "letters")
+    wait_for(lambda: _batches(page, "letters") > before, 30, 0.25,
+             text=lambda: f"after reconnecting the panel says {_panel_text(page)!r}")
+    # The kernel closed the page's old comm: one reader, one snapshot per change, as before.
     comms = "print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.comms)"
     assert page.evaluate(JS_KERNEL_PRINT, comms) == "1"
 

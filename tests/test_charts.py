@@ -229,7 +229,8 @@ def test_an_unbuilt_checkout_says_how_to_build(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("module", ["workbench.views.charts", "workbench.views.pictures", "workbench.views.sparkui",
-                                    "workbench.views.widget_code", "workbench.views.closing"])
+                                    "workbench.views.widget_code", "workbench.views.closing",
+                                    "workbench.views.streams_message"])
 def test_docstring_examples(module):
     import doctest
     import importlib

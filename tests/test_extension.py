@@ -487,6 +487,26 @@ def test_close_lets_go_of_everything():
     assert late.closed and publisher.comms == 0
 
 
+def test_a_page_back_from_a_lost_connection_has_one_comm():
+    # The page forgets a comm when its connection to the server drops and opens another when
+    # it is back; the kernel never heard the first closed and sent every snapshot twice.
+    stream, clock = RecordedStream("numbers"), Clock()
+    publisher = publisher_for(Streams(stream), clock)
+    first, other_page, again = RecordingComm(), RecordingComm(), RecordingComm()
+    publisher.attach(first, page="page-1")
+    publisher.attach(other_page, page="page-2")
+    publisher.attach(RecordingComm())  # an older extension names no page: nothing replaces it
+    publisher.pump()
+    publisher.attach(again, page="page-1")
+    assert first.closed and not other_page.closed and not again.closed
+    assert publisher.comms == 3
+    stream.progress.extend([batch(0)])
+    clock.now += 1
+    publisher.pump()
+    assert len(first.sent) == 1 and len(again.sent) == 1 and len(other_page.sent) == 2
+    publisher.close()
+
+
 def test_the_publisher_goes_on_after_a_snapshot_that_failed(caplog):
     # One bad snapshot (a stream whose state cannot be read) ended the publisher's thread for
     # the kernel's life: the panel kept its stale rows and the status bar its count.

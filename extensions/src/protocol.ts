@@ -71,6 +71,13 @@ export type PageMessage =
   | { kind: 'refresh' }
   | { kind: 'detail'; on: boolean };
 
+/**
+ * The comm's open message: a refresh naming the page's model. A page back from a lost
+ * connection opens a new comm (the old one never reached the kernel as closed): the kernel
+ * closes that page's earlier comm, so each page has one.
+ */
+export type OpenMessage = { kind: 'refresh'; page: string };
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

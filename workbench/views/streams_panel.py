@@ -6,7 +6,7 @@ comm id :data:`LOADED_COMM_ID`, which no page opened, so that front ends without
 workbench's extension drop it silently where a comm opened by the kernel would make them log
 "Exception opening new comm"). A
 :class:`StreamsPublisher` sends every open comm a snapshot of the kernel's streams
-(:func:`streams_message`), only when something changed and at most once per
+(:mod:`~workbench.views.streams_message` says what one holds), only when something changed and at most once per
 ``min_interval`` seconds (two a second by default) however fast batches run: progress
 listeners and stream starts only wake its thread, which coalesces them. Snapshots are
 built from each handle's progress history, status and error, never by calling Spark.
@@ -27,14 +27,15 @@ import logging
 import threading
 import time
 import weakref
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
 from ..errors import error_line
 from ..options import check_seconds
-from ..progress.diagnosis import EPOCH
-from ..progress.records import BatchProgress
-from .sparkui import statistics_path, ui_port
+from .sparkui import ui_port
+from .streams_message import (
+    BATCH_KEYS, COMM_TARGET, GAP_POINTS, LOADED_COMM_ID, StreamLike, current_cell_id, gap_seconds, outline,
+    stream_info, streams_message,
+)
 
 __all__ = [
     "COMM_TARGET", "LOADED_COMM_ID", "GAP_POINTS", "BATCH_KEYS", "StreamsPublisher", "outline", "announce_loaded",
@@ -43,48 +44,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The comm target name, the same on both sides.
-COMM_TARGET = "workbench.streams"
-#: The comm id of the kernel's "the workbench is loaded" message (no page opens such a comm).
-LOADED_COMM_ID = "workbench.streams.loaded"
-#: Watermark-gap values per stream in a snapshot (the panel's sparkline).
-GAP_POINTS = 30
 #: Seconds between checks for changes nobody announced (a stream started before the
 #: workbench was loaded, a query that failed between polls).
 HEARTBEAT = 2.0
-#: A stream's entries that change with every batch: a page whose panel is hidden is not sent
-#: snapshots that differ only in them.
-BATCH_KEYS = frozenset({"batches", "last_batch_id", "watermark", "input_rows_per_second", "gap_seconds"})
 #: Seconds between two readings of the Spark UI's port: Spark may start, stop (the UI
 #: goes with it) or start again on another port while the panel watches.
 UI_RETRY = 5.0
-
-
-class StreamLike(Protocol):
-    """What the panel reads from a stream (a :class:`~workbench.spark.handle.StreamHandle`)."""
-
-    name: str
-    sink: str
-    progress: Any  # ProgressHistory
-
-    @property
-    def finished(self) -> bool: ...
-
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def error(self) -> str | None: ...
-
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def id(self) -> str: ...
-
-    def on_finished(self, callback: Callable[[Any], None]) -> None: ...
-
-    def stop(self) -> None: ...
 
 
 class EnvLike(Protocol):
@@ -99,128 +64,13 @@ class EnvLike(Protocol):
     def ui_web_url(self) -> str | None: ...
 
 
-def current_cell_id(shell: Any = None) -> str | None:
-    """The id of the notebook cell whose code is running now, or None.
-
-    JupyterLab puts the cell's id in each execute request's metadata (``cellId``). Outside
-    an execute request of the main thread (a button's callback, a background thread, a
-    plain IPython shell) there is no such cell and the answer is None.
-
-    Examples
-    --------
-    >>> current_cell_id() is None        # not in a kernel
-    True
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if shell is None:
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover (IPython comes with ipykernel)
-            return None
-        shell = get_ipython()
-    kernel = getattr(shell, "kernel", None)
-    if kernel is None:
-        return None
-    try:
-        parent = kernel.get_parent("shell")
-    except Exception:  # an ipykernel without channels in get_parent
-        parent = getattr(kernel, "get_parent", lambda: {})()
-    if not isinstance(parent, dict) or parent.get("header", {}).get("msg_type") != "execute_request":
-        return None
-    cell = (parent.get("metadata") or {}).get("cellId")
-    return cell if isinstance(cell, str) and cell else None
-
-
-def gap_seconds(records: Iterable[BatchProgress]) -> list[float | None]:
-    """:attr:`BatchProgress.watermark_gap_seconds` per batch, to the millisecond (None where unknown).
-
-    Examples
-    --------
-    >>> from workbench.progress import BatchProgress
-    >>> gap_seconds([BatchProgress.from_json({"batchId": 0, "eventTime": {
-    ...     "max": "2024-01-01T00:00:30.000Z", "watermark": "2024-01-01T00:00:20.000Z"}})])
-    [10.0]
-    """
-    # Rounded to milliseconds (Spark's precision): the snapshot stays short on the wire.
-    gaps = (record.watermark_gap_seconds for record in records)
-    return [None if gap is None else round(gap, 3) for gap in gaps]
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None or value <= EPOCH:
-        return None
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def stream_info(
-    handle: StreamLike, *, ids: tuple[str, str], port: int, cell_id: str | None,
-) -> dict[str, Any]:
-    """One stream's entry of a ``streams`` message, read without calling Spark.
-
-    Parameters
-    ----------
-    handle : StreamLike
-        The stream; its progress history, ``finished``, and (once finished) its settled
-        ``status`` and ``error`` are read.
-    ids : (str, str)
-        The query's id and run id, read once per handle by the caller.
-    port : int
-        The Spark UI's port, 0 when there is none.
-    cell_id : str or None
-        The notebook cell that started the stream.
-    """
-    recent = handle.progress.tail(GAP_POINTS)
-    last = recent[-1] if recent else None
-    finished = handle.finished
-    query_id, run_id = ids
-    return {
-        "name": handle.name,
-        "id": query_id,
-        "run_id": run_id,
-        # While the query runs, `status` would ask Spark; a finished handle has settled it.
-        "status": handle.status if finished else "active",
-        "batches": handle.progress.total,
-        "last_batch_id": handle.progress.last_batch_id,
-        "watermark": _iso(last.watermark) if last else None,
-        "input_rows_per_second": last.input_rows_per_second if last else None,
-        "gap_seconds": gap_seconds(recent),
-        "error": handle.error if finished else None,
-        "sink": handle.sink,
-        "cell_id": cell_id,
-        "spark_ui": {"port": port, "path": statistics_path(run_id)} if port else None,
-    }
-
-
-def streams_message(streams: list[dict[str, Any]], port: int) -> dict[str, Any]:
-    """The kernel-to-page snapshot: ``{"kind": "streams", "streams": [...], "spark_ui_port": port}``."""
-    return {"kind": "streams", "streams": streams, "spark_ui_port": port}
-
-
-def outline(message: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A ``streams`` message without its batch-level entries (:data:`BATCH_KEYS`).
-
-    What a page whose Streams panel is hidden still needs: which streams there are, their
-    status, errors, cells and Spark UI links (its status bar counts the active ones).
-
-    Examples
-    --------
-    >>> outline(streams_message([{"name": "n", "status": "active", "batches": 3}], 4040))
-    {'kind': 'streams', 'streams': [{'name': 'n', 'status': 'active'}], 'spark_ui_port': 4040}
-    """
-    if message is None:
-        return None
-    streams = [{k: v for k, v in stream.items() if k not in BATCH_KEYS} for stream in message.get("streams", [])]
-    return {**message, "streams": streams}
-
-
 class _Reader:
     """One open comm: what it was last sent, and whether its page shows the panel."""
 
-    __slots__ = ("comm", "detail", "last", "last_outline", "force")
+    __slots__ = ("comm", "page", "detail", "last", "last_outline", "force")
 
-    def __init__(self, comm: Any) -> None:
-        self.comm = comm
+    def __init__(self, comm: Any, page: str | None) -> None:
+        self.comm, self.page = comm, page
         self.detail = True  # a page that never says (an older extension) gets every snapshot
         self.last: dict[str, Any] | None = None
         self.last_outline: dict[str, Any] | None = None  # outline(last), made once per snapshot sent
@@ -301,19 +151,29 @@ class StreamsPublisher:
 
     # -- comms -----------------------------------------------------------------------------------
 
-    def attach(self, comm: Any) -> None:
-        """Serve ``comm`` (opened by the page, or by the kernel): snapshots out, commands in."""
+    def attach(self, comm: Any, page: str | None = None) -> None:
+        """Serve ``comm`` (opened by the page, or by the kernel): snapshots out, commands in.
+
+        ``page`` names the page model that opened it (the open message's ``"page"``): a page
+        that lost its connection opens a new comm without closing the old one, which is
+        closed here, so that each page has one reader.
+        """
         if self._closed.is_set():
             comm.close()
             return
         self._current_env()  # watch stream starts from now on
         comm.on_msg(lambda msg: self.handle_message(msg.get("content", {}).get("data") or {}, comm))
         comm.on_close(lambda _msg: self._detach(comm))
+        page = page if isinstance(page, str) and page else None
         with self._lock:
-            self._comms.append(_Reader(comm))
+            replaced = [reader.comm for reader in self._comms if page is not None and reader.page == page]
+            self._comms = [reader for reader in self._comms if page is None or reader.page != page]
+            self._comms.append(_Reader(comm, page))
             if self._use_thread and self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="workbench-streams-panel", daemon=True)
                 self._thread.start()
+        for old in replaced:
+            old.close()  # its page forgot it; closing it also frees the kernel's comm manager of it
         self._wake.set()
 
     def _detach(self, comm: Any) -> None:
@@ -503,6 +363,11 @@ class StreamsPublisher:
             thread.join(5)
 
 
+def _page(open_msg: dict[str, Any]) -> Any:
+    """The page model named in a comm's open message (None from an older extension)."""
+    return (open_msg.get("content", {}).get("data") or {}).get("page")
+
+
 def register_streams_comm(env: Callable[[], EnvLike], *, kernel: Any = None) -> StreamsPublisher:
     """Register the ``workbench.streams`` comm target; returns the publisher serving it.
 
@@ -524,7 +389,7 @@ def register_streams_comm(env: Callable[[], EnvLike], *, kernel: Any = None) -> 
 
     publisher = StreamsPublisher(env)
     manager = comm_package.get_comm_manager()
-    manager.register_target(COMM_TARGET, lambda comm, _msg: publisher.attach(comm))
+    manager.register_target(COMM_TARGET, lambda comm, msg: publisher.attach(comm, _page(msg)))
     publisher._target_manager = manager
     # Watch stream starts from now on, so that the cell of each new stream is known.
     publisher.snapshot()

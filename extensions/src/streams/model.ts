@@ -11,9 +11,10 @@
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
+import { UUID } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { COMM_TARGET, IStreamInfo, LOADED_COMM_ID, PageMessage, parseKernelMessage } from '../protocol';
+import { COMM_TARGET, IStreamInfo, LOADED_COMM_ID, OpenMessage, PageMessage, parseKernelMessage } from '../protocol';
 
 /** Where the model stands with its kernel. */
 export type StreamsState =
@@ -204,7 +205,8 @@ export class KernelStreams {
     try {
       const comm = kernel.createComm(COMM_TARGET);
       this._useComm(comm);
-      comm.open({ kind: 'refresh' });
+      const open: OpenMessage = { kind: 'refresh', page: this._page };
+      comm.open(open);
       if (!this._detail) {
         this._send({ kind: 'detail', on: false });
       }
@@ -350,6 +352,8 @@ export class KernelStreams {
 
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
+  /** Names this model's comms to the kernel, which keeps one of them (the newest). */
+  private readonly _page = UUID.uuid4();
   private _probing = false;
   /**
    * Off until the panel shows this notebook (setDetail): a notebook in the background gets
