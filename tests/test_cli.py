@@ -575,7 +575,7 @@ def test_missing_chromium_without_root_says_how_to_install(monkeypatch):
     message = str(raised.value)
     assert "\n" not in message
     assert "sudo apt-get install chromium" in message and "WORKBENCH_CHROMIUM=/path/to/chromium" in message
-    assert "python -m playwright install chromium" in message
+    assert f"{sys.executable} -m playwright install chromium" in message  # this Python's: a venv's need not be on PATH
 
 
 def executable(path: Path) -> Path:

@@ -30,8 +30,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: The folder holding the package: the repository root in a source checkout.
 SOURCE_ROOT = PACKAGE_DIR.parent
 
-_CHROMIUM_HINT = ("install it (sudo apt-get install chromium, or python -m playwright install chromium) "
-                  "or set WORKBENCH_CHROMIUM=/path/to/chromium")
+# Playwright's command with this Python (a virtualenv's `python` is not on PATH unless activated).
+_CHROMIUM_HINT = (f"install it (sudo apt-get install chromium, or {shlex.quote(sys.executable)} -m playwright install "
+                  "chromium) or set WORKBENCH_CHROMIUM=/path/to/chromium")
 #: Where Debian's package puts Chromium (looked at first), and its names on ``PATH`` (Debian, Ubuntu, Google).
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
