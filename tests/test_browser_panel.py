@@ -10,7 +10,7 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
 * the panel lists both streams of the notebook's kernel and their batch counts grow; the
   status bar says ``⏵ 2 streams``; after clearing every output the panel keeps updating;
 * Stop in the panel stops ``numbers`` (the row says stopped, the kernel agrees) and the
-  count drops to one;
+  count drops to one; clicked while a cell runs, the row says it stops once the cell ends;
 * while the panel is hidden the kernel sends its page no snapshot per batch (the count
   stays); shown again, it says the newest batch count at once and keeps updating;
 * clicking a row activates the cell that started the stream; once that cell is deleted the
@@ -220,12 +220,25 @@ def test_the_panel_lists_the_kernels_streams_live(page, lab):
              text=lambda: f"after clearing outputs the batches stay at {_batches(page, 'numbers')}")
 
 
+#: The notebook's kernel runs a cell for a few seconds (not waited for); then its status.
+JS_BUSY_KERNEL = """() => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  kernel.requestExecute({code: 'import time; time.sleep(4)', silent: false, store_history: false});
+}"""
+JS_KERNEL_STATUS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+
+
 def test_stop_in_the_panel(page, lab):
     row = _row(page, "numbers")
+    # Clicked while a cell runs: the kernel reads Stop once the cell ends, and the row says so.
+    page.evaluate(JS_BUSY_KERNEL)
+    wait_for(lambda: page.evaluate(JS_KERNEL_STATUS) == "busy", 10, 0.05, text="the kernel never went busy")
     row.locator(".jp-workbench-Stream-stop").click()
+    note = row.locator(".jp-workbench-Stream-note")
+    assert note.inner_text() == "Stops once the running cell ends: the kernel reads Stop between cells."
     wait_for(lambda: row.locator(".jp-workbench-Stream-status").inner_text() == "stopped", 30, 0.25,
              text=lambda: f"after Stop the row says {row.inner_text()!r}")
-    assert row.locator(".jp-workbench-Stream-stop").is_disabled()
+    assert row.locator(".jp-workbench-Stream-stop").is_disabled() and note.inner_text() == ""
     # A stopped stream's button is a plain disabled one, not the red of a stream still running.
     colour = "(selector) => getComputedStyle(document.querySelector(selector)).backgroundColor"
     stopped = page.evaluate(colour, f"{PANEL} .jp-workbench-Stream[data-stream='numbers'] .jp-workbench-Stream-stop")

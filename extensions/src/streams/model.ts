@@ -92,10 +92,14 @@ export class KernelStreams {
     return this._disposed;
   }
 
-  /** Ask the kernel to stop stream `name` (it stops on a thread of its own). */
-  stop(name: string): void {
+  /**
+   * Ask the kernel to stop stream `name` (it stops on a thread of its own). True when the
+   * kernel is busy (running a cell): it reads the request once the cell ends.
+   */
+  stop(name: string): boolean {
     this._stopErrors.delete(name);
     this._send({ kind: 'stop', name });
+    return this._kernel?.status === 'busy';
   }
 
   /**

@@ -51,7 +51,8 @@ class StreamRow {
   constructor(
     readonly name: string,
     private _actions: {
-      stop: (name: string) => void;
+      /** Ask to stop `name`; true when the kernel is busy running a cell (it reads the request after). */
+      stop: (name: string) => boolean;
       sparkUI: (stream: IStreamInfo) => void;
       select: (stream: IStreamInfo) => void;
     }
@@ -88,7 +89,10 @@ class StreamRow {
       if (this._noteKind === 'stop') {
         this.setNote('', '');
       }
-      this._actions.stop(this.name);
+      if (this._actions.stop(this.name)) {
+        // Without kernel subshells the kernel reads the panel's messages between cells only.
+        this.setNote('Stops once the running cell ends: the kernel reads Stop between cells.', 'waiting');
+      }
     });
     this._sparkUI.addEventListener('click', (event) => {
       event.stopPropagation();
@@ -136,7 +140,7 @@ class StreamRow {
       this.setNote(stream.error, 'error');
     } else if (active && stopError) {
       this.setNote(stopError, 'stop');
-    } else if (this._noteKind === 'error' || this._noteKind === 'stop') {
+    } else if (this._noteKind === 'error' || this._noteKind === 'stop' || (this._noteKind === 'waiting' && !active)) {
       this.setNote('', '');
     }
   }
