@@ -38,7 +38,8 @@ from typing import Any, Iterator
 
 import psutil
 
-from workbench.cli import _CHROMIUM_HINT, find_chromium, lab_command
+from workbench._chromium import CHROMIUM_HINT, find_chromium
+from workbench.cli import lab_command
 
 from .cluster_support import free_port
 from .helpers import wait_for
@@ -80,7 +81,7 @@ def chromium_executable() -> str:
     if path is None:
         configured = os.environ.get("WORKBENCH_CHROMIUM")
         where = f"WORKBENCH_CHROMIUM={configured} is not executable" if configured else "no Chromium found"
-        raise FileNotFoundError(f"{where}: {_CHROMIUM_HINT} (`workbench test` installs it when run as root)")
+        raise FileNotFoundError(f"{where}: {CHROMIUM_HINT} (`workbench test` installs it when run as root)")
     return path
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import cli
+from workbench import _chromium, cli
 from workbench._java import JavaInfo, find_java, java_warning, parse_java_version, require_java
 
 REPO = Path(__file__).resolve().parent.parent
@@ -503,8 +503,8 @@ def test_ctrl_c_during_the_chromium_install_lets_apt_get_finish(tmp_path):
         wait $child
         """))
     apt_get.chmod(0o755)
-    code = ("import sys; from workbench import cli; cli.find_chromium = lambda environ=None: None; "
-            "cli.ensure_chromium({}, as_root=True, apt_get=sys.argv[1])")
+    code = ("import sys; from workbench import _chromium; _chromium.find_chromium = lambda environ=None: None; "
+            "_chromium.ensure_chromium({}, as_root=True, apt_get=sys.argv[1])")
     running = subprocess.Popen([sys.executable, "-c", code, str(apt_get)], start_new_session=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_file(tmp_path / "apt-get.started", running)
@@ -564,14 +564,14 @@ def test_workbench_chromium_is_honoured(tmp_path):
     chromium = tmp_path / "chrome"
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
-    assert cli.find_chromium({"WORKBENCH_CHROMIUM": str(chromium)}) == str(chromium)
-    assert cli.ensure_chromium({"WORKBENCH_CHROMIUM": str(chromium)}) == str(chromium)
+    assert _chromium.find_chromium({"WORKBENCH_CHROMIUM": str(chromium)}) == str(chromium)
+    assert _chromium.ensure_chromium({"WORKBENCH_CHROMIUM": str(chromium)}) == str(chromium)
 
 
 def test_missing_chromium_without_root_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(cli, "find_chromium", lambda environ=None: None)
-    with pytest.raises(cli.CliError) as raised:
-        cli.ensure_chromium({}, as_root=False, apt_get="/usr/bin/apt-get")
+    monkeypatch.setattr(_chromium, "find_chromium", lambda environ=None: None)
+    with pytest.raises(_chromium.ChromiumMissing) as raised:
+        _chromium.ensure_chromium({}, as_root=False, apt_get="/usr/bin/apt-get")
     message = str(raised.value)
     assert "\n" not in message
     assert "sudo apt-get install chromium" in message and "WORKBENCH_CHROMIUM=/path/to/chromium" in message
@@ -587,25 +587,25 @@ def executable(path: Path) -> Path:
 
 @pytest.mark.parametrize("name", ["chromium-browser", "google-chrome", "google-chrome-stable"])
 def test_chromium_is_found_by_its_other_names(monkeypatch, tmp_path, name):
-    monkeypatch.setattr(cli, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    monkeypatch.setattr(_chromium, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
     found = executable(tmp_path / "bin" / name)
-    assert cli.find_chromium({"PATH": str(tmp_path / "bin"), "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path)}) == str(found)
+    assert _chromium.find_chromium({"PATH": str(tmp_path / "bin"), "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path)}) == str(found)
 
 
 def test_chromium_downloaded_by_playwright_is_found(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    monkeypatch.setattr(_chromium, "SYSTEM_CHROMIUM", str(tmp_path / "no-such-chromium"))
     executable(tmp_path / "ms-playwright" / "chromium-1187" / "chrome-linux" / "chrome")
     newest = executable(tmp_path / "ms-playwright" / "chromium-1200" / "chrome-linux64" / "chrome")
     executable(tmp_path / "ms-playwright" / "chromium_headless_shell-1200" / "chrome-linux64" / "chrome")
     environ = {"PATH": str(tmp_path / "empty"), "XDG_CACHE_HOME": str(tmp_path)}
-    assert cli.find_chromium(environ) == str(newest)
-    assert cli.find_chromium({**environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path / "other")}) is None
+    assert _chromium.find_chromium(environ) == str(newest)
+    assert _chromium.find_chromium({**environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path / "other")}) is None
 
 
 def test_a_relative_workbench_chromium_reaches_the_tests_absolute(monkeypatch, execs, tmp_path):
     chromium = executable(tmp_path / "here" / "bin" / "chrome")
     monkeypatch.setenv("WORKBENCH_CHROMIUM", "bin/chrome")
-    assert cli.find_chromium() == str(chromium)
+    assert _chromium.find_chromium() == str(chromium)
     with pytest.raises(Execed):
         cli.main(["test", "tests/test_browser.py"])  # run from the repository root
     [(_, env, _)] = execs
@@ -614,23 +614,23 @@ def test_a_relative_workbench_chromium_reaches_the_tests_absolute(monkeypatch, e
 
 def test_missing_chromium_as_root_is_installed_with_apt(monkeypatch, capsys):
     installed = []
-    monkeypatch.setattr(cli, "find_chromium", lambda environ=None: "/usr/bin/chromium" if installed else None)
+    monkeypatch.setattr(_chromium, "find_chromium", lambda environ=None: "/usr/bin/chromium" if installed else None)
 
     def fake_run(command, **kwargs):
         installed.append(command)
         assert kwargs["env"]["DEBIAN_FRONTEND"] == "noninteractive"
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    assert cli.ensure_chromium({}, as_root=True, apt_get="apt-get", run=fake_run) == "/usr/bin/chromium"
+    assert _chromium.ensure_chromium({}, as_root=True, apt_get="apt-get", run=fake_run) == "/usr/bin/chromium"
     assert installed == [["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]]
     assert capsys.readouterr().out.count("\n") == 1
 
 
 def test_failed_apt_install_is_one_clear_line(monkeypatch):
-    monkeypatch.setattr(cli, "find_chromium", lambda environ=None: None)
+    monkeypatch.setattr(_chromium, "find_chromium", lambda environ=None: None)
 
     def failing_run(command, **kwargs):
         return subprocess.CompletedProcess(command, 100, "", "E: Unable to locate package chromium\n")
 
-    with pytest.raises(cli.CliError, match=r"apt-get update -qq` failed \(exit 100\)"):
-        cli.ensure_chromium({}, as_root=True, apt_get="apt-get", run=failing_run)
+    with pytest.raises(_chromium.ChromiumMissing, match=r"apt-get update -qq` failed \(exit 100\)"):
+        _chromium.ensure_chromium({}, as_root=True, apt_get="apt-get", run=failing_run)

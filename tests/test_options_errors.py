@@ -130,7 +130,7 @@ def test_start_error_keeps_details():
      "workbench.replay.columns", "workbench.replay.scenarios",
      "workbench.replay.late", "workbench.progress.diagnosis", "workbench.magics.parser", "workbench.cli",
      "workbench.views.console", "workbench.views.monitor_charts",
-     "workbench.views.monitor_header", "workbench._java"],
+     "workbench.views.monitor_header", "workbench._java", "workbench._chromium"],
 )
 def test_docstring_examples(module, tmp_path, monkeypatch):
     # The examples' temp folders land in a folder of the test's own, which must be empty after.

@@ -12,15 +12,15 @@ import argparse
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 import sys
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from ._chromium import CHROMIUM_HINT, ChromiumMissing, ensure_chromium, find_chromium, is_root
 from ._java import JavaInfo, doctor_lines as java_doctor_lines, java_warning, require_java
 from ._spark_target import SPARK_CHOICE_VARIABLES, doctor_line as spark_doctor_line, is_loopback
 
@@ -30,24 +30,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: The folder holding the package: the repository root in a source checkout.
 SOURCE_ROOT = PACKAGE_DIR.parent
 
-# Playwright's command with this Python (a virtualenv's `python` is not on PATH unless activated).
-_CHROMIUM_HINT = (f"install it (sudo apt-get install chromium, or {shlex.quote(sys.executable)} -m playwright install "
-                  "chromium) or set WORKBENCH_CHROMIUM=/path/to/chromium")
-#: Where Debian's package puts Chromium (looked at first), and its names on ``PATH`` (Debian, Ubuntu, Google).
-SYSTEM_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
 class CliError(Exception):
     """A problem the user can fix; :func:`main` prints its one-line message and exits with 2."""
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def _is_executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def notebooks_dir(cwd: str | os.PathLike[str] | None = None) -> Path:
@@ -216,97 +200,6 @@ def _needs_chromium(extra: Sequence[str], *, quick: bool = False) -> bool:
     return not named or any(path.is_dir() or "mark.browser" in path.read_text(errors="replace") for path in named)
 
 
-def find_chromium(environ: Mapping[str, str] | None = None) -> str | None:
-    """The Chromium the browser tests use, or None.
-
-    ``WORKBENCH_CHROMIUM`` wins when set (made absolute; None if it is not an executable
-    file); otherwise :data:`SYSTEM_CHROMIUM`, one of :data:`CHROMIUM_NAMES` on ``PATH``, or
-    the newest Chromium ``python -m playwright install chromium`` downloaded.
-
-    Examples
-    --------
-    >>> find_chromium({"WORKBENCH_CHROMIUM": "/nonexistent/chromium"}) is None
-    True
-    """
-    environ = os.environ if environ is None else environ
-    configured = environ.get("WORKBENCH_CHROMIUM")
-    if configured:
-        return os.path.abspath(configured) if _is_executable(configured) else None
-    if _is_executable(SYSTEM_CHROMIUM):
-        return SYSTEM_CHROMIUM
-    on_path = (shutil.which(name, path=environ.get("PATH", os.defpath)) for name in CHROMIUM_NAMES)
-    return next((found for found in on_path if found), None) or _playwright_chromium(environ)
-
-
-def _playwright_chromium(environ: Mapping[str, str]) -> str | None:
-    """The newest Chromium in Playwright's browser folder (Linux), or None."""
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.join(cache, "ms-playwright"))
-    found = [str(path) for path in folder.glob("chromium-*/chrome-linux*/chrome") if _is_executable(str(path))]
-    return max(found, key=lambda path: (len(path), path), default=None)  # the newest revision
-
-
-def ensure_chromium(
-    environ: Mapping[str, str] | None = None,
-    *,
-    as_root: bool | None = None,
-    apt_get: str | None = None,
-    run: Callable[..., subprocess.CompletedProcess] | None = None,
-) -> str:
-    """Return the Chromium for the browser tests, installing it with apt-get when root.
-
-    Parameters
-    ----------
-    environ : mapping, optional
-        Environment to read ``WORKBENCH_CHROMIUM`` and ``PATH`` from; ``os.environ`` by default.
-    as_root : bool, optional
-        Whether this process may install packages; detected when left out.
-    apt_get : str, optional
-        Path of ``apt-get``; looked up on ``PATH`` when left out.
-    run : callable, optional
-        Runs the apt-get commands as ``subprocess.run`` does (replaced in tests); by default
-        a Ctrl-C waits for apt-get to end, so that dpkg is not killed halfway through.
-
-    Returns
-    -------
-    str
-        Path of the Chromium executable.
-
-    Raises
-    ------
-    CliError
-        When ``WORKBENCH_CHROMIUM`` is not executable, or Chromium is missing and cannot be
-        installed here; one line saying how to fix it.
-    """
-    environ = os.environ if environ is None else environ
-    configured = environ.get("WORKBENCH_CHROMIUM")
-    if configured and not _is_executable(configured):
-        raise CliError(
-            f"workbench: WORKBENCH_CHROMIUM is set to {configured}, which is not an executable "
-            "file; point it at a Chromium binary or unset it."
-        )
-    found = find_chromium(environ)
-    if found:
-        return found
-    as_root = _is_root() if as_root is None else as_root
-    apt_get = apt_get or shutil.which("apt-get", path=environ.get("PATH", os.defpath))
-    if not (as_root and apt_get):
-        raise CliError(f"workbench: the browser tests need Chromium, which was not found; {_CHROMIUM_HINT}.")
-    print("workbench: Chromium (for the browser tests) is missing; installing it with apt-get install chromium", flush=True)
-    apt_env = {**environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if run is None:
-        from ._class_archive import run_to_end as run
-    for step in ([apt_get, "update", "-qq"], [apt_get, "install", "-y", "-qq", "chromium"]):
-        done = run(step, env=apt_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            sys.stderr.write(done.stderr or "")
-            raise CliError(f"workbench: `{' '.join(step)}` failed (exit {done.returncode}); {_CHROMIUM_HINT}.")
-    found = find_chromium(environ)
-    if not found:
-        raise CliError(f"workbench: apt-get installed chromium but no chromium executable was found; {_CHROMIUM_HINT}.")
-    return found
-
-
 def _java_or_fail() -> JavaInfo:
     """The Java for Spark, or a one-line CliError; a Java Spark 4 does not support gets one warning line."""
     try:
@@ -337,7 +230,7 @@ def cmd_lab(extra: Sequence[str]) -> int:
     if refused := _unsafe_lab_argument(extra):
         raise CliError(refused)
     java = _java_or_fail()
-    command = lab_command(extra, root_dir=notebooks_dir(), as_root=_is_root())
+    command = lab_command(extra, root_dir=notebooks_dir(), as_root=is_root())
     from ._class_archive import current_archive, record_in_background
 
     # While JupyterLab starts and the user picks a notebook: the first session then maps it too.
@@ -446,7 +339,7 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
 
     configured = environ.get("WORKBENCH_CHROMIUM")
     chromium = find_chromium(environ) or (f"WORKBENCH_CHROMIUM={configured} is not executable" if configured else
-                                          f"not found (only the browser tests need it; {_CHROMIUM_HINT})")
+                                          f"not found (only the browser tests need it; {CHROMIUM_HINT})")
     lines.append(f"{'chromium':<11} {chromium}")
     return lines, ok
 
@@ -542,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {"quick": True} if getattr(args, "quick", False) else {}
     try:
         return args.handler(extra, **options)
-    except CliError as error:
+    except (CliError, ChromiumMissing) as error:
         print(error, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
