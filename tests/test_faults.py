@@ -147,6 +147,23 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
              text=lambda: f"scratch folders left: {[str(p) for p in (old_scratch, new_scratch) if p.exists()]}")
 
 
+def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(env, rate_stream, tmp_path):
+    # Spark's memory sink restarts from a checkpoint in complete mode only: re-running an append
+    # stream's cell on its checkpoint stopped the running stream, then failed in Spark.
+    checkpoint = tmp_path / "rows"
+    df = rate_stream(rows_per_batch=3)
+    running = env.start(df, "appending", trigger="0.3 seconds", checkpoint=checkpoint)
+    wait_for(lambda: running.progress.total >= 1, message="a batch")
+    with pytest.raises(ValueError) as refused:
+        env.start(df, "appending", trigger="0.3 seconds", checkpoint=checkpoint)
+    assert str(refused.value) == (
+        f"stream 'appending' cannot restart from checkpoint {str(checkpoint)!r}: Spark's memory sink restarts from "
+        "a checkpoint in complete mode only, and this one is append; give a new folder, or leave --checkpoint "
+        "(checkpoint=) out for a fresh temporary one")
+    assert running.status == "active" and env.get("appending") is running
+    running.stop()
+
+
 def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):
     checkpoint = tmp_path / "counts"
     df = rate_stream(rows_per_batch=6)

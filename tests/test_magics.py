@@ -81,8 +81,8 @@ def test_line_parses_into_a_command(line, expected):
         ("q --trigger 0 seconds", "df", "trigger interval must be positive"),
         ('q --trigger "continuous 1 second"', "df", "trigger 'continuous 1 second' is refused: Spark's continuous "
                                                    "mode keeps one task per source partition running"),
-        ("q --rows 0", "df", "rows must be a positive whole number, got '0'"),
-        ("q --rows many", "df", "rows must be a positive whole number, got 'many'"),
+        ("q --rows 0", "df", "rows must be a whole number from 1 to 2147483647, got '0'"),
+        ("q --rows many", "df", "rows must be a whole number from 1 to 2147483647, got 'many'"),
         ("q --rows", "df", "--rows: expected one argument"),
         ("q --trigger '1 second", "df", "cannot read the options"),
         ("q extra", "df", "unexpected argument 'extra'"),
@@ -377,7 +377,7 @@ def test_settings_change_with_config(shell, magics, env):
     shell.run_line_magic("stream", "stop q")
     from traitlets import TraitError
 
-    with pytest.raises(TraitError, match="default_rows must be a positive whole number"):
+    with pytest.raises(TraitError, match="default_rows must be a whole number from 1 to 2147483647, got 0"):
         magics.default_rows = 0
 
 
@@ -587,14 +587,18 @@ def test_a_rerun_is_checked_before_the_old_stream_stops(shell, magics, spark, en
         ("q --mode complete", "SELECT * FROM events", "Invalid streaming output mode: complete"),
         ("q", "SELECT * FORM events", "SQL error"),
         ("q", "undefined_name", "NameError"),
+        # A checkpoint that is a file, or under one: refused before Spark starts anything.
+        (f"q --checkpoint {tmp_path / 'file'}", "SELECT * FROM events", "is a file: give a folder"),
+        (f"q --checkpoint {tmp_path / 'file' / 'ck'}", "SELECT * FROM events", "is not a folder you can write"),
     ]:
+        (tmp_path / "file").write_text("x")
         with pytest.raises(UsageError, match=fragment):
             shell.run_cell_magic("stream", line, body)
         assert old.status == "active" and env.get("q") is old
-    # Spark refuses this one only at start (the checkpoint is a file): then the message says so.
-    not_a_folder = tmp_path / "file"
-    not_a_folder.write_text("x")
+    # Spark refuses this one only at start (a file system it does not know): then the message
+    # says so, in Spark's own words rather than Py4J's ("An error occurred while calling o459.start").
     with pytest.raises(UsageError) as info:
-        shell.run_cell_magic("stream", f"q --checkpoint {not_a_folder}", "SELECT * FROM events")
+        shell.run_cell_magic("stream", "q --checkpoint nosuchfs://bucket/ck", "SELECT * FROM events")
     assert str(info.value).endswith("(the previous stream 'q' was stopped)")
+    assert "nosuchfs" in str(info.value) and "while calling" not in str(info.value), str(info.value)
     assert old.status == "stopped" and not spark.streams.active

@@ -391,6 +391,14 @@ def test_speed_control_paces_play_and_pause_keeps_state(env):
         panel.speed.value = 2  # batches per second
         panel.play_button.click()
         wait_for(lambda: panel.run.data_batches >= 4, timeout=120, message="4 batches at 2 per second")
+        # A speed or step timeout that is no number of seconds is refused before the run changes:
+        # a NaN speed used to pause the playing run, then fail converting it.
+        for bad, message in [(lambda: panel.run.play(float("nan")), "speed must be a positive number"),
+                             (lambda: panel.run.play(float("inf")), "speed must be a positive number"),
+                             (lambda: panel.run.step(timeout=-1), "timeout must be a positive number of seconds")]:
+            with pytest.raises(ValueError, match=message):
+                bad()
+            assert panel.run.status == "playing"
         panel.pause_button.click()
         assert panel.wait(60) and panel.run.status != "playing"
         played = panel.history()[panel.history()["batch_id"] >= 1]

@@ -18,6 +18,8 @@ _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt
 _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: [0-9A-Z]{5}\.?")
 _WRAPPER = re.compile(r"^.*?terminated with exception:\s*", re.IGNORECASE | re.DOTALL)
+#: Py4J's wrapper of a Java exception: "An error occurred while calling o1.load.\n: org.x.SomeException: message".
+JAVA_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n?:?\s*(?:([\w.$]+?)(?::\s|$))?", re.DOTALL)
 
 
 def summarize_error(text: str) -> str:
@@ -46,8 +48,16 @@ def summarize_error(text: str) -> str:
     >>> summarize_error("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming "
     ...     "output mode: append. SQLSTATE: 42KDE")
     'Invalid streaming output mode: append.'
+    >>> summarize_error("An error occurred while calling o459.start.\\n: org.apache.hadoop.fs."
+    ...     "FileAlreadyExistsException: Destination exists and is not a directory: /tmp/x\\n\\tat org.a")
+    'FileAlreadyExistsException: Destination exists and is not a directory: /tmp/x'
     """
     text = str(text or "").strip()
+    java = JAVA_CALL.match(text)
+    if java:  # the Java exception's own line, named, instead of Py4J's "while calling o459.start"
+        name, rest = (java.group(1) or "").rsplit(".", 1)[-1], text[java.end():].strip()
+        line = summarize_error(rest) if rest else ""
+        return f"{name}: {line}" if name and line else (line or name or text.splitlines()[0])
     if "Traceback (most recent call last)" in text:
         tail = text.rsplit("Traceback (most recent call last)", 1)[1]
         for line in tail.splitlines():

@@ -22,7 +22,7 @@ __all__ = [
 SINKS: tuple[str, ...] = ("memory", "console")
 OUTPUT_MODES: tuple[str, ...] = ("append", "update", "complete")
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: a trailing newline is no identifier
 _UNITS = {
     "ms": "milliseconds", "milli": "milliseconds", "millis": "milliseconds",
     "millisecond": "milliseconds", "milliseconds": "milliseconds",
@@ -31,7 +31,13 @@ _UNITS = {
     "h": "hours", "hour": "hours", "hours": "hours",
 }
 _MILLIS = {"milliseconds": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000}
-_INTERVAL = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)$")
+_INTERVAL = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)")  # ASCII digits, which Spark reads
+#: The longest trigger interval taken: a day (Spark's interval arithmetic overflows far above).
+_MAX_INTERVAL_MILLIS = 86_400_000
+#: The most rows a preview or console table shows: Spark counts them in a Java int.
+MAX_ROWS = 2_147_483_647
+#: The most seconds a wait, interval or grace may be: a day (Python's waits overflow far above).
+MAX_SECONDS = 86_400.0
 _TRIGGER_HELP = (
     "an interval such as '1 second' or '500 ms', 'once', 'available-now', or nothing "
     "for as fast as possible"
@@ -125,12 +131,14 @@ def parse_trigger(value: str | Trigger | None) -> Trigger:
             "results hangs) and it reports no micro-batch progress to monitor; use an interval such as "
             "'1 second' (micro-batches, ~100 ms latency)"
         )
-    match = _INTERVAL.match(text)
+    match = _INTERVAL.fullmatch(text)
     if match and match.group(2) in _UNITS:
         amount, unit = match.group(1), _UNITS[match.group(2)]
         if float(amount) <= 0:
             raise ValueError(f"trigger interval must be positive, got {value!r}")
         millis = Decimal(amount) * _MILLIS[unit]
+        if millis > _MAX_INTERVAL_MILLIS:
+            raise ValueError(f"trigger interval {value!r} is longer than a day: use at most '24 hours'")
         if millis != millis.to_integral_value():
             raise ValueError(f"trigger interval {value!r} is not a whole number of milliseconds, which Spark counts in")
         if "." in amount and unit != "seconds":
@@ -156,7 +164,7 @@ def check_name(name: object) -> str:
         raise TypeError(f"stream name must be a string, got {name!r}")
     if not name.strip():
         raise ValueError("stream name is empty: give a name such as 'word_counts'")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise ValueError(
             f"bad stream name {name!r}: use letters, digits and underscores, starting with a "
             "letter or underscore (e.g. 'word_counts')"
@@ -198,20 +206,24 @@ def check_output_mode(mode: object) -> str | None:
 
 
 def check_rows(rows: object) -> int:
-    """Check a row count for previews and console tables (a positive whole number).
+    """Check a row count for previews and console tables (a whole number from 1 to :data:`MAX_ROWS`).
 
     Examples
     --------
     >>> check_rows(5)
     5
+    >>> check_rows(2**31)
+    Traceback (most recent call last):
+    ...
+    ValueError: rows must be a whole number from 1 to 2147483647, got 2147483648
     """
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
-        raise ValueError(f"rows must be a positive whole number, got {rows!r}")
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= MAX_ROWS:
+        raise ValueError(f"rows must be a whole number from 1 to {MAX_ROWS}, got {rows!r}")
     return rows
 
 
 def check_seconds(what: str, value: object, *, zero_ok: bool = False) -> float:
-    """Check a number of seconds (positive, or >= 0 with ``zero_ok``, and finite); returns it as a float.
+    """Check a number of seconds (positive, or >= 0 with ``zero_ok``, and at most a day); returns it as a float.
 
     Examples
     --------
@@ -220,16 +232,16 @@ def check_seconds(what: str, value: object, *, zero_ok: bool = False) -> float:
     >>> check_seconds("poll_interval", float("inf"))
     Traceback (most recent call last):
     ...
-    ValueError: poll_interval must be a positive number of seconds, got inf
+    ValueError: poll_interval must be a positive number of seconds up to 86400 (a day), got inf
     >>> check_seconds("grace", None, zero_ok=True)
     Traceback (most recent call last):
     ...
-    ValueError: grace must be a number of seconds >= 0, got None
+    ValueError: grace must be a number of seconds from 0 to 86400 (a day), got None
     """
     number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not number or value < 0 or (value == 0 and not zero_ok):
-        allowed = "a number of seconds >= 0" if zero_ok else "a positive number of seconds"
-        raise ValueError(f"{what} must be {allowed}, got {value!r}")
+    if not number or value < 0 or (value == 0 and not zero_ok) or value > MAX_SECONDS:
+        allowed = "a number of seconds from 0 to 86400" if zero_ok else "a positive number of seconds up to 86400"
+        raise ValueError(f"{what} must be {allowed} (a day), got {value!r}")
     return float(value)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import logging
-import re
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
@@ -22,8 +21,8 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 from traitlets import Bool, Float, Int, TraitError, validate
 
-from ..errors import QUERY_FAILED, summarize_error
-from ..options import check_seconds
+from ..errors import JAVA_CALL, QUERY_FAILED, summarize_error
+from ..options import MAX_ROWS, check_rows, check_seconds
 from ..replay import scenarios
 from ..replay.scenarios import Scenario
 from ..replay.spec import Replay, Script
@@ -44,7 +43,6 @@ log = logging.getLogger(__name__)
 _FILENAME = "<%%stream cell>"
 
 
-_JAVA_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n?:?\s*(?:([\w.$]+?)(?::\s|$))?", re.DOTALL)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -55,7 +53,7 @@ def _one_line(exc: BaseException) -> str:
 def _named(exc: BaseException) -> tuple[str, str]:
     """(exception name, one-line message); for a raw Py4J error, the Java exception's."""
     text, name = str(exc), type(exc).__name__
-    match = _JAVA_CALL.match(text)
+    match = JAVA_CALL.match(text)
     if match:  # "An error occurred while calling o1.load.\n: org.x.SomeException: message"
         if match.group(1):
             name = match.group(1).rsplit(".", 1)[-1]
@@ -107,7 +105,14 @@ class StreamMagics(Magics):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("default_rows", "monitor_window")
+    @validate("default_rows")
+    def _check_rows(self, proposal: Any) -> int:
+        try:
+            return check_rows(proposal["value"])
+        except ValueError:
+            raise TraitError(f"default_rows must be a whole number from 1 to {MAX_ROWS}, got {proposal['value']!r}") from None
+
+    @validate("monitor_window")
     def _check_positive(self, proposal: Any) -> int:
         if proposal["value"] < 1:
             raise TraitError(f"{proposal['trait'].name} must be a positive whole number, got {proposal['value']!r}")

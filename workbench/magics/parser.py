@@ -24,7 +24,7 @@ from typing import NoReturn, Union
 
 from IPython.core.error import UsageError
 
-from ..options import SINKS, OUTPUT_MODES, Trigger, check_name, check_output_mode, check_rows, check_sink, parse_trigger
+from ..options import MAX_ROWS, SINKS, OUTPUT_MODES, Trigger, check_name, check_output_mode, check_rows, check_sink, parse_trigger
 
 __all__ = [
     "StartCommand", "ListCommand", "StopCommand", "ShowCommand", "HistoryCommand", "ResultCommand", "WatchCommand",
@@ -405,7 +405,7 @@ def parse_cell(line: str, cell: str) -> StartCommand:
         try:
             rows = check_rows(int(args.rows))
         except ValueError:
-            raise UsageError(f"{magic}: rows must be a positive whole number, got {args.rows!r}") from None
+            raise UsageError(f"{magic}: rows must be a whole number from 1 to {MAX_ROWS}, got {args.rows!r}") from None
     checkpoint = args.checkpoint
     if checkpoint is not None and not checkpoint.strip():
         raise UsageError(f"{magic}: --checkpoint is empty: give a folder, or leave it out for a temporary one")

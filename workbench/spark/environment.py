@@ -209,9 +209,14 @@ class Workbench:
 
     @checkpoint_root.setter
     def checkpoint_root(self, root: str | os.PathLike[str] | None) -> None:
+        if root is not None and not isinstance(root, (str, os.PathLike)):
+            raise TypeError(f"checkpoint_root must be a folder path or URI (a string or a Path), or None, got {root!r}")
         text = None if root is None else os.fspath(root).strip()
         if text == "":
             raise ValueError("checkpoint_root is empty: give a folder every executor can reach, or None")
+        if text is not None and "://" not in text and os.path.exists(os.path.expanduser(text)) \
+                and not os.path.isdir(os.path.expanduser(text)):
+            raise ValueError(f"checkpoint_root {text!r} is a file: give a folder every executor can reach, or None")
         self._checkpoint_root = text
 
     def _forget_dead_session(self) -> None:
@@ -256,7 +261,12 @@ class Workbench:
         if "://" in root:  # hdfs://, s3a://, ...: Spark creates it
             return f"{root.rstrip('/')}/{leaf}"
         folder = Path(root).expanduser() / leaf
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"cannot make a checkpoint under checkpoint_root {root!r}: {exc.strerror or exc}; "
+                             "give a folder you can write (workbench.session(checkpoint_root=...) or "
+                             "WORKBENCH_CHECKPOINT_ROOT)") from None
         return str(folder)
 
     def _warn_local_checkpoints(self) -> None:

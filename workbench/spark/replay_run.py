@@ -276,6 +276,7 @@ class ReplayRun(ReplayState):
             the background (its batch, not committed, runs again on the next step) and the
             run is paused, ready for the next step.
         """
+        timeout = check_seconds("timeout", timeout)  # before the play run stops
         with self._action:
             self._ensure_usable()
             self._stop_playing()
@@ -313,7 +314,8 @@ class ReplayRun(ReplayState):
 
         Returns at once; :meth:`pause` stops.
         """
-        if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float)) or speed <= 0):
+        if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float))
+                                  or not 0 < speed < float("inf")):  # NaN too
             raise ValueError(f"speed must be a positive number of batches per second, or None for as fast as "
                              f"possible; got {speed!r}")
         with self._action:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..errors import StreamStartError, refusal_line
 from ..options import check_name, check_output_mode, check_rows, check_seconds, check_sink, parse_trigger
 from ..progress import ProgressHistory
-from .checkpoint_log import batch_ids
+from .checkpoint_log import batch_ids, local_checkpoint
 from .plan import output_mode_problem, plan_facts, plan_text
 from .progress_source import progress_json
 from .private_folders import remove_folder
@@ -120,12 +120,20 @@ def start_stream(
         if problem is not None:
             raise StreamStartError(f"Spark cannot start stream {name!r}: {refusal_line(problem, plan_text(df))}",
                                    problem)
+        _check_checkpoint(checkpoint, name, spec_sink, mode)
         previous = registry.registered(name)
         replacing = previous is not None and previous.status == "active"
-        registry.stop(name, missing_ok=True)
+        # Made before the old stream stops: a checkpoint root that cannot take it leaves it running.
+        folder = str(checkpoint) if checkpoint is not None else owner.new_checkpoint(name)
+        try:
+            registry.stop(name, missing_ok=True)
+        except BaseException:
+            if checkpoint is None:
+                remove_folder(folder)
+            raise
         spec = StreamSpec(
             name=name, sink=spec_sink, output_mode=mode, trigger=parsed_trigger,
-            checkpoint=str(checkpoint) if checkpoint is not None else owner.new_checkpoint(name),
+            checkpoint=folder,
             rows=rows, truncate=bool(truncate), poll_interval=float(interval),
             history_cap=owner.history_cap, table_warn_rows=table_warn_rows,
         )
@@ -222,6 +230,30 @@ def _may_write_a_table(registry: StreamRegistry, query: Any) -> bool:
     except Exception:
         description = None
     return description is None or sink_kind(description) == "memory"
+
+
+def _check_checkpoint(checkpoint: str | os.PathLike[str] | None, name: str, sink: str, mode: str | None) -> None:
+    """Refuse, in one line and before the old stream stops, a user's checkpoint Spark would refuse.
+
+    A local path that is a file or cannot be made; and a memory sink's checkpoint that holds
+    a query's offsets outside complete mode (Spark's memory sink restarts only in complete
+    mode: "This query does not support recovering from checkpoint location").
+    """
+    folder = local_checkpoint(checkpoint)
+    if folder is None:
+        return
+    folder = folder.expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"checkpoint {str(checkpoint)!r} is a file: give a folder (new or a checkpoint of this query)")
+    parent = next(p for p in [folder, *folder.parents] if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"checkpoint {str(checkpoint)!r} cannot be made: {str(parent)!r} is not a folder you can "
+                         "write; give another folder")
+    if sink == "memory" and mode != "complete" and (folder / "offsets").is_dir():
+        raise ValueError(
+            f"stream {name!r} cannot restart from checkpoint {str(checkpoint)!r}: Spark's memory sink restarts from "
+            f"a checkpoint in complete mode only, and this one is {mode or 'append'}; give a new folder, or leave "
+            "--checkpoint (checkpoint=) out for a fresh temporary one")
 
 
 def _resumed_from(checkpoint: str | os.PathLike[str] | None) -> int | None:

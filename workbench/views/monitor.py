@@ -27,7 +27,7 @@ from typing import Any, Callable
 import ipywidgets as widgets
 
 from ..errors import error_line
-from ..options import check_seconds
+from ..options import check_rows, check_seconds
 from ..progress.diagnosis import OutputSummary
 from ..progress.input_watermarks import InputWatermark, InputWatermarkTracker
 from ..progress.records import BatchProgress
@@ -132,7 +132,7 @@ class StreamMonitor(widgets.VBox):
         preview_every: float = 2.0,
         caption: Callable[[BatchProgress | None], str] | None = None,
     ) -> None:
-        self.rows = _check_positive("rows", rows)
+        self.rows = check_rows(rows)
         self.window = _check_positive("window", window)
         self.min_batches = _check_positive("min_batches", min_batches)
         if interval is None:
