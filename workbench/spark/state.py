@@ -28,6 +28,7 @@ Bad arguments are refused with one line before Spark reads anything.
 from __future__ import annotations
 
 import logging
+import numbers
 import re
 import warnings
 from typing import Any, Sequence
@@ -58,7 +59,8 @@ _GROUPING = "_groupingexpression"
 
 
 def _check_batch(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    # numbers.Integral: a batch id read from a history table is a numpy integer.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ValueError(f"{what} must be a batch id (a whole number >= 0), got {value!r}")
     return int(value)
 
@@ -245,9 +247,12 @@ class StateInspector:
         Returns
         -------
         pandas.DataFrame
-            ``batch_id``, ``change_type`` (``update`` or ``delete``), the key and value
-            columns (values are empty for deletes), ``watermark`` (for deletes: the
-            watermark of that batch, which evicted the row) and ``partition_id``.
+            ``batch_id``, ``change_type`` (``update``, ``delete``, or ``append`` for a list
+            state's new elements), the key and value columns (values are empty for deletes),
+            ``watermark`` (for deletes: the watermark of that batch, which evicted the row)
+            and ``partition_id``. Within a batch the rows keep the order Spark wrote them in
+            (a key's changes live in one partition): applied in order, they give the next
+            batch's :meth:`state`.
 
         Examples
         --------
@@ -279,7 +284,9 @@ class StateInspector:
         frame["watermark"] = pd.to_datetime(watermarks.where(frame["change_type"] == "delete"), utc=True)
         columns = [c for c in frame.columns if c != "partition_id"] + ["partition_id"]
         frame = frame[columns]
-        return self._sorted(frame, ["batch_id", "change_type"], first=True)
+        # Spark's order within a batch (each key's changes live in one partition, in the order its
+        # change log holds them): an update then a delete of a key must not read the other way round.
+        return frame.sort_values(["batch_id", "partition_id"], kind="stable").reset_index(drop=True)
 
     def _reader(self, op: StateOperator, batch_id: int | None, options: dict[str, Any]) -> Any:
         reader = self._spark.read.format("statestore").option("operatorId", op.operator_id)
@@ -411,5 +418,6 @@ def inspector_for(spark: Any, checkpoint: str, *, name: str, progress: Any,
     ``progress`` is the stream's :class:`~workbench.progress.ProgressHistory`; the
     watermark a batch reported is the one it evicted state with.
     """
-    watermarks = {r.batch_id: r.watermark for r in progress.records()}
+    # Spark's epoch-0 watermark means "none yet": no timer is behind it, no delete carries it.
+    watermarks = {r.batch_id: r.known_watermark for r in progress.records()}
     return StateInspector(spark, checkpoint, name=name, watermarks=watermarks, result_columns=result_columns)
