@@ -284,9 +284,10 @@ class StateInspector:
         frame["watermark"] = pd.to_datetime(watermarks.where(frame["change_type"] == "delete"), utc=True)
         columns = [c for c in frame.columns if c != "partition_id"] + ["partition_id"]
         frame = frame[columns]
-        # Spark's order within a batch (each key's changes live in one partition, in the order its
-        # change log holds them): an update then a delete of a key must not read the other way round.
-        return frame.sort_values(["batch_id", "partition_id"], kind="stable").reset_index(drop=True)
+        # By batch and key, each key's changes in the order Spark wrote them (its change log's): an
+        # update then a delete of a key must not read the other way round. Keys not known (a
+        # processor's variables): Spark's order within each batch and partition.
+        return self._sorted(frame, ["batch_id", *(self._key_columns or ["partition_id"])], first=True, only=True)
 
     def _reader(self, op: StateOperator, batch_id: int | None, options: dict[str, Any]) -> Any:
         reader = self._spark.read.format("statestore").option("operatorId", op.operator_id)
@@ -297,6 +298,7 @@ class StateInspector:
     def _load(self, reader: Any, op: StateOperator, flatten: Any = None) -> pd.DataFrame:
         from pyspark.sql.types import IntegralType
 
+        self._key_columns: list[str] = []  # set by _readable
         try:
             flat = flatten(reader.load(self.checkpoint)) if flatten else self._readable(reader.load(self.checkpoint), op)
             self._integral = {f.name for f in flat.schema.fields if isinstance(f.dataType, IntegralType)}
@@ -354,6 +356,7 @@ class StateInspector:
             return out
 
         key_leaves = leaves(key_type, ["key"], None) if isinstance(key_type, StructType) else []
+        self._key_columns = [label for _, label, _ in key_leaves]
         value_leaves = leaves(value_type, value_path, None) if isinstance(value_type, StructType) else []
         taken = {label for _, label, _ in key_leaves}
         columns = [F.col(c) for c in ("batch_id", "change_type") if c in schema]
@@ -367,9 +370,9 @@ class StateInspector:
         return df.select(*columns)
 
     @staticmethod
-    def _sorted(frame: pd.DataFrame, last: list[str], *, first: bool = False) -> pd.DataFrame:
-        """Rows in a stable order: by ``last`` first when ``first``, then by every other column."""
-        others = [c for c in frame.columns if c not in last and c != "watermark"]
+    def _sorted(frame: pd.DataFrame, last: list[str], *, first: bool = False, only: bool = False) -> pd.DataFrame:
+        """Rows in a stable order: by ``last`` first when ``first``, then by every other column (``only``: not)."""
+        others = [] if only else [c for c in frame.columns if c not in last and c != "watermark"]
         by = (last + others) if first else (others + last)
         try:
             frame = frame.sort_values(by, kind="stable", na_position="first")
