@@ -338,6 +338,17 @@ def test_stream_test_refuses_bad_input_before_starting(spark, testing):
         testing.StreamTest(events.df, output_mode="sometimes")
     with pytest.raises(ValueError, match="cannot run this query in append mode"):
         testing.StreamTest(events.df.groupBy("word").count())
+    # Under another session time zone, rows added as UTC came back hours away from the answers.
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        with pytest.raises(ValueError) as refused:
+            testing.StreamTest(events.df)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert str(refused.value) == (
+        "StreamTest reads and compares times in UTC, but this session's time zone is 'America/New_York': run "
+        "spark.conf.set('spark.sql.session.timeZone', 'UTC') first (workbench.session() and the pytest plugin's "
+        "spark fixture do)")
     test = testing.StreamTest(events.df)
     try:
         with pytest.raises(ValueError, match="unknown fate 'lost': use one of dropped, partial, counted, late"):

@@ -13,7 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["flat_select", "to_flat_pandas", "utc_times"]
+__all__ = ["flat_select", "to_flat_pandas", "utc_times", "check_utc_session"]
+
+#: Session time zones that are UTC by another name.
+_UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "UCT", "UNIVERSAL", "ZULU", "Z", "+00:00", "GMT+00:00"})
 
 
 def flat_select(df: Any) -> Any:
@@ -75,6 +78,20 @@ def utc_times(frame: pd.DataFrame) -> pd.DataFrame:
         elif str(column.dt.tz) != "UTC":
             frame[name] = column.dt.tz_convert("UTC")
     return frame
+
+
+def check_utc_session(spark: Any, what: str) -> None:
+    """Refuse, in one line, a session whose time zone is not UTC: ``what`` reads times as UTC.
+
+    Spark hands a batch's times to pandas as the session's wall-clock times, without a zone:
+    under another zone a test's rows added as UTC come back hours away from its answers.
+    """
+    zone = str(spark.conf.get("spark.sql.session.timeZone") or "")
+    if zone.upper() not in _UTC_NAMES:
+        raise ValueError(
+            f"{what} reads and compares times in UTC, but this session's time zone is {zone!r}: run "
+            "spark.conf.set('spark.sql.session.timeZone', 'UTC') first (workbench.session() and the "
+            "pytest plugin's spark fixture do)")
 
 
 def to_flat_pandas(df: Any) -> pd.DataFrame:

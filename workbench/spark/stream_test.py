@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
+from .frames import check_utc_session
 from .memory_source import batch_saver, release
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
@@ -78,6 +79,7 @@ class StreamTest:
 
     def __init__(self, df: Any, output_mode: str = "append", *, no_data_batches: bool = True) -> None:
         check_streaming_frame(df)
+        check_utc_session(df.sparkSession, "StreamTest")
         mode = check_output_mode(output_mode) or "append"
         problem = output_mode_problem(df, mode)
         if problem is not None:
