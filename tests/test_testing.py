@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from datetime import datetime
 
 import pandas as pd
 import pytest
@@ -323,11 +324,31 @@ def test_a_test_leaves_no_query_or_folder_behind_pass_or_fail(spark, testing):
     (lambda s, m: m(s, SCHEMA).add([{"when": t("12:00")}]), ValueError, "unknown column(s) ['when']"),
     (lambda s, m: m(s, SCHEMA).add("dog"), TypeError, "rows must be a list of tuples or dicts"),
     (lambda s, m: m(s, "n int").add([(True,)]), TypeError, "True is not a whole number"),
+    # Spark's Arrow conversion refused these only when the batch ran, in a line naming neither.
+    (lambda s, m: m(s, "n int").add([(2**40,)]), ValueError,
+     "column 'n' is int: 1099511627776 is out of its range (-2147483648 to 2147483647)"),
+    (lambda s, m: m(s, "a array<int>").add([(["a"],)]), TypeError, "column 'a[0]' is int: 'a' is not a whole number"),
+    (lambda s, m: m(s, "m map<string,int>").add([({"k": "v"},)]), TypeError, "is int: 'v' is not a whole number"),
+    (lambda s, m: m(s, "a array<int>").add([(5,)]), TypeError, "column 'a' is array<int>: 5 is not a list"),
 ])
 def test_memory_stream_refuses_bad_input_in_one_line(spark, testing, make, error, message):
     with pytest.raises(error) as raised:
         make(spark, testing.MemoryStream)
     assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_pandas_frames_missing_values_are_nulls(spark, testing):
+    # A missing whole number turns its pandas column into floats, and a missing time is NaT: both
+    # were refused (or accepted, then failed the batch) instead of being nulls.
+    events = testing.MemoryStream(spark, "n bigint, t timestamp, tags array<string>")
+    try:
+        events.add(pd.DataFrame({"n": [1, None], "t": [pd.Timestamp("2024-01-01 12:00"), pd.NaT],
+                                 "tags": [["a"], None]}))
+        assert events.rows() == [(1, datetime(2024, 1, 1, 12, 0), ["a"]), (None, None, None)]
+        with pytest.raises(TypeError, match=r"column 'n' is bigint: 1.5 is not a whole number"):
+            events.add(pd.DataFrame({"n": [1.5], "t": [pd.NaT], "tags": [None]}))
+    finally:
+        events.close()
 
 
 def test_stream_test_refuses_bad_input_before_starting(spark, testing):

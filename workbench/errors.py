@@ -15,6 +15,8 @@ __all__ = [
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
+#: An exception named otherwise, by its module's path (``pyarrow.lib.ArrowInvalid: ...``).
+_PY_OTHER_ERROR_LINE = re.compile(r"^((?:[a-z_]\w*\.)+[A-Z]\w*): ?(.*)$")
 _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: [0-9A-Z]{5}\.?")
 _WRAPPER = re.compile(r"^.*?terminated with exception:\s*", re.IGNORECASE | re.DOTALL)
@@ -45,6 +47,9 @@ def summarize_error(text: str) -> str:
     ...     "[PYTHON_EXCEPTION] Traceback (most recent call last):\\n  File 'x', line 1\\n"
     ...     "ValueError: value 7 is too big\\n SQLSTATE: 38000\\n=== Streaming Query ===")
     'ValueError: value 7 is too big'
+    >>> summarize_error("[FOREACH_BATCH_USER_FUNCTION_ERROR] ... Traceback (most recent call last):\\n"
+    ...     "  File 'x', line 1\\npyarrow.lib.ArrowInvalid: Could not convert 'dog' with type str\\n")
+    "ArrowInvalid: Could not convert 'dog' with type str"
     >>> summarize_error("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming "
     ...     "output mode: append. SQLSTATE: 42KDE")
     'Invalid streaming output mode: append.'
@@ -60,8 +65,8 @@ def summarize_error(text: str) -> str:
         return f"{name}: {line}" if name and line else (line or name or text.splitlines()[0])
     if "Traceback (most recent call last)" in text:
         tail = text.rsplit("Traceback (most recent call last)", 1)[1]
-        for line in tail.splitlines():
-            match = _PY_ERROR_LINE.match(line.strip())
+        lines = [line.strip() for line in tail.splitlines()]
+        for match in [*map(_PY_ERROR_LINE.match, lines), *map(_PY_OTHER_ERROR_LINE.match, lines)]:
             if match:
                 name = match.group(1).rsplit(".", 1)[-1]
                 message = _SQLSTATE.sub("", match.group(2)).strip()

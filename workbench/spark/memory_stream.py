@@ -27,8 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from pyspark.sql.types import (
-    BinaryType, BooleanType, DataType, DateType, DecimalType, FractionalType, IntegralType, StringType,
-    StructType, TimestampNTZType, TimestampType,
+    ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, FractionalType, IntegerType,
+    IntegralType, MapType, ShortType, StringType, StructType, TimestampNTZType, TimestampType,
 )
 
 from ..errors import error_line
@@ -93,9 +93,22 @@ _PLAIN: list[tuple[type[DataType], tuple[type, ...], str]] = [
 ]
 
 
+#: Bits of each whole-number type (a long's 64 otherwise).
+_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32}
+
+
 def _value(value: Any, name: str, dtype: DataType) -> Any:
     if value is None:
         return None
+    if isinstance(dtype, ArrayType):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not a list")
+        return [_value(v, f"{name}[{i}]", dtype.elementType) for i, v in enumerate(value)]
+    if isinstance(dtype, MapType):
+        if not isinstance(value, dict):
+            raise TypeError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not a dict")
+        return {_value(k, f"{name} key", dtype.keyType): _value(v, f"{name}[{k!r}]", dtype.valueType)
+                for k, v in value.items()}
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()  # numpy scalars from a pandas DataFrame
     if isinstance(dtype, (TimestampType, TimestampNTZType)):
@@ -107,8 +120,24 @@ def _value(value: Any, name: str, dtype: DataType) -> Any:
             wrong = isinstance(value, bool) and spark_type is not BooleanType
             if wrong or not isinstance(value, python_types):
                 raise TypeError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not {words}")
+            bits = _BITS.get(type(dtype), 64)
+            if spark_type is IntegralType and not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+                raise ValueError(f"column {name!r} is {dtype.simpleString()}: {value!r} is out of its range "
+                                 f"({-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1})")
             return float(value) if spark_type is FractionalType else value
-    return value  # nested types: Spark checks them when the batch reads them
+    return value  # a struct: Spark checks it when the batch reads it
+
+
+def _from_pandas(value: Any, dtype: DataType) -> Any:
+    """A pandas cell as the value it stands for: a missing one (None, NaN, NaT) is null; a whole
+    number pandas turned into a float (its column held a missing value) is the whole number."""
+    import pandas as pd
+
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return None
+    if isinstance(dtype, IntegralType) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _rows(rows: Any, schema: StructType) -> list[tuple[Any, ...]]:
@@ -119,7 +148,8 @@ def _rows(rows: Any, schema: StructType) -> list[tuple[Any, ...]]:
         missing = [n for n in names if n not in rows.columns]
         if missing:
             raise ValueError(f"the DataFrame lacks column(s) {missing}; the stream's columns are {names}")
-        rows = [tuple(record) for record in rows[names].itertuples(index=False, name=None)]
+        rows = [tuple(_from_pandas(v, f.dataType) for v, f in zip(record, schema.fields))
+                for record in rows[names].itertuples(index=False, name=None)]
     elif isinstance(rows, (tuple, dict)) or not hasattr(rows, "__iter__") or isinstance(rows, str):
         raise TypeError(f"rows must be a list of tuples or dicts, or a pandas DataFrame, got {rows!r}")
     converted = []
