@@ -162,6 +162,8 @@ def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(en
         "(checkpoint=) out for a fresh temporary one")
     assert running.status == "active" and env.get("appending") is running
     running.stop()
+    with pytest.raises(TypeError, match="^operators must be True or False, got 'no'$"):
+        running.history(operators="no")  # a non-empty string read as True
 
 
 def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):

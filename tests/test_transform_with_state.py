@@ -387,6 +387,36 @@ def test_the_change_feed_in_its_order_rebuilds_each_batchs_state(env, spark):
         assert dict(zip(state["k"], state["n"])) == held, (batch_id, changes)
     assert held[1] == 2 * (last + 1)  # two rows a batch, never cleared
     assert list(changes.query("k == 0 and batch_id == 2")["change_type"]) == ["update", "delete"]
+    # timeMode None: no timers, said so (not Spark's complaint about a reader option never set).
+    with pytest.raises(ValueError) as refused:
+        handle.timers()
+    assert str(refused.value) == ("stream 'clears''s processor runs with timeMode None, so it has no timers (give "
+                                  "transformWithState timeMode 'EventTime' or 'ProcessingTime' to register some)")
+
+
+class TimersOnly(StatefulProcessor):
+    """No state variable: a processing-time timer an hour ahead per key."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handleInputRows(self, key, rows, timerValues):
+        self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 3_600_000)
+        yield pd.DataFrame({"k": [int(key[0])], "n": [sum(len(frame) for frame in rows)]})
+
+
+def test_a_processor_with_timers_only_says_so(env, spark):
+    query = (rate(spark).select((F.col("value") % 2).alias("k"), "value").groupBy("k")
+             .transformWithStateInPandas(TimersOnly(), "k long, n long", "Update", "ProcessingTime"))
+    handle = env.start(query, "timers_only", trigger="200 ms", output_mode="update")
+    run_until(handle, lambda: handle.progress.total >= 2, "2 batches")
+    handle.stop()
+    assert set(handle.timers()["k"]) == {0, 1}
+    for read in (handle.state, lambda: handle.state_changes(0)):
+        with pytest.raises(ValueError) as refused:
+            read()
+        assert str(refused.value) == ("stream 'timers_only''s processor keeps no state variables, only timers: "
+                                      "read them with timers()")
 
 
 def test_row_flavour_processing_time_ttl_and_timers(env, spark):

@@ -309,6 +309,8 @@ class StreamHandle:
         --------
         >>> handle.history()[["batch_id", "watermark", "state_rows_total"]]   # doctest: +SKIP
         """
+        if not isinstance(operators, bool):
+            raise TypeError(f"operators must be True or False, got {operators!r}")
         return self.progress.to_frame(operators=operators)
 
     def result(self) -> pd.DataFrame:

@@ -163,6 +163,8 @@ class StreamRegistry:
 
         ValueError listing the known names if there is none.
         """
+        if not isinstance(name, str):
+            raise TypeError(f"stream name must be a string, got {name!r}")
         with self.lock:
             if name in self._handles:
                 return self._handles[name]

@@ -95,6 +95,8 @@ def start_stream(
         raise TypeError(f"checkpoint must be a folder path (a string or a Path), got {checkpoint!r}")
     if not isinstance(truncate, bool):
         raise TypeError(f"truncate must be True (cells cut at 20 characters) or False, got {truncate!r}")
+    if not isinstance(input_watermarks, bool):
+        raise TypeError(f"input_watermarks must be True or False, got {input_watermarks!r}")
     if console is not None and not callable(console):
         raise TypeError(f"console must be a function that takes each batch's text, got {console!r}")
     if checkpoint is not None and not str(checkpoint).strip():

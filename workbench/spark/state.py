@@ -227,6 +227,9 @@ class StateInspector:
         if not op.is_tws:
             raise ValueError(f"operator {op.label()} of stream {self.name!r} keeps no timers: only "
                              "transformWithState processors register timers")
+        if processor_state(op.properties).time_mode == "none":
+            raise ValueError(f"stream {self.name!r}'s processor runs with timeMode None, so it has no timers (give "
+                             "transformWithState timeMode 'EventTime' or 'ProcessingTime' to register some)")
         if batch_id is not None:
             self._check_in_range(batch_id, op, "batch")
         return self.timers_of(op, batch_id)

@@ -34,7 +34,7 @@ TIMER_COLUMNS: tuple[str, ...] = ("expires_at", "time_mode", "watermark", "ahead
                                   "partition_id")
 
 _KINDS = {"ValueState": "value", "ListState": "list", "MapState": "map"}
-_TIME_MODES = {"EventTime": "event time", "ProcessingTime": "processing time", "None": "none"}
+_TIME_MODES = {"EventTime": "event time", "ProcessingTime": "processing time", "None": "none", "NoTime": "none"}
 # Spark's names for a variable's parts, in the words the inspector's columns use.
 _PARTS = {"key": "", "value": "", "list_element": "", "user_map_key": "map_key", "user_map_value": ""}
 _TTL_FIELDS = ("ttlExpirationMs", "expiration_timestamp_ms", "ttl_expiration_ms")
@@ -95,7 +95,10 @@ class ProcessorState:
         """The variable named ``variable`` (None: the only one), or one line listing the valid names."""
         if variable is not None and not isinstance(variable, str):
             raise TypeError(f"variable must be a state variable's name (str), got {variable!r}")
-        known = ", ".join(repr(n) for n in self.names()) or "none"
+        if not self.variables:
+            only = ", only timers: read them with timers()" if self.has_timers else ""
+            raise ValueError(f"stream {stream!r}'s processor keeps no state variables{only}")
+        known = ", ".join(repr(n) for n in self.names())
         if variable is None:
             if len(self.variables) != 1:
                 raise ValueError(f"stream {stream!r}'s processor has {len(self.variables)} state variables: pick one "
