@@ -351,6 +351,16 @@ def run_until_ttl_removed(env, query, name: str, also=lambda handle: True):
 
 
 @needs_rows_flavour
+def run_two_keys(env, spark, processor, name: str, time_mode: str, *, batches: int):
+    """``processor`` over keys 0 and 1 (``k``, two rows each a batch) for ``batches`` batches, stopped."""
+    query = (rate(spark).select((F.col("value") % 2).alias("k"), "value").groupBy("k")
+             .transformWithStateInPandas(processor, "k long, n long", "Update", time_mode))
+    handle = env.start(query, name, trigger="200 ms", output_mode="update")
+    run_until(handle, lambda: handle.progress.total >= batches, f"{batches} batches")
+    handle.stop()
+    return handle
+
+
 class ClearsPastFour(StatefulProcessor):
     """Per key a running count; key 0 clears it once past 4 (an update, then a delete, in one batch)."""
 
@@ -368,11 +378,7 @@ class ClearsPastFour(StatefulProcessor):
 def test_the_change_feed_in_its_order_rebuilds_each_batchs_state(env, spark):
     # The changes of a batch were sorted by their type: key 0's update, then its delete, read as
     # a delete, then an update (the key still held), while state() had it gone.
-    query = (rate(spark).select((F.col("value") % 2).alias("k"), "value").groupBy("k")
-             .transformWithStateInPandas(ClearsPastFour(), "k long, n long", "Update", "None"))
-    handle = env.start(query, "clears", trigger="200 ms", output_mode="update")
-    run_until(handle, lambda: handle.progress.total >= 4, "4 batches")
-    handle.stop()
+    handle = run_two_keys(env, spark, ClearsPastFour(), "clears", "None", batches=4)
     last = handle.progress.last_batch_id
     changes = handle.state_changes(0, last)
     held: dict[int, int] = {}
@@ -406,11 +412,7 @@ class TimersOnly(StatefulProcessor):
 
 
 def test_a_processor_with_timers_only_says_so(env, spark):
-    query = (rate(spark).select((F.col("value") % 2).alias("k"), "value").groupBy("k")
-             .transformWithStateInPandas(TimersOnly(), "k long, n long", "Update", "ProcessingTime"))
-    handle = env.start(query, "timers_only", trigger="200 ms", output_mode="update")
-    run_until(handle, lambda: handle.progress.total >= 2, "2 batches")
-    handle.stop()
+    handle = run_two_keys(env, spark, TimersOnly(), "timers_only", "ProcessingTime", batches=2)
     assert set(handle.timers()["k"]) == {0, 1}
     for read in (handle.state, lambda: handle.state_changes(0)):
         with pytest.raises(ValueError) as refused:
