@@ -136,6 +136,19 @@ def test_operators_are_read_again_only_when_the_checkpoint_changed(env, spark):
     assert jobs >= 1
 
 
+def test_a_state_file_gone_from_the_checkpoint_is_named(env, spark):
+    # A missing change log was read as a store that keeps none, with advice to restart the query.
+    counts = rate(spark, 4).withWatermark("timestamp", "1 minute").groupBy(F.window("timestamp", "1 minute")).count()
+    handle = run(env, counts, "gone_file", 3)
+    last = handle.progress.last_batch_id
+    gone = sorted((Path(handle.checkpoint) / "state" / "0").glob(f"*/{last + 1}.changelog"))[0]  # version = batch + 1
+    gone.unlink()
+    with pytest.raises(ValueError) as raised:
+        handle.state(batch_id=last)
+    assert str(raised.value).startswith("state file ") and str(raised.value).endswith(
+        f"{gone.parent.name}/{gone.name} of stream 'gone_file' is missing: its state from that batch on cannot be rebuilt")
+
+
 def test_change_feed_deletes_match_num_rows_removed_and_carry_their_watermark(env, spark):
     counts = (rate(spark, 4).withWatermark("timestamp", "1 minute")
               .groupBy(F.window("timestamp", "1 minute"), (F.col("value") % 2).alias("k")).count())

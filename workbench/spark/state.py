@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..errors import summarize_error
+from .checkpoint_log import local_checkpoint
 from .frames import utc_times
 from .state_operators import OPERATOR_KINDS, StateOperator, state_operators
 from .tws_state import processor_state, timer_columns, timer_frame, variable_reading
@@ -312,7 +313,13 @@ class StateInspector:
                 return utc_times(flat.toPandas())
         except Exception as exc:
             text = str(exc)
-            if ".changelog does not exist" in text or "changelog" in text.lower() and "FileNotFound" in text:
+            missing = re.search(r"(\S+\.changelog) does not exist", text)
+            local = local_checkpoint(self.checkpoint)
+            if missing and local is not None and next(local.glob("state/**/*.changelog"), None) is not None:
+                raise ValueError(  # the store keeps change logs: this one went (removed by hand, or a copy)
+                    f"state file {missing.group(1)} of stream {self.name!r} is missing: its state from that batch on "
+                    "cannot be rebuilt") from None
+            if missing or "changelog" in text.lower() and "FileNotFound" in text:
                 raise ValueError(
                     f"the state store of stream {self.name!r} (RocksDB) keeps no change log, which the change feed "
                     "needs: start the query with spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
