@@ -459,6 +459,23 @@ def test_late_rows_of_an_input_with_a_value_column(spark, testing):
         test.check_late([(t("12:05"), 2)]).check_late([(t("12:05"), 2)], fate="late")
 
 
+def test_late_rows_need_the_watermark_on_an_input_column(spark, testing):
+    # A watermark on a renamed or computed column failed with a bare KeyError naming it.
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, SCHEMA)
+    counts = (events.df.withColumnRenamed("event_time", "ts").withWatermark("ts", "10 minutes")
+              .groupBy(F.window("ts", "10 minutes"), "word").count())
+    with testing.StreamTest(counts) as test:
+        test.add(events, [(t("12:21"), "dog")]).process().check_watermark(t("12:11"))
+        with pytest.raises(ValueError) as raised:
+            test.check_late([])
+    assert str(raised.value) == (
+        "late rows are told from the input's rows, but the watermark's column 'ts' is made in the query (renamed "
+        "or computed), not one of the input's columns ['event_time', 'word']: put the watermark on an input "
+        "column to check late rows")
+
+
 def test_a_struct_type_schema_reads_like_its_ddl(spark, testing):
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 

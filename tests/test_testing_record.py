@@ -138,6 +138,28 @@ def test_record_refuses_what_it_cannot_replay_in_one_line(spark, env, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def renamed_counts(df):
+    return (df.withColumnRenamed("event_time", "ts").withWatermark("ts", "10 minutes")
+            .groupBy(window("ts", "10 minutes"), "word").count())
+
+
+def test_a_watermark_on_a_column_the_query_makes_is_recorded_without_late_rows(spark, env, tmp_path):
+    # Late rows are told from the input's rows: a renamed watermark column failed with KeyError 'ts'.
+    import workbench
+    from workbench.testing import MemoryStream, record
+
+    events = MemoryStream(spark, SCHEMA)
+    try:
+        events.add([(t("12:07"), "dog")])
+        handle = workbench.start(renamed_counts(events.df), "renamed_watermark", trigger="available-now")
+        assert handle.wait_finished(60) and handle.status == "stopped"
+        text = record(handle, tmp_path / "test_renamed.py", query=renamed_counts).read_text()
+        assert "check_late" not in text and "withColumnRenamed" in text
+    finally:
+        workbench.stop_all()
+        events.close()
+
+
 def test_the_input_is_found_when_spark_hides_its_folder_in_the_plans_it_prints(spark, env, tmp_path):
     # Spark redacts an option value matching spark.sql.redaction.options.regex ("url") in
     # printed plans; a folder with "url" in its name must still be found (random temporary

@@ -52,8 +52,13 @@ def memory_late_rows(stream: Any, offsets: dict[int, tuple[int, int]], records: 
     """
     if stream is None or plan is None or plan.watermark_column is None:
         return pd.DataFrame(columns=["batch", "batch_id", "value", "fate"])
-    added = stream.batches()
     names = stream.schema.fieldNames()
+    if plan.watermark_column not in names:
+        raise ValueError(
+            f"late rows are told from the input's rows, but the watermark's column {plan.watermark_column!r} is made "
+            f"in the query (renamed or computed), not one of the input's columns {names}: put the watermark on "
+            "an input column to check late rows")
+    added = stream.batches()
     inputs, data_batches = [], []
     for batch_id in sorted(offsets):
         start, end = offsets[batch_id]
@@ -175,9 +180,11 @@ def live_steps(handle: Any, stream: Any) -> tuple[list[dict[str, Any]], list[str
         answers[record.batch_id] = table.iloc[at:at + (record.num_output_rows or 0)].to_dict("records")
         at += record.num_output_rows or 0
     offsets = {r.batch_id: (ends.get(r.batch_id - 1, 0), ends[r.batch_id]) for r in records}
-    late = memory_late_rows(stream, offsets, records, handle.plan, handle.output_mode)
     names = stream.schema.fieldNames()
     event_time = handle.plan.watermark_column if handle.plan is not None else None
+    # A watermark on a column the query makes: the recorded test checks no late rows.
+    told = event_time is None or event_time in names
+    late = memory_late_rows(stream if told else None, offsets, records, handle.plan, handle.output_mode)
     added = stream.batches()
     steps: list[dict[str, Any]] = []
     for record in records:
@@ -187,7 +194,8 @@ def live_steps(handle: Any, stream: Any) -> tuple[list[dict[str, Any]], list[str
             steps.append({
                 "rows": [row for batch in added[start:end] for row in batch],
                 "new_answer": list(answers[record.batch_id]), "watermark": record.watermark,
-                "late": _fates(batch_late, names, event_time), "no_data_batch": False,
+                "late": _fates(batch_late, names, event_time) if told else None,
+                "no_data_batch": False,
             })
         elif steps:  # a watermark-only batch: it belongs to the step before it
             steps[-1]["new_answer"] += answers[record.batch_id]
