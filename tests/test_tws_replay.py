@@ -147,6 +147,10 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
         fires = second.handle.timers(2)
         assert dict(zip(fires["user"], fires["fires_in_batch"].astype(object))) == {
             "alice": pd.NA, "bob": 3, "carol": pd.NA}
+        # Alice's timer after batch 0 (10:35) was moved by her page in batch 1 (to 11:01): the
+        # watermark passed 10:35 in batch 3, yet that timer never fired there.
+        fires = second.handle.timers(0)
+        assert dict(zip(fires["user"], fires["fires_in_batch"].astype(object))) == {"alice": pd.NA, "bob": 3}
         for batch_id, shown in enumerate(seen):
             pd.testing.assert_frame_equal(second.handle.state(batch_id, variable="count"), shown["count"])
             pd.testing.assert_frame_equal(second.handle.state(batch_id, variable="pages"), shown["pages"])

@@ -39,7 +39,7 @@ from ..errors import summarize_error
 from .checkpoint_log import local_checkpoint
 from .frames import utc_times
 from .state_operators import OPERATOR_KINDS, StateOperator, state_operators
-from .tws_state import processor_state, timer_columns, timer_frame, variable_reading
+from .tws_state import TIMER_COLUMNS, processor_state, timer_columns, timer_frame, variable_reading
 
 __all__ = ["StateInspector", "StateOperator", "SUMMARY_COLUMNS", "OPERATOR_KINDS", "inspector_for"]
 
@@ -219,7 +219,8 @@ class StateInspector:
         (how far that watermark still has to move: an event-time timer fires in the first batch whose
         watermark reaches it) and ``fires_in_batch`` (the first later batch of the stream's history
         whose watermark is at or past the expiry, the batch that fires the timer; ``<NA>`` while the
-        history does not reach one, and for processing-time timers), sorted by expiry. Raises
+        history does not reach one, for a timer a later input deleted or moved before then, and
+        for processing-time timers), sorted by expiry. Raises
         ``ValueError`` as :meth:`state` does, and for an operator that is not transformWithState.
         """
         if batch_id is not None:
@@ -238,9 +239,28 @@ class StateInspector:
     def timers_of(self, op: StateOperator, batch_id: int | None = None) -> pd.DataFrame:
         """:meth:`timers` of a transformWithState operator already read with :meth:`operators`."""
         reader = self._reader(op, batch_id, {"readRegisteredTimers": True})
+        batch = op.max_batch_id if batch_id is None else batch_id
         frame = timer_frame(self._load(reader, op, timer_columns), processor_state(op.properties).time_mode,
-                            op.max_batch_id if batch_id is None else batch_id, self._watermarks)
-        return self._sorted(frame, ["expires_at", "partition_id"], first=True)
+                            batch, self._watermarks)
+        return self._sorted(self._unless_removed(op, frame, batch), ["expires_at", "partition_id"], first=True)
+
+    def _unless_removed(self, op: StateOperator, frame: pd.DataFrame, batch: int) -> pd.DataFrame:
+        """``fires_in_batch`` kept only for timers still registered in the batch before it: a later
+        input may delete or move a timer (a new session's end), which then never fires."""
+        keys = [c for c in frame.columns if c not in TIMER_COLUMNS] + ["expires_at"]
+        for fires in sorted({int(b) for b in frame["fires_in_batch"].dropna()}):
+            if fires - 1 <= batch:
+                continue  # still registered after `batch`, the batch before it
+            try:
+                held = self._load(self._reader(op, fires - 1, {"readRegisteredTimers": True}), op, timer_columns)
+            except ValueError:
+                continue  # that batch's state is no longer kept: what the watermarks say stands
+            kept = set(map(tuple, held[keys].astype(object).values.tolist()))
+            rows = frame.index[frame["fires_in_batch"] == fires]
+            gone = [i for i, row in zip(rows, frame.loc[rows, keys].astype(object).values.tolist())
+                    if tuple(row) not in kept]
+            frame.loc[gone, "fires_in_batch"] = pd.NA
+        return frame
 
     def changes(self, start_batch: int, end_batch: int | None = None, operator: int | str | None = None,
                 side: str | None = None, variable: str | None = None) -> pd.DataFrame:
