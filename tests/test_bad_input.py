@@ -188,6 +188,8 @@ CASES = [
     ("replay rows", call(lambda: Replay(rows_per_batch=0)), ValueError, 'rows_per_batch must be a whole number >= 1, got 0'),
     ("replay advance", call(lambda: Replay(advance="soon")), ValueError, "cannot read advance 'soon': use text such as '10 minutes' or '500 ms', or seconds"),
     ("replay key name", call(lambda: Replay(keys=(KeyColumn(name="my key"),))), ValueError, "bad key column name 'my key': use letters, digits and underscores (e.g. 'key')"),
+    ("replay key name newline", call(lambda: Replay(keys=(KeyColumn(name="key\n"),))), ValueError,
+     "bad key column name 'key\\n': use letters, digits and underscores (e.g. 'key')"),
     ("key cardinality", call(lambda: KeyColumn(cardinality=0)), ValueError, "cardinality of key 'key' must be a whole number >= 1, got 0"),
     ("disorder distribution", call(lambda: Disorder(distribution="zipf")), ValueError, "unknown distribution 'zipf': use one of uniform, fixed, exponential"),
     ("disorder delays", call(lambda: Disorder(min_delay="5 minutes", max_delay="1 minute")), ValueError, "max_delay ('1 minute') must not be below min_delay ('5 minutes')"),

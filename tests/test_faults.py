@@ -166,6 +166,33 @@ def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(en
         running.history(operators="no")  # a non-empty string read as True
 
 
+def test_a_checkpoint_root_that_cannot_take_a_checkpoint_leaves_the_running_stream(env, rate_stream, tmp_path):
+    # The new checkpoint was made after the old stream stopped: a root under a file stopped it,
+    # then failed with a bare NotADirectoryError.
+    df = rate_stream(rows_per_batch=3)
+    running = env.start(df, "rooted", trigger="0.3 seconds")
+    (tmp_path / "file").write_text("x")
+    env.checkpoint_root = str(tmp_path / "file" / "root")
+    try:
+        with pytest.raises(ValueError) as refused:
+            env.start(df, "rooted", trigger="0.3 seconds")
+    finally:
+        env.checkpoint_root = None
+    assert str(refused.value) == (
+        f"cannot make a checkpoint under checkpoint_root {str(tmp_path / 'file' / 'root')!r}: Not a directory; give a "
+        "folder you can write (workbench.session(checkpoint_root=...) or WORKBENCH_CHECKPOINT_ROOT)")
+    assert running.status == "active" and env.get("rooted") is running
+    running.stop()
+
+
+def test_a_checkpoint_under_home_is_the_home_folders(env, rate_stream, tmp_path, monkeypatch):
+    # "~/ck" went to Spark as written: a folder named "~" in the kernel's working folder.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    handle = env.start(rate_stream(rows_per_batch=3), "at_home", trigger="once", checkpoint="~/ck")
+    assert handle.wait_finished(60) and handle.status == "stopped"
+    assert handle.checkpoint == str(tmp_path / "ck") and (tmp_path / "ck" / "commits").is_dir()
+
+
 def test_restart_from_a_checkpoint_continues_with_the_next_batch(env, rate_stream, tmp_path):
     checkpoint = tmp_path / "counts"
     df = rate_stream(rows_per_batch=6)

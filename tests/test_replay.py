@@ -393,8 +393,9 @@ def test_speed_control_paces_play_and_pause_keeps_state(env):
         wait_for(lambda: panel.run.data_batches >= 4, timeout=120, message="4 batches at 2 per second")
         # A speed or step timeout that is no number of seconds is refused before the run changes:
         # a NaN speed used to pause the playing run, then fail converting it.
-        for bad, message in [(lambda: panel.run.play(float("nan")), "speed must be a positive number"),
-                             (lambda: panel.run.play(float("inf")), "speed must be a positive number"),
+        for bad, message in [(lambda: panel.run.play(float("nan")), "speed must be a number of batches per second"),
+                             (lambda: panel.run.play(float("inf")), "speed must be a number of batches per second"),
+                             (lambda: panel.run.play(1e-5), "at least 1/86400 \\(one a day\\)"),
                              (lambda: panel.run.step(timeout=-1), "timeout must be a positive number of seconds")]:
             with pytest.raises(ValueError, match=message):
                 bad()

@@ -350,7 +350,6 @@ def run_until_ttl_removed(env, query, name: str, also=lambda handle: True):
     return handle  # callers read state at the history's last batch: a stop may cut one more
 
 
-@needs_rows_flavour
 def run_two_keys(env, spark, processor, name: str, time_mode: str, *, batches: int):
     """``processor`` over keys 0 and 1 (``k``, two rows each a batch) for ``batches`` batches, stopped."""
     query = (rate(spark).select((F.col("value") % 2).alias("k"), "value").groupBy("k")
@@ -421,6 +420,7 @@ def test_a_processor_with_timers_only_says_so(env, spark):
                                       "read them with timers()")
 
 
+@needs_rows_flavour
 def test_row_flavour_processing_time_ttl_and_timers(env, spark):
     keyed = rate(spark).select((F.col("value") % 2).alias("k"), "value")
     query = keyed.groupBy("k").transformWithState(Latest(), "k long, n long, fired boolean", "Update",

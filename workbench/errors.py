@@ -21,7 +21,8 @@ _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: [0-9A-Z]{5}\.?")
 _WRAPPER = re.compile(r"^.*?terminated with exception:\s*", re.IGNORECASE | re.DOTALL)
 #: Py4J's wrapper of a Java exception: "An error occurred while calling o1.load.\n: org.x.SomeException: message".
-JAVA_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n?:?\s*(?:([\w.$]+?)(?::\s|$))?", re.DOTALL)
+JAVA_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*\n?:?\s*(?:([\w.$]+?)(?::\s|$))?",
+                       re.DOTALL | re.MULTILINE)
 
 
 def summarize_error(text: str) -> str:
@@ -50,6 +51,10 @@ def summarize_error(text: str) -> str:
     >>> summarize_error("[FOREACH_BATCH_USER_FUNCTION_ERROR] ... Traceback (most recent call last):\\n"
     ...     "  File 'x', line 1\\npyarrow.lib.ArrowInvalid: Could not convert 'dog' with type str\\n")
     "ArrowInvalid: Could not convert 'dog' with type str"
+    >>> summarize_error("[FOREACH_BATCH_USER_FUNCTION_ERROR] ... Traceback (most recent call last):\\n"
+    ...     "py4j.protocol.Py4JJavaError: An error occurred while calling o123.save.\\n"
+    ...     ": java.io.IOException: disk full\\n\\tat org.a")
+    'IOException: disk full'
     >>> summarize_error("[STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming "
     ...     "output mode: append. SQLSTATE: 42KDE")
     'Invalid streaming output mode: append.'
@@ -70,6 +75,8 @@ def summarize_error(text: str) -> str:
             if match:
                 name = match.group(1).rsplit(".", 1)[-1]
                 message = _SQLSTATE.sub("", match.group(2)).strip()
+                if message.startswith("An error occurred while calling"):  # a Py4JJavaError: the Java one's line
+                    return summarize_error(tail[tail.index(message):])
                 return f"{name}: {message}" if message else name
     first_line = text.splitlines()[0] if text else ""
     if "terminated with exception:" in first_line:

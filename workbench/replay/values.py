@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 _TIME_ONLY = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: "key\n" is no identifier
 #: The day of time-of-day event times (``"12:07"``) unless a spec names another.
 DEFAULT_DAY = "2024-01-01"
 
@@ -177,6 +177,6 @@ def check_ident(what: str, name: Any) -> str:
     ...
     ValueError: bad key column name 'user id': use letters, digits and underscores (e.g. 'key')
     """
-    if not isinstance(name, str) or not _IDENT.match(name):
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
         raise ValueError(f"bad {what} name {name!r}: use letters, digits and underscores (e.g. 'key')")
     return name

@@ -80,6 +80,22 @@ def utc_times(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _utc_all_year(zone: str) -> bool:
+    """Whether ``zone`` (an IANA name: ``Etc/Zulu``, ``GMT0``...) is UTC in winter and in summer.
+
+    >>> _utc_all_year("Etc/Zulu"), _utc_all_year("GMT0"), _utc_all_year("Europe/London"), _utc_all_year("+00:00")
+    (True, True, False, False)
+    """
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    try:
+        info = ZoneInfo(zone)
+    except Exception:  # ZoneInfoNotFoundError and others: not an IANA name ("+00:00" is in _UTC_NAMES)
+        return False
+    return all(info.utcoffset(datetime(2024, month, 1)) == timedelta(0) for month in (1, 7))
+
+
 def check_utc_session(spark: Any, what: str) -> None:
     """Refuse, in one line, a session whose time zone is not UTC: ``what`` reads times as UTC.
 
@@ -87,7 +103,7 @@ def check_utc_session(spark: Any, what: str) -> None:
     under another zone a test's rows added as UTC come back hours away from its answers.
     """
     zone = str(spark.conf.get("spark.sql.session.timeZone") or "")
-    if zone.upper() not in _UTC_NAMES:
+    if zone.upper() not in _UTC_NAMES and not _utc_all_year(zone):
         raise ValueError(
             f"{what} reads and compares times in UTC, but this session's time zone is {zone!r}: run "
             "spark.conf.set('spark.sql.session.timeZone', 'UTC') first (workbench.session() and the "

@@ -315,8 +315,9 @@ class ReplayRun(ReplayState):
         Returns at once; :meth:`pause` stops.
         """
         if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float))
-                                  or not 0 < speed < float("inf")):  # NaN too
-            raise ValueError(f"speed must be a positive number of batches per second, or None for as fast as "
+                                  or not 1 / 86_400 <= speed < float("inf")):  # NaN too; a trigger of a day at most
+            raise ValueError(f"speed must be a number of batches per second, at least 1/86400 (one a day), or None "
+                             f"for as fast as "
                              f"possible; got {speed!r}")
         with self._action:
             self._ensure_usable()

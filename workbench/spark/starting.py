@@ -101,6 +101,8 @@ def start_stream(
         raise TypeError(f"console must be a function that takes each batch's text, got {console!r}")
     if checkpoint is not None and not str(checkpoint).strip():
         raise ValueError("checkpoint is empty: give a folder path, or leave it out for a private temporary one")
+    if checkpoint is not None and "://" not in str(checkpoint):
+        checkpoint = os.path.expanduser(checkpoint)  # Spark would make a folder named "~"
     check_streaming_frame(df)
     if spec_sink == "console" and is_connect_session(df.sparkSession):
         raise ValueError(
@@ -122,7 +124,8 @@ def start_stream(
         if problem is not None:
             raise StreamStartError(f"Spark cannot start stream {name!r}: {refusal_line(problem, plan_text(df))}",
                                    problem)
-        _check_checkpoint(checkpoint, name, spec_sink, mode)
+        if session_target(df.sparkSession).on_this_machine:  # elsewhere a path may be the cluster's
+            _check_checkpoint(checkpoint, name, spec_sink, mode)
         previous = registry.registered(name)
         replacing = previous is not None and previous.status == "active"
         # Made before the old stream stops: a checkpoint root that cannot take it leaves it running.
@@ -244,7 +247,6 @@ def _check_checkpoint(checkpoint: str | os.PathLike[str] | None, name: str, sink
     folder = local_checkpoint(checkpoint)
     if folder is None:
         return
-    folder = folder.expanduser()
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"checkpoint {str(checkpoint)!r} is a file: give a folder (new or a checkpoint of this query)")
     parent = next(p for p in [folder, *folder.parents] if p.exists())

@@ -274,9 +274,9 @@ class StateInspector:
             ``batch_id``, ``change_type`` (``update``, ``delete``, or ``append`` for a list
             state's new elements), the key and value columns (values are empty for deletes),
             ``watermark`` (for deletes: the watermark of that batch, which evicted the row)
-            and ``partition_id``. Within a batch the rows keep the order Spark wrote them in
-            (a key's changes live in one partition): applied in order, they give the next
-            batch's :meth:`state`.
+            and ``partition_id``. Sorted by batch and key, each key's changes in the order
+            Spark wrote them (a key's changes live in one partition): applied in order, they
+            give each batch's :meth:`state`.
 
         Examples
         --------
@@ -406,8 +406,10 @@ class StateInspector:
         by = (last + others) if first else (others + last)
         try:
             frame = frame.sort_values(by, kind="stable", na_position="first")
-        except TypeError:  # unorderable values (e.g. maps): keep Spark's order
+        except TypeError:  # unorderable values (e.g. maps): Spark's order, batch by batch
             log.debug("state rows of mixed types are left unsorted", exc_info=True)
+            by = [c for c in ("batch_id", "partition_id") if c in frame.columns]
+            frame = frame.sort_values(by, kind="stable") if by else frame
         return frame.reset_index(drop=True)
 
 

@@ -421,7 +421,8 @@ class StreamTest:
         Raises
         ------
         ValueError
-            For a query that reads several inputs (a join or a union).
+            For a query that reads several inputs (a join or a union), or whose watermark is on
+            a column it makes (renamed or computed) rather than an input column.
         """
         if not self._streams:
             return memory_late_rows(None, {}, [], self.plan, self.output_mode)

@@ -98,8 +98,11 @@ export class KernelStreams {
    */
   stop(name: string): boolean {
     this._stopErrors.delete(name);
+    const sent = this._comm !== null && !this._comm.isDisposed;
     this._send({ kind: 'stop', name });
-    return this._kernel?.status === 'busy';
+    // "busy" is also the moment the kernel handles any message (this one's neighbours, a
+    // completion): the note may show for that moment too, and goes once the stream stops.
+    return sent && this._kernel?.status === 'busy';
   }
 
   /**
