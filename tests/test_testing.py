@@ -351,6 +351,23 @@ def test_a_pandas_frames_missing_values_are_nulls(spark, testing):
         events.close()
 
 
+def test_a_fixed_folder_is_not_read_again_by_the_next_run(spark, testing, tmp_path):
+    # A test run twice on one folder read the first run's rows as well: refused, and at() reopens.
+    first = testing.MemoryStream(spark, SCHEMA, folder=tmp_path / "events")
+    first.add([(t("12:07"), "dog")])
+    with pytest.raises(ValueError) as refused:
+        testing.MemoryStream(spark, SCHEMA, folder=tmp_path / "events")
+    assert str(refused.value) == (
+        f"folder {str(tmp_path / 'events')!r} holds the rows of an earlier memory stream: give an empty folder, "
+        "remove it first, or reopen that stream with MemoryStream.at(spark, folder)")
+    assert testing.MemoryStream.at(spark, tmp_path / "events").rows() == first.rows()
+    # And a state check before any batch says so (it said the checkpoint was removed).
+    with testing.StreamTest(first.df.groupBy("word").count(), output_mode="complete") as test:
+        with pytest.raises(ValueError, match=r"^check_state needs a processed batch: no batch has run yet"):
+            test.check_state([])
+    first.close()
+
+
 def test_stream_test_refuses_bad_input_before_starting(spark, testing):
     events = testing.MemoryStream(spark, SCHEMA)
     with pytest.raises(ValueError, match="not streaming"):

@@ -202,7 +202,8 @@ class MemoryStream:
     >>> counts = events.df.groupBy("word").count()                          # doctest: +SKIP
     """
 
-    def __init__(self, spark: Any, schema: str | StructType, *, folder: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, spark: Any, schema: str | StructType, *, folder: str | os.PathLike[str] | None = None,
+                 _reopen: bool = False) -> None:
         self.schema = _parse_schema(spark, schema)
         if folder is None:
             self.folder = str(private_folder("memory-stream-"))
@@ -211,6 +212,11 @@ class MemoryStream:
             if not isinstance(folder, (str, os.PathLike)):
                 raise TypeError(f"folder must be a path, got {folder!r}")
             self.folder = os.path.abspath(os.fspath(folder))
+            if not _reopen and os.path.isdir(self.folder) and batch_count(self.folder) > 0:
+                # A test run again on a fixed folder would read the rows of every earlier run.
+                raise ValueError(
+                    f"folder {self.folder!r} holds the rows of an earlier memory stream: give an empty folder, remove "
+                    "it first, or reopen that stream with MemoryStream.at(spark, folder)")
             os.makedirs(self.folder, exist_ok=True)
             drop_stale_gates(self.folder)  # a killed test run's StreamTest no longer holds rows back
             self._cleanup = None
@@ -249,7 +255,7 @@ class MemoryStream:
         except (OSError, ValueError, KeyError, TypeError):
             raise ValueError(f"folder {os.fspath(folder)!r} holds no workbench.testing.MemoryStream (closed, or "
                              "never one): keep the stream open while a query reads it") from None
-        return cls(spark, schema, folder=folder)
+        return cls(spark, schema, folder=folder, _reopen=True)
 
     @property
     def offset(self) -> int:

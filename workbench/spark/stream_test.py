@@ -399,6 +399,8 @@ class StreamTest:
         named = [f"{k}={v!r}" for k, v in (("operator", operator), ("variable", variable), ("side", side))
                  if v is not None]
         self._begin(f"check_state({', '.join(named)})")
+        if not os.path.isdir(self.checkpoint):  # the state reader would call it removed
+            raise ValueError("check_state needs a processed batch: no batch has run yet (call process() first)")
         from .state import StateInspector
 
         inspector = StateInspector(self.df.sparkSession, self.checkpoint, name=self.name)
