@@ -104,6 +104,9 @@ CASES = [
     ("cell unknown option", cell("q --speed 3"), UsageError, "%%stream: unknown option '--speed'; options: --checkpoint, --input-watermarks, --mode, --no-monitor, --no-truncate, --python, --replay, --rows, --sink, --sql, --trigger"),
     ("cell extra argument", cell("q extra"), UsageError, "%%stream: unexpected argument 'extra' (quote values that contain spaces)"),
     ("cell empty checkpoint", cell("q --checkpoint ''"), UsageError, '%%stream: --checkpoint is empty: give a folder, or leave it out for a temporary one'),
+    ("cell name of a users view", cell("events --no-monitor"), UsageError,
+     "%%stream events: stream name 'events' is taken by a table or view the workbench did not make "
+     "(spark.table('events') reads it): a memory-sink stream of that name would replace it; choose another name"),
     ("cell bad name", cell("my-q"), UsageError, "%%stream: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
     ("cell no name", cell(""), UsageError, '%%stream needs a stream name first: %%stream NAME [options], e.g. %%stream word_counts --sink console'),
     ("cell replay and trigger", cell("q --replay guide_word_count --trigger once", "# the scenario's query"), UsageError, "%%stream: --trigger cannot be used with --replay: the replay panel's Play and Step buttons drive the query, on a checkpoint of its own"),

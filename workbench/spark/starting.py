@@ -10,6 +10,7 @@ replay controller.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from typing import Any, Callable
@@ -28,6 +29,8 @@ from .handle import StreamHandle, StreamSpec
 from .query_start import not_started, run_query
 from .stopping import StreamInterrupted
 from .watch import sink_kind
+
+log = logging.getLogger(__name__)
 
 __all__ = ["start_stream", "check_streaming_frame"]
 
@@ -203,6 +206,10 @@ def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) 
     table names ignore case, so the two would write one table.
     """
     handle = registry.registered(name)
+    if sink == "memory" and handle is None and _users_table(spark, name):
+        raise ValueError(
+            f"stream name {name!r} is taken by a table or view the workbench did not make (spark.table({name!r}) "
+            "reads it): a memory-sink stream of that name would replace it; choose another name")
     for query in spark.streams.active:
         other = query.name
         if sink == "memory" and other and other != name and other.lower() == name.lower():
@@ -222,6 +229,22 @@ def _refuse_foreign(registry: StreamRegistry, spark: Any, name: str, sink: str) 
             f"alone: stop it first (workbench.stream({name!r}).stop() or %stream stop {name}) or choose "
             "another name"
         )
+
+
+def _users_table(spark: Any, name: str) -> bool:
+    """Whether ``name`` is a table or view of the user's (not a memory sink's, as an earlier stream's is).
+
+    Only a classic session's plan tells; under Spark Connect nothing is refused.
+    """
+    if is_connect_session(spark):
+        return False
+    try:
+        if not spark.catalog.tableExists(name):
+            return False
+        return "MemoryPlan" not in str(spark.table(name)._jdf.queryExecution().analyzed().toString())
+    except Exception:  # unreadable (a view over a dropped source): not ours to judge
+        log.debug("could not read table %r", name, exc_info=True)
+        return False
 
 
 def _may_write_a_table(registry: StreamRegistry, query: Any) -> bool:
