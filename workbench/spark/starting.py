@@ -241,10 +241,11 @@ def _users_table(spark: Any, name: str) -> bool:
     try:
         if not spark.catalog.tableExists(name):
             return False
-        return "MemoryPlan" not in str(spark.table(name)._jdf.queryExecution().analyzed().toString())
+        text = plan_text(spark.table(name))  # the plan reader's wrapper of pyspark's private plan access
     except Exception:  # unreadable (a view over a dropped source): not ours to judge
         log.debug("could not read table %r", name, exc_info=True)
         return False
+    return text is not None and "MemoryPlan" not in text
 
 
 def _may_write_a_table(registry: StreamRegistry, query: Any) -> bool:
