@@ -110,6 +110,23 @@ def test_process_without_the_no_data_batch_runs_one_batch_and_the_next_process_g
             test.process(no_data_batch="no")
 
 
+def test_process_after_a_held_back_batch_runs_its_watermark_only_batch(spark, testing):
+    # A query started again from its checkpoint runs no watermark-only batch of its own: the
+    # dog's window, which the owl's watermark closed, stayed unemitted however often one processed.
+    events = testing.MemoryStream(spark, SCHEMA)
+    with testing.StreamTest(word_counts(events.df)) as test:
+        (test.add(events, [(t("12:07"), "dog"), (t("12:21"), "owl")]).process(no_data_batch=False)
+         .check_new_answer([]).process()
+         .check_watermark(t("12:11")).check_new_answer([(w("12:00", "12:10"), "dog", 1)]))
+        assert test.last_batch == 1 and events.batches()[1:] == [[]], "batch 1 reads nothing"
+        test.process()
+        assert test.last_batch == 1, "nothing more to run"
+        # Rows added after the held-back batch run with its watermark, and no extra batch.
+        test.add(events, [(t("12:30"), "cat")]).process(no_data_batch=False).add(events, [(t("12:31"), "cat")])
+        test.process().check_watermark(t("12:21")).check_new_answer([(w("12:05", "12:15"), "dog", 1)])
+        assert test.last_batch == 4, "batch 2 held back, batch 3 with the second cat, its watermark-only batch 4"
+
+
 def test_rows_added_in_one_step_are_one_batch_however_long_the_step_takes(spark, testing):
     # The query runs between steps: without holding added rows back until process(), the owl
     # would run as a batch of its own while the step went on, and its watermark would drop the donkey.
@@ -534,9 +551,44 @@ def test_check_answer_compares_array_columns_as_lists(spark, testing):
         test.add(events, [("dog", 2), ("dog", 1), ("owl", 5)]).process()
         # toPandas gives array columns as numpy arrays: a two-element one crashed, a one-element one was a scalar.
         test.check_answer([("dog", [1, 2]), ("owl", [5])])
-        with pytest.raises(AssertionError) as error:
+        with pytest.raises(ValueError, match=r"^column 'ns' is an array: give it as a list, got 5$"):
             test.check_answer([("dog", [1, 2]), ("owl", 5)])
-        assert_message(error, "check_answer(), batch 0", "missing:\n    ('owl', 5)\n  unexpected:\n    ('owl', (5,))")
+        with pytest.raises(AssertionError) as error:
+            test.check_answer([("dog", [1, 2]), ("owl", [6])])
+        assert_message(error, "check_answer(), batch 0", "missing:\n    ('owl', (6,))\n  unexpected:\n    ('owl', (5,))")
+
+
+def test_times_and_days_inside_arrays_structs_and_maps_compare_as_written(spark, testing):
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, SCHEMA)
+    at = F.col("event_time")
+    query = events.df.select("word", F.to_date(at).alias("day"), F.array(at).alias("times"),
+                             F.struct(at.alias("at"), F.lit(1).alias("n")).alias("first"),
+                             F.create_map("word", at).alias("seen"), F.array(F.struct(at.alias("at"))).alias("log"))
+    with testing.StreamTest(query) as test:
+        test.add(events, [(t("12:07"), "dog")]).process()
+        # A date, and times inside arrays, structs and maps, never matched as strings before.
+        row = ("dog", "2024-01-01", [t("12:07")], (t("12:07"), 1), {"dog": t("12:07")}, [(t("12:07"),)])
+        test.check_answer([row]).check_answer([{"word": "dog", "day": datetime(2024, 1, 1), "times": [t("12:07")],
+                                                "first": {"at": t("12:07"), "n": 1}, "seen": {"dog": t("12:07")},
+                                                "log": [{"at": t("12:07")}]}])
+        assert test.batch_answers() == {0: [test.columns.row(row)]}
+        with pytest.raises(AssertionError) as error:
+            test.check_new_answer([(*row[:3], (t("12:08"), 1), *row[4:])])
+        assert_message(error, "check_new_answer(), batch 0", "missing:\n    ('dog', '2024-01-01', ('2024-01-01 12:07',), "
+                       "('2024-01-01 12:08', 1), (('dog', '2024-01-01 12:07'),), (('2024-01-01 12:07',),))")
+        for bad, line in [((*row[:3], (t("12:07"),), *row[4:]), "column 'first' is a struct<at, n>: give it as a "
+                           "tuple of its 2 fields or a dict, got ('2024-01-01 12:07',)"),
+                          ((row[0], "2024-01-01 12:07", *row[2:]), "column 'day' is a date: '2024-01-01 12:07' is not "
+                           "a day; write days like '2024-01-01'"),
+                          ((*row[:4], [("dog", t("12:07"))], row[5]), "column 'seen' is a map: give it as a dict, "
+                           "got [('dog', '2024-01-01 12:07')]"),
+                          ((*row[:5], [{"at": t("12:07"), "x": 1}]), "column 'log[0]' is a struct<at>: unknown field(s) "
+                           "['x'] in {'at': '2024-01-01 12:07', 'x': 1}")]:
+            with pytest.raises(ValueError) as refused:
+                test.check_answer([bad])
+            assert str(refused.value) == line
 
 
 def test_check_state_reads_each_side_of_a_stream_stream_join(spark, testing):

@@ -1,35 +1,25 @@
 """Comparing a streaming query's rows with the rows a test expects, and saying how they differ.
 
-Rows are compared as multisets (order ignored). Each column is read by its Spark type:
-timestamps compare as times (strings such as ``"2024-01-01 12:07"`` allowed), a window
-struct compares as a ``(start, end)`` pair, floats after rounding to 9 places.
+Rows are compared as multisets (order ignored). Each column is read by its Spark type, all
+the way down: timestamps compare as times and dates as days (strings such as
+``"2024-01-01 12:07"`` and ``"2024-01-01"`` allowed), a struct (a window too) as a tuple of its
+fields (given as a tuple or a dict), an array as a tuple, a map as its pairs, floats after
+rounding to 9 places.
 :func:`row_diff` returns the rows missing and unexpected; :func:`describe_rows` prints
 rows short enough for an assertion message.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import date, datetime
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
-from pyspark.sql.types import DataType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import ArrayType, DataType, DateType, MapType, StructType, TimestampNTZType, TimestampType
 
-__all__ = ["Columns", "row_diff", "describe_rows", "show_time", "as_time"]
-
-_TIME = "time"
-_WINDOW = "window"
-_PLAIN = "plain"
-
-
-def _kind(dtype: DataType) -> str:
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        return _TIME
-    if isinstance(dtype, StructType) and dtype.fieldNames() == ["start", "end"]:
-        return _WINDOW
-    return _PLAIN
-
+__all__ = ["Columns", "row_diff", "describe_rows", "show_time", "as_time", "state_row", "loose_rows"]
 
 def show_time(value: Any) -> str:
     """A time as ``2024-01-01 12:07`` (seconds and fractions only when not zero).
@@ -62,6 +52,7 @@ class _Time:
     """A time that compares and hashes as its value and prints short."""
 
     __slots__ = ("stamp",)
+    day = False  # a date column's value: compares as its day
 
     def __init__(self, value: Any, column: str) -> None:
         if isinstance(value, (str, datetime, date, pd.Timestamp)):
@@ -75,16 +66,73 @@ class _Time:
                             "or a datetime")
         if stamp.tzinfo is not None:
             stamp = stamp.tz_convert("UTC").tz_localize(None)
+        if self.day:
+            if stamp != stamp.normalize():
+                raise ValueError(f"column {column!r} is a date: {value!r} is not a day; write days like '2024-01-01'")
         self.stamp = stamp
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Time) and self.stamp == other.stamp
+        return type(other) is type(self) and self.stamp == other.stamp
 
     def __hash__(self) -> int:
         return hash(self.stamp)
 
     def __repr__(self) -> str:
-        return repr(show_time(self.stamp))
+        return repr(self.stamp.strftime("%Y-%m-%d") if self.day else show_time(self.stamp))
+
+
+class _Day(_Time):
+    """A date that compares and hashes as its day and prints as ``'2024-01-01'``."""
+
+    __slots__ = ()
+    day = True
+
+
+def _typed(value: Any, dtype: DataType, name: str) -> Any:
+    """``value`` of a column of type ``dtype`` in the form it compares in (``name`` for errors).
+
+    >>> from pyspark.sql.types import ArrayType, DateType
+    >>> _typed(["2024-01-01", None], ArrayType(DateType()), "days")
+    ('2024-01-01', None)
+    """
+    if value is None or (not isinstance(value, (list, tuple, dict)) and not hasattr(value, "__len__")
+                         and pd.isna(value) is True):
+        return None
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return _Time(value, name)
+    if isinstance(dtype, DateType):
+        return _Day(value, name)
+    if isinstance(dtype, StructType):
+        return _struct(value, dtype, name)
+    if isinstance(dtype, ArrayType):
+        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+            value = value.tolist()  # an array column's value from toPandas
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"column {name!r} is an array: give it as a list, got {value!r}")
+        return tuple(_typed(item, dtype.elementType, f"{name}[{i}]") for i, item in enumerate(value))
+    if isinstance(dtype, MapType):
+        if not isinstance(value, dict):
+            raise ValueError(f"column {name!r} is a map: give it as a dict, got {value!r}")
+        typed = [(_typed(k, dtype.keyType, f"{name} key"), _typed(v, dtype.valueType, f"{name}[{k!r}]"))
+                 for k, v in value.items()]
+        return tuple(sorted(typed, key=repr))
+    return _plain(value)
+
+
+def _struct(value: Any, dtype: StructType, name: str) -> tuple[Any, ...]:
+    fields = dtype.fieldNames()
+    shape = "(start, end)" if fields == ["start", "end"] else f"a tuple of its {len(fields)} fields or a dict"
+    what = "a window" if fields == ["start", "end"] else f"a struct<{', '.join(fields)}>"
+    if hasattr(value, "asDict"):
+        value = value.asDict()
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in fields]
+        if unknown:
+            raise ValueError(f"column {name!r} is {what}: unknown field(s) {unknown} in {value!r}")
+        value = tuple(value.get(f) for f in fields)
+    if not isinstance(value, (tuple, list)) or len(value) != len(fields):
+        raise ValueError(f"column {name!r} is {what}: give it as {shape}, got {value!r}")
+    return tuple(_typed(v, f.dataType, f"{name}.{f.name}") for v, f in zip(value, dtype.fields))
 
 
 def _plain(value: Any) -> Any:
@@ -124,31 +172,16 @@ class Columns:
 
     def __init__(self, schema: StructType) -> None:
         self.names = schema.fieldNames()
-        self.kinds = [_kind(f.dataType) for f in schema.fields]
-
-    def _value(self, value: Any, name: str, kind: str) -> Any:
-        if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value) is True):
-            return None
-        if kind == _TIME:
-            return _Time(value, name)
-        if kind == _WINDOW:
-            if isinstance(value, dict):
-                value = (value.get("start"), value.get("end"))
-            elif hasattr(value, "asDict"):
-                value = (value["start"], value["end"])
-            if not isinstance(value, (tuple, list)) or len(value) != 2:
-                raise ValueError(f"column {name!r} is a window: give it as (start, end), got {value!r}")
-            return (_Time(value[0], name), _Time(value[1], name))
-        return _plain(value)
+        self.types = [f.dataType for f in schema.fields]
 
     def key(self, *values: Any) -> tuple[Any, ...]:
         """One row's values, in column order, in the form they compare in."""
-        return tuple(self._value(v, n, k) for v, n, k in zip(values, self.names, self.kinds))
+        return tuple(_typed(v, t, n) for v, n, t in zip(values, self.names, self.types))
 
     def row(self, row: Any) -> tuple[Any, ...]:
         """A row given as a tuple (column order), a dict (by name) or a pyspark Row."""
         if hasattr(row, "asDict"):
-            row = row.asDict(recursive=True)
+            row = row.asDict()
         if isinstance(row, dict):
             unknown = [k for k in row if k not in self.names]
             missing = [n for n in self.names if n not in row]
@@ -213,3 +246,38 @@ def _short(row: tuple[Any, ...]) -> str:
         else:
             parts.append(repr(value))
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def state_row(row: Any, columns: list[str]) -> tuple[Any, ...]:
+    """A state row given as a tuple or a dict, as a tuple in the state's column order."""
+    if isinstance(row, dict):
+        unknown = [k for k in row if k not in columns]
+        if unknown:
+            raise ValueError(f"state row {row!r} names unknown column(s) {unknown}; the state's columns are {columns}")
+        return tuple(row.get(c) for c in columns)
+    if not isinstance(row, (tuple, list)):
+        raise TypeError(f"state row {row!r} must be a tuple or a dict; the state's columns are {columns}")
+    return tuple(row)
+
+
+def loose_rows(rows: Sequence[Any], columns: list[str]) -> list[tuple[Any, ...]]:
+    """State rows as they compare: times as short strings, numpy scalars as Python values."""
+    out = []
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"state row {tuple(row)!r} has {len(row)} value(s); the state's columns are {columns}")
+        out.append(tuple(_loose(v) for v in row))
+    return out
+
+
+def _loose(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return show_time(pd.Timestamp(value)) if re.match(r"\d{4}-\d\d-\d\d[ T]\d", value) else value
+        except ValueError:
+            return value
+    if isinstance(value, pd.Timestamp) or hasattr(value, "isoformat") and not isinstance(value, str):
+        return show_time(value)
+    if hasattr(value, "item"):
+        return value.item()
+    return value
