@@ -491,6 +491,29 @@ def test_replay_with_sql_and_python_bodies_over_source(shell, magics, env):
 
 
 @pytest.mark.spark
+def test_a_replay_sql_cell_leaves_a_users_own_source_view_alone(shell, magics, env):
+    from workbench.replay import Script
+
+    spark = env.session()
+    shell.user_ns["script"] = Script([[("12:00", "a")]], ["event_time", "word"])
+    spark.range(3).createOrReplaceTempView("source")
+    try:
+        with capture_output():
+            with pytest.raises(UsageError) as error:
+                shell.run_cell_magic("stream", "over_mine --replay script --no-monitor", "SELECT * FROM source")
+        assert str(error.value) == (
+            "%%stream over_mine: a table or view named source is the user's (spark.table('source') reads it), and a "
+            "replay's SQL reads its input as the temp view source, which would replace it: rename yours, or write "
+            "the query in Python (variable `source`)")
+        assert spark.table("source").count() == 3 and "over_mine" not in magics.panels
+    finally:
+        spark.catalog.dropTempView("source")
+    for _ in range(2):  # the replay's own view is replaced as before
+        shell.run_cell_magic("stream", "over_mine --replay script --no-monitor", "SELECT * FROM source")
+    magics.panels["over_mine"].close()
+
+
+@pytest.mark.spark
 def test_a_replay_cell_run_again_with_a_bad_body_keeps_the_panel_it_would_replace(shell, magics, env):
     from workbench.replay import Script
 

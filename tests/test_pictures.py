@@ -97,6 +97,23 @@ def test_static_figures_with_subplots_and_dates_are_drawn():
         figures_picture([spec], columns=0)
 
 
+def test_a_time_axis_of_one_time_spans_a_minute_around_it():
+    # Two runs with one watermark: matplotlib widened the axis by years, every tick "00:00:00".
+    from matplotlib.dates import date2num
+    from matplotlib.figure import Figure
+
+    from workbench.views.pictures import _draw_chart
+
+    figure = Figure()
+    spec = {"layout": {"yaxis": {"title": {"text": "watermark"}}},
+            "traces": [{"type": "scatter", "x": [0, 1], "y": ["2024-01-01T12:05:00"] * 2},
+                       {"type": "scatter", "x": [0, 1], "y": ["2024-01-01T12:05:00"] * 2}]}
+    _draw_chart(figure, spec, (0, 0, 1, 1), (560, 300))
+    low, high = figure.axes[0].get_ylim()
+    middle = date2num(np.datetime64("2024-01-01T12:05:00"))
+    assert np.isclose(low, middle - 30 / 86_400) and np.isclose(high, middle + 30 / 86_400)
+
+
 def test_a_line_that_connects_its_gaps_is_drawn_across_them():
     # The event-time band's edges connect over no-data batches in the live chart: so in the picture.
     def middle_is_red(connect: bool) -> bool:
@@ -248,13 +265,49 @@ def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path)
         chart_id = shown[1]["transient"]["display_id"]
         picture = [o for o in shown if o["update"] and o["transient"]["display_id"] == chart_id][-1]["data"]
         assert picture["text/plain"] == ("Comparison of saved, live: watermark, state rows and late rows "
-                                         "dropped (cumulative), batch by batch")
+                                         "dropped or partial (cumulative), batch by batch")
         image = pixels(base64.b64decode(picture["image/png"]))
         assert image.shape == (650, 560, 3)
         # Three charts stacked; the live run, drawn last, in plotly's 5th and 6th colours:
         # its state rows in the middle one, its late rows in the bottom one.
         assert share_of(image[220:430], (0xFF, 0xA1, 0x5A)) > 0.001 and share_of(image[430:600], (0xFF, 0xA1, 0x5A)) == 0
         assert share_of(image[430:600], (0x19, 0xD3, 0xF3)) > 0.0002
+
+
+@pytest.mark.spark
+def test_a_panel_without_a_monitor_publishes_its_text_and_a_reset_publishes_the_fresh_run(env, shell):
+    import workbench
+
+    # A panel without a monitor kept the text it was shown with ("batch – (0 data batches)"), and
+    # a reset left the run before it in the output (and its last step's line in the summary).
+    panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
+    try:
+        shell.user_ns["panel"] = panel
+        shell.run_cell("panel")
+        outputs = shell.display_pub.outputs
+        display_id = outputs[-1]["transient"]["display_id"]
+
+        def last_update():
+            return [o for o in outputs if o["update"] and o["transient"]["display_id"] == display_id][-1]["data"]
+
+        shell.run_cell("panel.step(); panel.step()")
+        lines = last_update()["text/plain"].splitlines()
+        assert lines[1].startswith("batch 1 (2 data batches)") and lines[2].startswith("batch 1:"), lines
+        assert "image/png" not in last_update()
+        shell.run_cell("panel.reset()")
+        assert last_update()["text/plain"].splitlines()[1:] == ["batch – (0 data batches) · watermark none → none · "
+                                                                 "rows in 0 · rows emitted 0"]
+    finally:
+        panel.close()
+
+    with a_shown_panel(shell) as (panel, outputs, panel_updates):
+        shell.run_cell("panel.step()")
+        shell.run_cell("panel.reset()")
+        assert len(panel_updates()) == 2
+        data = panel_updates()[-1]["data"]
+        assert data["text/plain"].splitlines()[1:] == ["batch – (0 data batches) · watermark none → none · "
+                                                       "rows in 0 · rows emitted 0"]
+        assert share_of(pixels(base64.b64decode(data["image/png"])), WATERMARK_RED) == 0  # empty charts
 
 
 @pytest.mark.spark

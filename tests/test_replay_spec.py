@@ -148,3 +148,14 @@ def test_replay_stream_refuses_what_is_not_a_spec_before_spark_starts(value, mes
     with pytest.raises(TypeError) as raised:
         workbench.replay_stream(value)
     assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_step_as_a_cells_last_line_shows_its_line():
+    # IPython showed the dataclass's fields (datetime.datetime(1970, 1, 1, 0, 0, tzinfo=...), ...).
+    from IPython.lib.pretty import pretty
+
+    from workbench.spark.replay_view import StepReport
+
+    report = StepReport((0,), datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, 11, 58), 2, 0, {}, 4, 0)
+    assert pretty(report) == str(report) == ("batch 0: watermark none yet -> 2024-01-01 11:58:00, 2 rows in, "
+                                             "0 rows out, late rows: none, state rows 4")

@@ -375,6 +375,11 @@ class StreamMagics(Magics):
     def _replay_query(self, command: StartCommand, spark: Any) -> Callable[[Any], Any]:
         if command.language == "sql":
             def sql_query(source_df: Any) -> Any:
+                if _users_source(spark):
+                    raise UsageError(
+                        f"%%stream {command.name}: a table or view named source is the user's (spark.table('source') "
+                        "reads it), and a replay's SQL reads its input as the temp view source, which would replace "
+                        "it: rename yours, or write the query in Python (variable `source`)")
                 source_df.createOrReplaceTempView("source")
                 return self._sql(command.body, spark, command.name)
 
@@ -459,3 +464,11 @@ def _renew_dead_spark(shell: Any, env: Any) -> None:
     spark = namespace.get("spark")
     if getattr(spark, "_sc", None) is not None and spark_is_gone(spark):
         namespace["spark"] = env.session()
+
+
+def _users_source(spark: Any) -> bool:
+    """Whether ``source`` names a table or view of the user's (a replay cell's own is a streaming view)."""
+    try:
+        return bool(spark.catalog.tableExists("source")) and not spark.table("source").isStreaming
+    except Exception:  # unreadable (a view over a dropped table): not ours to judge
+        return False

@@ -6,6 +6,8 @@ them and ``workbench.spark.replay_source`` turns them into Spark expressions. Pu
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +115,10 @@ class PayloadColumn:
                 raise ValueError(f"payload {self.name!r} of kind 'choice' needs choices=(text, ...)")
         else:
             for bound in (self.low, self.high):
-                if isinstance(bound, bool) or not isinstance(bound, (int, float)):
-                    raise ValueError(f"payload {self.name!r} bounds must be numbers, got {bound!r}")
+                if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
+                    raise ValueError(f"payload {self.name!r} bounds must be finite numbers, got {bound!r}")
+                if self.kind == "int" and abs(bound) > 2**53:  # drawn with doubles, which hold whole numbers to 2**53
+                    raise ValueError(f"payload {self.name!r} of kind 'int' needs bounds from -2**53 to 2**53, "
+                                     f"got {bound!r}")
             if not self.low < self.high:
                 raise ValueError(f"payload {self.name!r} needs low < high, got {self.low!r} .. {self.high!r}")

@@ -95,7 +95,7 @@ def late_row_fates(
         Input rows with a ``batch`` column (data batch index, from 0), ``value`` and the
         event-time column.
     event_time : str
-        Name of the event-time column.
+        Name of the column the watermark is on; the result gives its values as ``event_time``.
     watermarks : sequence of datetime or None
         The watermark each data batch's rows were filtered against (the watermark the
         previous batch reported); None where the query has no watermark.
@@ -139,7 +139,8 @@ def late_row_fates(
     [(4, 'counted'), (5, 'dropped'), (6, 'dropped')]
     """
     ids = list(batch_ids) if batch_ids is not None else list(range(len(watermarks)))
-    others = [c for c in inputs.columns if c not in ("batch", "value", event_time)]
+    # The row's time as ``event_time``: an input column of that name the watermark is not on gives way.
+    others = [c for c in inputs.columns if c not in (*LATE_COLUMNS, event_time)]
     rows: list[dict[str, Any]] = []
     for record in inputs.sort_values(["batch", "value"], kind="stable").to_dict("records"):
         batch = int(record["batch"])

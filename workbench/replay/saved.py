@@ -128,12 +128,14 @@ def output_delays(history: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
         end = _like(window.window_end, newest)
         reached = ends[ends >= end]
         emitted = int(window.batch_id)
-        at_emission = ends.loc[:emitted].max()
+        at_emission = ends.loc[:emitted].max()  # missing without a watermark: Spark reports no event times then
         rows.append((window.window_start, window.window_end, emitted,
                      int(reached.index[0]) if len(reached) else None,
                      emitted - int(reached.index[0]) if len(reached) else None,
-                     at_emission - end))
-    return pd.DataFrame(rows, columns=columns)
+                     at_emission - end if pd.notna(at_emission) else None))
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["delay_event_time"] = pd.to_timedelta(frame["delay_event_time"])
+    return frame
 
 
 def _like(value: Any, reference: pd.Series) -> pd.Timestamp:
@@ -169,8 +171,8 @@ def run_metrics(run: SavedRun) -> dict[str, Any]:
                                     if (history["num_output_rows"].fillna(0) > 0).any() else None),
         "mean output delay (batches)": (float(delays["delay_batches"].dropna().mean())
                                         if delays["delay_batches"].notna().any() else None),
-        "mean output delay (event time)": (pd.to_timedelta(delays["delay_event_time"]).mean()
-                                           if len(delays) else None),
+        "mean output delay (event time)": (delays["delay_event_time"].mean()
+                                           if delays["delay_event_time"].notna().any() else None),
         "mean batch duration (ms)": float(history["trigger_execution_ms"].astype("float").mean())
         if len(history) else None,
         "data batches": int(len(data_rows)),

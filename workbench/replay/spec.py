@@ -140,8 +140,10 @@ class Replay:
     def __post_init__(self) -> None:
         check_int("rows_per_batch", self.rows_per_batch, 1)
         check_int("num_partitions", self.num_partitions, 1)
-        check_int("seed", self.seed, -(2**31))
+        check_int("seed", self.seed, -(2**31), 2**63 - 1)  # Spark's hash takes the seed as a long
         object.__setattr__(self, "start", parse_event_time(self.start))
+        if self.start.timestamp() < 0:  # Spark's rate source counts from the epoch
+            raise ValueError(f"start must be 1970-01-01 00:00 UTC or later, got {self.start.isoformat(sep=' ')}")
         object.__setattr__(self, "advance", parse_duration(self.advance, "advance"))
         keys = (self.keys,) if isinstance(self.keys, KeyColumn) else tuple(self.keys)
         payload = (self.payload,) if isinstance(self.payload, PayloadColumn) else tuple(self.payload)

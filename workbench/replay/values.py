@@ -131,8 +131,8 @@ def time_text(value: datetime) -> str:
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
 
 
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """``value`` if it is a whole number of at least ``minimum``, else a ValueError naming ``name``.
+def check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    """``value`` if it is a whole number from ``minimum`` (to ``maximum``), else a ValueError naming ``name``.
 
     Examples
     --------
@@ -145,6 +145,8 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be a whole number from {minimum} to {maximum}, got {value!r}")
     return value
 
 

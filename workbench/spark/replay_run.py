@@ -43,7 +43,7 @@ import pandas as pd
 from ..errors import ReplayError, StreamStartError, query_failed, replay_failed as _failed, summarize_error
 from ..options import check_name, check_output_mode, check_seconds, check_sink
 from ..progress import BatchProgress, ProgressHistory
-from ..replay.late import late_totals
+from ..replay.late import LATE_COLUMNS, late_totals
 from ..replay.spec import Replay, Script, WindowCount
 from .checkpoint_log import uncommit_unreported
 from .environment import Workbench, current_env
@@ -521,17 +521,21 @@ class ReplayRun(ReplayState):
     def late_rows(self) -> pd.DataFrame:
         """Every input row that arrived behind the watermark, with its fate.
 
-        Columns: ``batch`` (data batch index), ``batch_id``, ``value``, ``event_time``,
-        ``watermark`` (the one Spark filtered it against), ``fate`` (``dropped``,
+        Columns: ``batch`` (data batch index), ``batch_id``, ``value``, ``event_time`` (the
+        time in the watermark's column, e.g. ``timestamp``; none for a column the query
+        makes), ``watermark`` (the one Spark filtered it against), ``fate`` (``dropped``,
         ``partial`` or ``counted``), ``kept_windows`` and ``dropped_windows``, then the
         source's other columns. See :mod:`workbench.replay.late` for the rules.
         """
         key = (len(self._data_batches), self.raw_progress.total)
         cached = self._late_cache
         if cached is None or cached[0] != key:
-            records, ids = self.raw_progress.records(), list(self._data_batches)
-            late = classify_late_rows(self.inputs(), event_time=self.source.event_time, records=records,
-                                      data_batches=ids, plan=self.plan, output_mode=self.output_mode)
+            records, ids, inputs = self.raw_progress.records(), list(self._data_batches), self.inputs()
+            # Late by the watermark's column (``timestamp`` too); one the query makes tells none.
+            column = (self.plan.watermark_column if self.plan is not None else None) or self.source.event_time
+            late = (classify_late_rows(inputs, event_time=column, records=records, data_batches=ids,
+                                       plan=self.plan, output_mode=self.output_mode)
+                    if column in inputs.columns else pd.DataFrame(columns=[*LATE_COLUMNS, *(c for c in inputs.columns if c not in LATE_COLUMNS)]))
             cached = self._late_cache = (key, late)
         return cached[1].copy()
 

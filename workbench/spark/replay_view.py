@@ -110,6 +110,10 @@ class StepReport:
                 f"{self.rows_in} rows in, {self.rows_out} rows out, late rows: {late}, "
                 f"state rows {self.state_rows}")
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # A step as a cell's last line shows its line, not the dataclass's fields.
+        printer.text(str(self))
+
 
 class ReplayStreamView(ReplayState):
     """The replay's stream as a whole (every restart): what the monitor and ``panel.handle`` read.

@@ -304,8 +304,10 @@ def _style_axis(ax: Any, layout: Mapping[str, Any], name: str, *, bottom: bool, 
     ax.set_ylabel(_text(axis.get("title")), fontsize=8, color=_TEXT)
     if dates:
         ax.yaxis.set_major_formatter(DateFormatter(axis.get("tickformat", "%H:%M:%S")))
-        low, high = ax.get_ylim()
-        if ax.has_data() and high - low < 2 / 86_400:  # one time (or none): a minute around it
+        # One time (or none): a minute around it. The data's limits, not the view's: matplotlib
+        # widens a date axis of one value by years, which then read "00:00:00" at every tick.
+        low, high = ax.dataLim.intervaly
+        if ax.has_data() and math.isfinite(high - low) and high - low < 2 / 86_400:
             ax.set_ylim(low - 30 / 86_400, high + 30 / 86_400)
     elif axis.get("ticksuffix"):
         ax.yaxis.set_major_formatter(EngFormatter(unit=axis["ticksuffix"], sep=""))

@@ -128,9 +128,11 @@ class ReplayPanel(widgets.VBox):
         self.reset_button.on_click(lambda _b: self._in_background(self.reset))
         self.test_button.on_click(lambda _b: self._in_background(self._save_test))
         self._unsubscribe: Callable[[], None] | None = None
-        # Shown in a notebook, the output also holds a picture of the monitor's charts and the
-        # counters as text, published after the cell (or the button's action) that moved the run.
-        self._output = StaticOutput(self, text=self.summary, picture=self._picture, after_cell=self._publish_due)
+        # Shown in a notebook, the output also holds a picture of the monitor's charts (without a
+        # monitor: text only) and the counters as text, published after the cell (or the
+        # button's action) that moved the run.
+        self._output = StaticOutput(self, text=self.summary, picture=self._picture if monitor else None,
+                                    after_cell=self._publish_due)
         self._published: Any = None
         self._published_at = 0.0
         self._output.on_page(self._on_page_loaded)
@@ -152,7 +154,7 @@ class ReplayPanel(widgets.VBox):
             if old is not None:
                 old.close()
         self._update_counters()
-        self.late.value = ""
+        self.late.value = self.message.value = ""  # a reset's output says nothing of the run before
         with self._state_lock:
             self.state_view.value = ""
             self._state_stale = False
@@ -242,16 +244,21 @@ class ReplayPanel(widgets.VBox):
         return grid_picture(self.monitor.charts)
 
     def _publish_due(self) -> bool:
-        """Publish the picture when the run moved since the last one (after a cell or an action)."""
-        if not self._output.displayed or self.monitor is None or self.run.progress.last_batch_id is None:
-            return False  # nothing drawn yet: no picture of empty charts
-        key = (id(self.monitor), self.run.progress.last_batch_id, self.run.status)
+        """Publish the picture when the run moved since the last one (after a cell or an action).
+
+        A reset publishes too: the output then shows the fresh run, not the one before.
+        """
+        last = self.run.progress.last_batch_id
+        if not self._output.displayed or (last is None and self._published is None):
+            return False  # nothing ran yet: the output as displayed says so
+        key = (id(self.monitor), last, self.run.status)
         if key == self._published:
             return False
         still_playing = key[2] == "playing" and self._published is not None and self._published[2] == "playing"
         if still_playing and time.monotonic() - self._published_at < PLAYING_PICTURE_EVERY_S:
             return False  # the newer picture comes with a later cell, or the pause
-        self.monitor.refresh()
+        if self.monitor is not None:
+            self.monitor.refresh()
         self._output.publish(key)
         self._published, self._published_at = key, time.monotonic()
         return False  # the panel lives on: keep publishing after later cells
@@ -470,11 +477,11 @@ def state_view_html(run: Any, rows: int = 12) -> str:
 
 
 def comparison_figure(histories: dict[str, pd.DataFrame], late: dict[str, pd.DataFrame]) -> Any:
-    """Overlay runs batch by batch: watermark, state rows, cumulative late rows dropped."""
+    """Overlay runs batch by batch: watermark, state rows, cumulative late rows dropped or partial."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=("watermark", "state rows", "late rows dropped (cumulative)"))
+                        subplot_titles=("watermark", "state rows", "late rows dropped or partial (cumulative)"))
     for label, frame in histories.items():
         fig.add_scatter(x=frame["batch_id"], y=frame["watermark"].dt.tz_convert(None), name=f"{label}: watermark",
                         mode="lines+markers", row=1, col=1, legendgroup=label)
@@ -522,7 +529,7 @@ class Comparison:
     def summary(self) -> str:
         """The chart in words: which runs it overlays, and what."""
         return (f"Comparison of {', '.join(map(str, self.table.columns))}: watermark, state rows and late rows "
-                "dropped (cumulative), batch by batch")
+                "dropped or partial (cumulative), batch by batch")
 
     def picture(self) -> bytes:
         """The figure as a PNG (what a notebook keeps of the chart for viewers without widgets)."""
