@@ -157,6 +157,8 @@ def test_a_processor_steps_deterministically_with_state_and_timers_after_each_st
             pd.testing.assert_frame_equal(second.handle.timers(batch_id)[TIMER_COLUMNS], shown["timers"])
         columns = [*NON_TIMING_COLUMNS, "state_variables", "timers_registered", "timers_deleted", "timers_expired"]
         played_history = second.history().head(len(EXPECTED))
+        # Spark counts each variable once per state store (4 on 2 partitions): count and pages.
+        assert set(played_history["state_variables"]) == {2}, played_history["state_variables"]
         # Spark counts the processor's state rows as its variables' keys: per user, a count and a list of pages.
         keys = [len(shown["count"]) + shown["pages"]["user"].nunique() for shown in seen]
         assert played_history["state_rows_total"].tolist() == keys

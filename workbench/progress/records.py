@@ -324,17 +324,22 @@ class BatchProgress:
 
     @property
     def state_variables(self) -> int:
-        """State variables of transformWithState processors, as Spark counts them (per state store).
+        """State variables of transformWithState processors (value, list and map states).
+
+        Spark counts each variable once per state store instance (a processor's two
+        variables on two shuffle partitions read 4): the count is per instance.
 
         Examples
         --------
-        >>> op = {"operatorName": "transformWithStateInPandasExec",
+        >>> op = {"operatorName": "transformWithStateInPandasExec", "numStateStoreInstances": 2,
         ...       "customMetrics": {"numValueStateVars": 2, "numListStateVars": 2, "numRegisteredTimers": 1}}
         >>> record = BatchProgress.from_json({"batchId": 0, "stateOperators": [op]})
         >>> record.state_variables, record.timers_registered, record.state_values_removed_by_ttl
-        (4, 1, 0)
+        (2, 1, 0)
         """
-        return self._custom_sum("numValueStateVars", "numListStateVars", "numMapStateVars")
+        names = ("numValueStateVars", "numListStateVars", "numMapStateVars")
+        return sum(round(sum(int(op.custom_metrics.get(n, 0) or 0) for n in names) / (op.num_state_store_instances or 1))
+                   for op in self.operators)
 
     @property
     def state_values_removed_by_ttl(self) -> int:
