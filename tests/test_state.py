@@ -241,6 +241,27 @@ def test_session_window_and_apply_in_pandas_with_state(env, spark):
         assert dict(zip(state["k"], state["n"])) == {0: 2 * (batch_id + 1), 1: 2 * (batch_id + 1)}
     assert handle.state_summary()["kind"].tolist() == ["applyInPandasWithState"]
 
+    # With a timeout Spark keeps the timeout beside the state row: the row was left wrapped
+    # (groupState_n) and the timeout in raw milliseconds.
+    def count_until(key, frames, state):
+        total = (state.get[0] if state.exists else 0) + sum(len(f) for f in frames)
+        state.update((total,))
+        state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 10 * 60_000)
+        yield pd.DataFrame({"k": [key[0]], "n": [total]})
+
+    timed = (rate(spark, 4).withWatermark("timestamp", "1 minute").withColumn("k", F.col("value") % 2).groupBy("k")
+             .applyInPandasWithState(count_until, "k long, n long", "n long", "update", GroupStateTimeout.EventTimeTimeout))
+    handle = run(env, timed, "pandas_state_timeout", 3, mode="update")
+    watermarks = handle.history().set_index("batch_id")["watermark"]
+    for batch_id in range(handle.progress.last_batch_id + 1):
+        state = handle.state(batch_id=batch_id)
+        assert list(state.columns) == ["k", "n", "timeout_at", "partition_id"]
+        assert dict(zip(state["k"], state["n"])) == {0: 2 * (batch_id + 1), 1: 2 * (batch_id + 1)}
+        # Set in the batch at its watermark (missing, Spark's 0, before any) + 10 minutes.
+        ran_with = watermarks.get(batch_id)
+        mark = pd.Timestamp(0, tz="UTC") if pd.isna(ran_with) else pd.Timestamp(ran_with)
+        assert set(state["timeout_at"]) == {mark + timedelta(minutes=10)}, (state, ran_with)
+
 
 def test_join_state_per_side(env, spark):
     clicks = rate(spark, 3).select(F.col("value").alias("click_id"), F.col("timestamp").alias("click_time"))

@@ -353,10 +353,13 @@ class StateInspector:
 
         schema = {f.name: f.dataType for f in df.schema.fields}
         key_type, value_type = schema["key"], schema.get("value")
-        value_path = ["value"]
-        if (isinstance(value_type, StructType) and len(value_type.fields) == 1
-                and value_type.fields[0].name == "groupState" and isinstance(value_type.fields[0].dataType, StructType)):
-            # applyInPandasWithState wraps the user's state row in `groupState`.
+        value_path, timeout = ["value"], False
+        if (isinstance(value_type, StructType) and value_type.fieldNames() in (["groupState"],
+                                                                               ["groupState", "timeoutTimestamp"])
+                and isinstance(value_type.fields[0].dataType, StructType)):
+            # applyInPandasWithState wraps the user's state row in `groupState`, with a timeout
+            # beside it (milliseconds, -1 for none) when the query has one.
+            timeout = len(value_type.fields) == 2
             value_type, value_path = value_type.fields[0].dataType, ["value", "groupState"]
         grouping = _grouping_names(
             [f.name for f in key_type.fields] if isinstance(key_type, StructType) else [],
@@ -396,6 +399,9 @@ class StateInspector:
             if path[-1] == "expiresAtMicros":
                 column = F.timestamp_micros(column)
             columns.append(column.alias(label))
+        if timeout:
+            stamp = F.col("value.timeoutTimestamp")
+            columns.append(F.when(stamp >= 0, F.timestamp_millis(stamp)).alias("timeout_at"))
         columns.append(F.col("partition_id"))
         return df.select(*columns)
 
