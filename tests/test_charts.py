@@ -226,14 +226,3 @@ def test_an_unbuilt_checkout_says_how_to_build(monkeypatch, tmp_path):
     monkeypatch.setattr(widget_code, "STATIC", tmp_path)
     text = widget_code.esm("chartgrid.js")
     assert text.startswith("export default") and "was not built" in text and "npm run build" in text
-
-
-@pytest.mark.parametrize("module", ["workbench.views.charts", "workbench.views.pictures", "workbench.views.sparkui",
-                                    "workbench.views.widget_code", "workbench.views.closing",
-                                    "workbench.views.streams_message"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0

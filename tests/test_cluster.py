@@ -333,12 +333,3 @@ def test_checkpoint_root_from_the_session_or_the_environment(env, rate_stream, t
             other.session(checkpoint_root=" ")
     finally:
         other.close()
-
-
-def test_docstring_examples_of_the_url_checks():
-    import doctest
-
-    import workbench._spark_target
-
-    result = doctest.testmod(workbench._spark_target, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0

@@ -7,11 +7,8 @@ derived from the inputs against the ``eventTime.watermark`` Spark reports for th
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from datetime import datetime, timedelta, timezone
 
-import pandas as pd
 import pytest
 from IPython.core.error import UsageError
 
@@ -34,14 +31,6 @@ def batch(batch_id: int, clicks: datetime | None, views: datetime | None) -> Bat
 
     return BatchProgress.from_json({"batchId": batch_id, "numInputRows": 1, "durationMs": {"addBatch": 1},
                                     "observedMetrics": {"o0": metrics(clicks), "o1": metrics(views)}})
-
-
-@pytest.mark.parametrize("module", ["workbench.progress.input_watermarks", "workbench.spark.state",
-                                    "workbench.spark.state_operators",
-                                    "workbench.spark.frames"])
-def test_docstring_examples(module):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_tracker_follows_sparks_rules():

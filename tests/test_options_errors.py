@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
-import tempfile
 
 import pytest
 
@@ -117,29 +114,6 @@ def test_summarize_error(text, expected):
 def test_start_error_keeps_details():
     err = StreamStartError("short", "long\ntext")
     assert isinstance(err, ValueError) and str(err) == "short" and err.details == "long\ntext"
-
-
-@pytest.mark.parametrize(
-    "module",
-    ["workbench.options", "workbench.errors", "workbench.progress.records",
-     "workbench.progress.history", "workbench.progress.poller", "workbench.spark.session",
-     "workbench.spark.session_end",
-     "workbench.spark.console", "workbench.spark.memory_table", "workbench.spark.stopping",
-     "workbench.spark.checkpoint_log",
-     "workbench.replay.saved", "workbench.replay.spec", "workbench.replay.values",
-     "workbench.replay.columns", "workbench.replay.scenarios",
-     "workbench.replay.late", "workbench.progress.diagnosis", "workbench.magics.parser", "workbench.cli",
-     "workbench.views.console", "workbench.views.monitor_charts",
-     "workbench.views.monitor_header", "workbench._java", "workbench._chromium"],
-)
-def test_docstring_examples(module, tmp_path, monkeypatch):
-    # The examples' temp folders land in a folder of the test's own, which must be empty after.
-    scratch = tmp_path / "examples"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-    assert not list(scratch.iterdir()), f"the examples left {sorted(p.name for p in scratch.iterdir())}"
 
 
 def test_a_call_aside_that_fails_prints_nothing_and_is_logged(capsys, caplog):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import os
 import subprocess
 import sys
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from workbench.spark import python_workers
 from workbench.spark.python_workers import WORKERS_FOLDER, script_text, use_for_workers, worker_python
 
 
@@ -91,11 +89,6 @@ def test_pyspark_python_is_the_users_when_set_and_this_interpreter_for_a_cluster
     assert use_for_workers(True, env) == script
     env["PYSPARK_PYTHON"] = "/opt/python3.11"
     assert use_for_workers(True, env) == "/opt/python3.11"
-
-
-def test_docstring_examples():
-    result = doctest.testmod(python_workers, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 def _parent(pid: int) -> int:

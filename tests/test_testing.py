@@ -433,15 +433,6 @@ def test_the_widget_adds_typed_rows_and_says_why_it_refuses_one(spark, testing):
     assert events.offset == 1
 
 
-@pytest.mark.parametrize("module", ["workbench.spark.stream_answers", "workbench.testing.recording"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted and not result.failed
-
-
 def test_check_state_reads_a_transform_with_state_variable(spark, testing):
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 

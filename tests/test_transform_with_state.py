@@ -9,8 +9,6 @@ compares it with what the inspector read from the checkpoint.
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -113,13 +111,6 @@ PROPERTIES = ('{"timeMode":"EventTime","outputMode":"Update","stateVariables":['
               '{"stateName":"count","stateVariableType":"ValueState","ttlEnabled":false},'
               '{"stateName":"$eventTimers_keyToTimestamp","stateVariableType":"TimerState","ttlEnabled":false},'
               '{"stateName":"seen","stateVariableType":"ListState","ttlEnabled":true}]}')
-
-
-@pytest.mark.parametrize("module", ["workbench.spark.tws_state", "workbench.progress.records",
-                                    "workbench.views.tws_charts", "workbench.spark.version_gaps"])
-def test_docstring_examples(module):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_processor_variables_from_sparks_metadata():
