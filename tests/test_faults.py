@@ -147,6 +147,39 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
              text=lambda: f"scratch folders left: {[str(p) for p in (old_scratch, new_scratch) if p.exists()]}")
 
 
+ADOPTED_JVM_DIES = textwrap.dedent(
+    """
+    import json, logging, os, time
+    import psutil
+    from pyspark.sql import SparkSession
+    import workbench
+    from tests.helpers import jvms_of
+
+    logging.basicConfig()  # as a notebook's kernel shows warnings and errors
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+             .writeStream.format("noop").queryName("mine").trigger(processingTime="0.2 seconds").start())
+    handle = workbench.watch(query)
+    deadline = time.monotonic() + 120
+    while handle.progress.total < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [jvm] = [psutil.Process(pid) for pid in jvms_of(os.getpid())]
+    jvm.kill()
+    handle.wait_finished(30)
+    print(json.dumps({"status": handle.status, "error": handle.error}))
+    """
+)
+
+
+@pytest.mark.kernel  # a Python process with a Spark of its own
+def test_a_jvm_that_dies_under_the_users_own_session_leaves_no_py4j_traceback():
+    # The quieting of py4j's connection errors came only with the workbench's own sessions.
+    report, stderr = run_script(ADOPTED_JVM_DIES)
+    assert report["status"] == "failed" and report["error"].startswith("Spark stopped: "), report
+    assert "ConnectionResetError" not in stderr and "Py4JNetworkError" not in stderr, stderr[-3000:]
+    assert "Exception while sending command" not in stderr, stderr[-3000:]
+
+
 def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(env, rate_stream, tmp_path):
     # Spark's memory sink restarts from a checkpoint in complete mode only: re-running an append
     # stream's cell on its checkpoint stopped the running stream, then failed in Spark.

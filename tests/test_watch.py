@@ -256,3 +256,52 @@ def test_watching_a_plain_parquet_query_on_spark_connect(spark_processes, tmp_pa
     # Back-filled from Spark's recent reports: complete from batch 0, nothing said missing.
     assert report["batches"][:4] == [0, 1, 2, 3] and report["note"] is None
     assert set(report["rows"]) == {3}
+
+
+CONNECT_OWN_SESSION = """
+import json, os, time
+from pyspark.sql import SparkSession
+import workbench
+spark = (SparkSession.builder.remote(os.environ["SPARK_REMOTE"])
+         .config("spark.sql.session.timeZone", "America/New_York").getOrCreate())
+query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()
+         .groupBy((__import__("pyspark.sql.functions").sql.functions.col("value") % 2).alias("k")).count()
+         .writeStream.format("memory").queryName("own_counts").outputMode("complete")
+         .trigger(processingTime="0.5 seconds").start())
+handle = workbench.watch(query)  # at once, before its first batch
+sink_at_watch = handle.sink
+deadline = time.time() + 90
+while handle.progress.total < 3 and time.time() < deadline:
+    time.sleep(0.2)
+listed = workbench.streams().set_index("name").loc["own_counts"]
+report = {"zone": spark.conf.get("spark.sql.session.timeZone"), "sink_at_watch": sink_at_watch,
+          "sink": handle.sink, "mode": listed["output_mode"], "table_rows": handle.table_rows,
+          "result_rows": len(handle.result()), "batches": handle.progress.total}
+handle.stop()
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.cluster
+@pytest.mark.xdist_group(SPARK_PROCESSES_GROUP)
+def test_watching_a_query_of_the_users_own_connect_session_at_once(spark_processes, tmp_path):
+    """A query watched right after .start() on a Spark Connect session the user built."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.cluster_support import REPO, user_env
+
+    environment = user_env(SPARK_REMOTE=spark_processes.start_connect(), TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", CONNECT_OWN_SESSION], capture_output=True, text=True, timeout=300,
+                          env=environment, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # The user's session is adopted as it is (it was rebuilt with the workbench's settings, then
+    # the watch failed), and the sink, unknown before the first batch, comes with it.
+    assert report["zone"] == "America/New_York" and report["batches"] >= 3
+    assert (report["sink_at_watch"], report["sink"], report["result_rows"]) == ("unknown", "memory", 2), report
+    # Spark Connect does not tell the output mode: neither is the complete table's size summed.
+    assert (report["mode"], report["table_rows"]) == ("unknown", None), report
+

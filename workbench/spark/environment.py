@@ -34,7 +34,7 @@ from .._process_end import ending_process
 from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
-from .session import build_session, is_connect_session, session_target
+from .session import build_session, is_connect_session, quiet_dead_gateway_errors, session_target
 from .session_end import discard_dead_session, spark_is_gone
 from .starting import start_stream
 from .handle import StreamHandle
@@ -193,6 +193,7 @@ class Workbench:
                 return None
             if active is None:
                 return None
+            quiet_dead_gateway_errors()  # as for the workbench's own sessions: its JVM may die too
             self._spark = active
             self._listen(active)
             return active

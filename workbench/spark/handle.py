@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
@@ -116,6 +116,8 @@ class StreamHandle:
         self.sink_description: str | None = None
         #: Which batches the history lacks (a query watched after it started), or None.
         self.history_note: str | None = None
+        #: False for a watched query whose output mode is unknown (Spark Connect): so is its table's size.
+        self.output_mode_known = True
         # The parts the handle delegates to.
         self._end = QueryEnd(query, spark, subject=self)
         if on_event is not None:
@@ -131,6 +133,17 @@ class StreamHandle:
             on_finished=self._on_poller_finished, name=f"workbench-poller-{spec.name}",
         )
         self._stopping = Stopper(spec.name, query, spark, self.poller, self._end, self._find_cut_batch)
+
+    def learn_sink(self, description: str, kind: str) -> None:
+        """A watched query's sink, unknown until a report named it (Spark Connect, before the first batch)."""
+        if self.sink != "unknown":
+            return
+        self.sink, self.sink_description = kind, description
+        self.spec = replace(self.spec, sink=self.sink)
+        self._reader = TableReader(self.name, self._run_id, self.sink, self.output_mode, self._spark)
+        if self.sink == "memory":  # the batches so far (this one's too), then each new one
+            self._memory.count_rows(self.progress.records())
+            self.progress.subscribe(self._memory.count_rows)
 
     def hear_from(self, heard: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
         """Let the poller also read the reports the session's listener heard for this run.
@@ -250,7 +263,7 @@ class StreamHandle:
         >>> handle.table_rows                                    # doctest: +SKIP
         12500
         """
-        return self._memory.rows if self.sink == "memory" else None
+        return self._memory.rows if self.sink == "memory" and self.output_mode_known else None
 
     @property
     def table_warning(self) -> str | None:
@@ -277,18 +290,13 @@ class StreamHandle:
     def progress_note(self) -> str | None:
         """One line while reading the query's progress fails and the query still runs, else None.
 
-        The poller keeps trying (less often the longer it fails) and the history fills in
-        once a read works again; the full error is in the ``workbench`` log.
+        The poller keeps trying, less often the longer it fails; the full error is in the log.
         """
         error = self.poller.read_error
         if error is None or self._end.status is not None:
             return None
         return (f"Reading this stream's progress failed {self.poller.read_failures} time(s) in a row; "
                 f"the query still runs and the workbench keeps trying: {error}")
-
-    @property
-    def _replaced_by_name(self) -> str | None:
-        return None if self.replaced_by is None else self.replaced_by.name
 
     def _find_cut_batch(self) -> None:
         """After the query ended: find a batch whose rows reached the memory table without progress."""
@@ -324,7 +332,7 @@ class StreamHandle:
         ValueError
             For a console-sink stream, which keeps no table.
         """
-        return self._reader.result(replaced=self._replaced_by_name)
+        return self._reader.result(replaced=self.replaced_by and self.replaced_by.name)
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         """A few rows of the memory sink's table and its row count, without fetching it all.
@@ -337,7 +345,7 @@ class StreamHandle:
         (pandas.DataFrame, int)
             The rows and the number of rows in the table.
         """
-        return self._reader.preview(rows, replaced=self._replaced_by_name)
+        return self._reader.preview(rows, replaced=self.replaced_by and self.replaced_by.name)
 
     def input_watermarks(self) -> pd.DataFrame:
         """Each watermarked input's max event time and watermark, one row per batch and input.
@@ -521,7 +529,7 @@ class StreamHandle:
             "run_id": self.run_id,
             "status": status,
             "sink": self.sink,
-            "output_mode": self.output_mode or "append",
+            "output_mode": (self.output_mode or "append") if self.output_mode_known else "unknown",
             "trigger": self.trigger,
             "batches": self.progress.total,
             "last_batch_id": last.batch_id if last else None,

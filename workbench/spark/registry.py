@@ -126,7 +126,9 @@ class StreamRegistry:
             # A name needs a session already running (its query runs on it): none is started for it.
             spark = owner.adopt_active()
         elif is_streaming_query(query):
-            spark = owner.session()
+            # Its session runs already: the user's own (Spark Connect too) is adopted as it is,
+            # not replaced by one the workbench would build with its settings.
+            spark = owner.adopt_active() or owner.session()
         else:
             spark = None  # find_query says what is wrong with the argument
         target = find_query(spark, query)

@@ -270,7 +270,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         return builder.getOrCreate()
 
     java = require_java()
-    _quiet_dead_gateway_errors()
+    quiet_dead_gateway_errors()
     master = target.url
     settings = with_user_conf(default_conf(master, warehouse_dir), conf)
     on_this_machine = is_local_master(master) or _loopback_master(master)
@@ -470,7 +470,8 @@ class _DeadGatewayFilter(logging.Filter):
         return type(record.exc_info[1]).__name__ not in self.GONE
 
 
-def _quiet_dead_gateway_errors() -> None:
+def quiet_dead_gateway_errors() -> None:
+    """Keep py4j's connection tracebacks of a JVM that died (or stopped) out of the user's log and cell."""
     # A logger's filters see only its own records, not those its children pass up.
     for name in ("", "py4j.java_gateway", "py4j.clientserver"):
         logger = logging.getLogger(name)

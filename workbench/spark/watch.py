@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..options import Trigger
 from ..progress import ProgressHistory
@@ -343,6 +343,16 @@ def watched_handle(
     handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
     handle.started_by = started_by
     handle.sink_description = description
+    handle.output_mode_known = spec.output_mode is not None
+    if spec.sink == "unknown":  # watched before its first report on Spark Connect: the first one tells
+
+        def learn(records: Sequence[Any]) -> None:  # on the poller's thread, as each batch comes
+            described = [r.sink_description for r in records if r.sink_description]
+            if described and handle.sink == "unknown":
+                handle.learn_sink(described[0], sink_kind(described[0]))
+
+        history.subscribe(learn)
+        learn(history.records())
     if record is not None:
         handle.history_note = record.missing_note
         if record.started_at is not None:
