@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -52,6 +54,19 @@ def family_of(pid: int) -> dict[int, str]:
 def jvms_of(pid: int) -> list[int]:
     """The ids of the Java processes (Spark's JVMs) that ``pid`` started, directly or not."""
     return [child for child, name in family_of(pid).items() if name == "java"]
+
+
+def kill_jvm_after(handle: Any, batches: int = 2, timeout: float = 120) -> None:
+    """In a script with a Spark of its own: once ``handle`` has run ``batches``, kill this process's JVM.
+
+    Returns once the JVM has ended (as the user finds it when they next look).
+    """
+    deadline = time.monotonic() + timeout
+    while handle.progress.total < batches and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [jvm] = [psutil.Process(pid) for pid in jvms_of(os.getpid())]
+    jvm.kill()
+    jvm.wait(10)
 
 
 def alive(pid: int) -> bool:

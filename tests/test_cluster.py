@@ -263,6 +263,23 @@ def test_an_unreachable_url_is_one_line_within_seconds(variable, scheme, server)
     assert took < 30
 
 
+def test_a_port_that_is_no_connect_server_is_one_line_within_seconds():
+    # A master's port, or a web UI's, accepts the connection: pyspark's client then retried for
+    # about ten minutes before it said anything.
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # accepts TCP connections (the kernel's backlog) and never answers
+        url = f"sc://127.0.0.1:{listener.getsockname()[1]}"
+        lines, took = notebook_with({"SPARK_REMOTE": url})
+    expected = (f"SparkUnreachableError: {url} accepts connections but does not answer as a Spark Connect server "
+                "within 5 s (a master's port, 7077, or a web UI's, 8080?): SPARK_REMOTE names the Connect server, by "
+                "default on port 15002")
+    assert lines == [expected, expected]
+    assert took < 30
+
+
 @pytest.mark.parametrize("variable, value, message", [
     ("WORKBENCH_MASTER", "spark:/127.0.0.1:7077", "is not a Spark master URL"),
     ("WORKBENCH_MASTER", "spark://127.0.0.1", "has no port"),

@@ -108,9 +108,9 @@ JVM_DIES = textwrap.dedent(
 )
 
 
-def run_script(script: str, timeout: float = 600) -> tuple[dict, str]:
+def run_script(script: str, timeout: float = 600, extra: dict[str, str] | None = None) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER")}
-    env["PYTHONPATH"] = str(REPO)
+    env.update(extra or {}, PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -149,22 +149,17 @@ def test_jvm_death_fails_every_stream_and_the_next_stream_gets_a_new_session():
 
 ADOPTED_JVM_DIES = textwrap.dedent(
     """
-    import json, logging, os, time
-    import psutil
+    import json, logging
     from pyspark.sql import SparkSession
     import workbench
-    from tests.helpers import jvms_of
+    from tests.helpers import kill_jvm_after
 
     logging.basicConfig()  # as a notebook's kernel shows warnings and errors
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
              .writeStream.format("noop").queryName("mine").trigger(processingTime="0.2 seconds").start())
     handle = workbench.watch(query)
-    deadline = time.monotonic() + 120
-    while handle.progress.total < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    [jvm] = [psutil.Process(pid) for pid in jvms_of(os.getpid())]
-    jvm.kill()
+    kill_jvm_after(handle)
     handle.wait_finished(30)
     print(json.dumps({"status": handle.status, "error": handle.error}))
     """
@@ -178,6 +173,36 @@ def test_a_jvm_that_dies_under_the_users_own_session_leaves_no_py4j_traceback():
     assert report["status"] == "failed" and report["error"].startswith("Spark stopped: "), report
     assert "ConnectionResetError" not in stderr and "Py4JNetworkError" not in stderr, stderr[-3000:]
     assert "Exception while sending command" not in stderr, stderr[-3000:]
+
+
+LOCAL_CONNECT_SERVER_DIES = textwrap.dedent(
+    """
+    import json, os, time
+    import workbench
+    from tests.helpers import kill_jvm_after
+
+    spark = workbench.session()  # SPARK_REMOTE=local[1]: a Spark Connect server in this process's JVM
+    handle = workbench.start(spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load(), "nums",
+                             trigger="0.2 seconds")
+    kill_jvm_after(handle)
+    killed = time.monotonic()
+    status = handle.status  # asked Spark Connect's client, which retried the dead server for minutes
+    print(json.dumps({"kind": type(spark).__module__, "status": status, "error": handle.error,
+                      "seconds": time.monotonic() - killed}), flush=True)
+    os._exit(0)  # pyspark's own threads would retry the dead server at exit too
+    """
+)
+
+
+@pytest.mark.kernel  # a Python process with a Spark of its own
+def test_a_local_connect_servers_death_fails_its_streams_at_once():
+    from tests.cluster_support import free_port
+
+    report, _ = run_script(LOCAL_CONNECT_SERVER_DIES, extra={"SPARK_REMOTE": "local[1]",
+                                                             "WORKBENCH_CONNECT_PORT": str(free_port())})
+    assert report["kind"].startswith("pyspark.sql.connect"), report
+    assert report["status"] == "failed" and report["error"].startswith("Spark stopped: "), report
+    assert report["seconds"] < 10, report
 
 
 def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(env, rate_stream, tmp_path):

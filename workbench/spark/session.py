@@ -27,7 +27,8 @@ from typing import Any, Iterator
 
 from .._java import require_java
 from .._spark_target import (
-    SparkTarget, connect_port, is_loopback, require_free_connect_port, require_reachable, spark_target,
+    SparkTarget, connect_port, is_loopback, require_connect_server, require_free_connect_port, require_reachable,
+    spark_target,
 )
 from .. import _class_archive as class_archive
 from .jvm_launch import launch_jvm
@@ -263,6 +264,7 @@ def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:
         }
         if remote.startswith("local"):
             return _start_local_connect(remote, settings)
+        require_connect_server(target)  # else pyspark's client retries a port that is no server for minutes
         builder = SparkSession.builder.remote(remote)
         for key, value in settings.items():
             builder = builder.config(key, value)

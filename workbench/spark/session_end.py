@@ -264,7 +264,12 @@ def spark_is_gone(spark: Any, wait: float = 0.0) -> bool:
     """
     context = getattr(spark, "_sc", None)
     if context is None:  # Spark Connect reports it itself
-        return bool(getattr(spark, "is_stopped", False))
+        if getattr(spark, "is_stopped", False):
+            return True
+        # SPARK_REMOTE=local[N]: the server runs in this process's own JVM, whose death its client
+        # would retry for about ten minutes.
+        server = classic_session() if os.environ.get("SPARK_LOCAL_REMOTE") else None
+        return server is not None and server is not spark and spark_is_gone(server, wait)
     if getattr(context, "_jsc", None) is None:
         return True
     proc = getattr(getattr(context, "_gateway", None), "proc", None)
