@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from workbench.progress import BatchProgress
+from workbench.progress.records import OperatorProgress
 from workbench.progress.diagnosis import (
     HeldTimers, OutputSummary, PlanFacts, earliest_window_end, format_duration, parse_interval, why_no_output,
 )
@@ -251,3 +253,114 @@ def test_processor_reason_without_any_timer_registered():
     summary = OutputSummary().add(processor_batch(i, 0) for i in range(3))
     message = why_no_output(summary, output_mode="update", timers=lambda: HeldTimers(0, "event time"))
     assert "has output nothing and no timer is registered yet" in message
+
+
+# -- what the monitor must not claim -----------------------------------------------------------------------
+
+
+def unknown_output(records: list[BatchProgress]) -> list[BatchProgress]:
+    """The same batches from a sink that cannot count its rows (foreachBatch, files: Spark writes -1)."""
+    return [dataclasses.replace(r, num_output_rows=None) for r in records]
+
+
+def test_a_sink_that_cannot_count_its_rows_gets_no_reason_that_nothing_was_output():
+    summary = OutputSummary().add(BatchProgress.from_json({"batchId": 0, "numInputRows": 5,
+                                                            "sink": {"numOutputRows": -1}}) for _ in range(1))
+    assert (summary.output_rows, summary.output_known) == (0, False)
+    assert why_no_output(OutputSummary().add(unknown_output(watermarked(4))), output_mode="append",
+                         plan=HOUR_WINDOW) is None
+    assert why_no_output(OutputSummary().add(unknown_output(watermarked(4))), output_mode="append") is None
+    calls = []
+    processor = OutputSummary().add(unknown_output([processor_batch(i, 1) for i in range(3)]))
+    assert why_no_output(processor, output_mode="update", timers=lambda: calls.append(1)) is None and calls == []
+    # No input is still no input, whatever the sink can count.
+    quiet = unknown_output([batch(i, rows=0) for i in range(3)])
+    assert "No input rows arrive" in why_no_output(OutputSummary().add(quiet), output_mode="append")
+
+
+JOIN_WITH_STATIC_AGGREGATE = (
+    "'Join UsingJoin(Inner, [value])\n"
+    ":- ~StreamingRelationV2 rate-micro-batch, [rowsPerBatch=3], [timestamp#5, value#6L], name=<Unassigned>\n"
+    "+- Aggregate [value#1L], [value#1L, count(1) AS count#2L]\n"
+    "   +- Project [(id#0L + cast(1000 as bigint)) AS value#1L]\n"
+    "      +- Range (0, 5, step=1, splits=Some(2))\n"
+    "\n"
+    "~Project [value#6L, timestamp#5, count#2L]\n"
+    "+- ~Join Inner, (value#6L = value#1L)\n"
+    "   :- ~StreamingRelationV2 rate-micro-batch, [rowsPerBatch=3], [timestamp#5, value#6L], name=<Unassigned>\n"
+    "   +- Aggregate [value#1L], [value#1L, count(1) AS count#2L]\n"
+    "      +- Project [(id#0L + cast(1000 as bigint)) AS value#1L]\n"
+    "         +- Range (0, 5, step=1, splits=Some(2))")
+
+
+@pytest.mark.parametrize(
+    "text, aggregation",
+    [
+        (JOIN_WITH_STATIC_AGGREGATE, False),                          # the aggregate is on the static side
+        ("WriteToMicroBatchDataSource MemorySink\n+- ~Aggregate [window#13-T0ms], [count(1) AS count#9L]\n"
+         "   +- ~StreamingDataSourceV2ScanRelation[timestamp#7, value#8L] RatePerMicroBatch", True),
+        ("'Aggregate ['v], ['count(1)]\n+- ~StreamingRelationV2 rate", True),   # unresolved, over a stream
+        ("'Aggregate ['v], ['count(1)]\n+- 'UnresolvedRelation [lookup]\n\nAggregate [v#1], [count(1)]\n"
+         "+- LocalRelation [v#1]", False),                            # a batch query's aggregate
+        ("~Deduplicate [value#1L]\n+- ~StreamingRelationV2 rate", False),
+    ],
+)
+def test_only_a_streaming_aggregation_counts_as_one(text, aggregation):
+    assert PlanFacts.from_plan_text(text).has_aggregation is aggregation
+
+
+def test_a_stream_static_join_with_an_aggregated_static_side_gets_no_watermark_reason():
+    plan = PlanFacts.from_plan_text(JOIN_WITH_STATIC_AGGREGATE)
+    assert why_no_output(OutputSummary().add(batch(i, stateful=False) for i in range(3)), output_mode="append",
+                         plan=plan) is None
+
+
+def operator_batches(name: str, n: int = 4) -> list[BatchProgress]:
+    return [dataclasses.replace(r, operators=(OperatorProgress.from_json({"operatorName": name}),))
+            for r in watermarked(n)]
+
+
+@pytest.mark.parametrize("operator, expected", [
+    ("symmetricHashJoin", None), ("dedupe", None), ("stateStoreSave", "has not yet passed the end of any aggregate"),
+    ("sessionWindowStateStoreSaveExec", "has not yet passed the end of any aggregate"),
+])
+def test_without_a_plan_only_an_aggregations_operator_means_an_aggregation(operator, expected):
+    message = why_no_output(OutputSummary().add(operator_batches(operator)), output_mode="append", plan=None)
+    assert message is None if expected is None else expected in message
+
+
+def test_a_slow_first_batch_is_not_a_source_without_data():
+    asked = []
+
+    def running(answer: bool):
+        return lambda: asked.append(answer) or answer
+
+    message = why_no_output(OutputSummary(), output_mode="append", elapsed=timedelta(seconds=12),
+                            batch_running=running(True))
+    assert message.startswith("The first micro-batch is still running") and "12 s" in message
+    message = why_no_output(OutputSummary(), output_mode="append", elapsed=timedelta(seconds=12),
+                            batch_running=running(False))
+    assert "because the source has no new data" in message
+    # Spark's status is read only when that reason would be shown.
+    for summary, elapsed in [(OutputSummary(), timedelta(seconds=3)), (OutputSummary().add(watermarked(4)), None)]:
+        why_no_output(summary, output_mode="append", plan=HOUR_WINDOW, elapsed=elapsed, batch_running=running(True))
+    assert asked == [True, False]
+
+
+def test_a_late_dropped_row_does_not_silence_the_reason():
+    # Batch 2 has one row two hours behind its watermark: Spark drops it, yet eventTime.min shows it.
+    records = watermarked(4)
+    late = T0 - timedelta(hours=2)
+    records[2] = dataclasses.replace(records[2], event_time_min=late)
+    summary = OutputSummary().add(records)
+    assert summary.earliest_event_time == records[2].watermark  # no earlier than what batch 2 could keep
+    message = why_no_output(summary, output_mode="append", plan=HOUR_WINDOW)
+    assert "earliest open window (2024-01-01 12:00:00 UTC)" in message
+
+
+def test_several_watermarked_inputs_give_no_window_end_from_one_inputs_event_times():
+    plan = dataclasses.replace(HOUR_WINDOW, watermarks=2)
+    message = why_no_output(OutputSummary().add(watermarked(4)), output_mode="append", plan=plan)
+    assert "has not yet passed the end of any aggregate" in message
+    assert "2 watermarked inputs" in message and "cannot be told from progress" in message
+    assert "13:00" not in message and "latest event time" not in message and "\n" not in message

@@ -11,9 +11,11 @@ from pyspark.sql import functions as F
 
 from workbench.errors import StreamStartError
 from workbench.progress import DURATION_PARTS
+from workbench.progress.diagnosis import OutputSummary
 from workbench.spark.plan import plan_facts
 from workbench.views.monitor import StreamMonitor
 from workbench.views.monitor_charts import NO_STATE, NO_WATERMARK
+from workbench.views.monitor_header import no_output_reason
 from tests.helpers import live_threads, wait_for
 
 pytestmark = pytest.mark.spark
@@ -84,7 +86,8 @@ def assert_figures_match(monitor: StreamMonitor, history: pd.DataFrame, per_oper
         same(state[label + "total"].y, rows["state_rows_total"])
         same(state[label + "updated"].y, rows["state_rows_updated"])
         same(state[label + "removed"].y, rows["state_rows_removed"])
-        same(state[label + "dropped by watermark"].y, rows["state_rows_dropped_by_watermark"])
+        # Spark counts late groups there, not rows: the trace says so.
+        same(state[label + "late groups dropped"].y, rows["state_rows_dropped_by_watermark"])
         same(state[label + "memory"].y, rows["state_memory_bytes"])
     # Real times, not epoch milliseconds, reach the chart; the axis reads them as dates.
     assert all(isinstance(v, str) for v in wm["watermark"].y if v is not None)
@@ -246,3 +249,69 @@ def test_console_view_keeps_the_newest_batches_each_in_its_own_widget():
     assert [b.outputs[0]["text"] for b in batches] == console.texts()
     with pytest.raises(ValueError, match="max_batches must be a positive whole number, got 0"):
         CellConsole(max_batches=0)
+
+
+def reason_after(handle, batches: int = 4) -> str | None:
+    """"Why no output?" for a stream stopped after ``batches`` batches, as the monitor words it."""
+    wait_for(lambda: handle.progress.total >= batches or handle.status != "active", 60, message=f"{batches} batches")
+    handle.stop()
+    assert handle.error is None, handle.error_details
+    return no_output_reason(handle, OutputSummary().add(handle.progress.records()), [], min_batches=3,
+                            quiet_time=pd.Timedelta(seconds=10).to_pytimedelta())
+
+
+def test_an_aggregate_on_a_joins_static_side_is_no_streaming_aggregation(spark, rate_stream):
+    static = spark.range(5).select((F.col("id") + 1000).alias("value")).groupBy("value").count()
+    assert not plan_facts(rate_stream().join(static, "value")).has_aggregation
+    assert plan_facts(rate_stream().groupBy("value").count()).has_aggregation
+
+
+def test_a_late_row_dropped_by_the_watermark_leaves_the_reason(env, rate_stream):
+    # Value 5 (batch 2) is two hours late: Spark drops it, yet progress's eventTime.min shows it.
+    late = F.when(F.col("value") == 5, F.col("timestamp") - F.expr("INTERVAL 2 HOURS")).otherwise(F.col("timestamp"))
+    counts = (rate_stream(rows_per_batch=2, start_ms=START_MS).withColumn("timestamp", late)
+              .withWatermark("timestamp", "0 seconds").groupBy(F.window("timestamp", "1 hour")).count())
+    handle = env.start(counts, "late_row", trigger="0.3 seconds")
+    message = reason_after(handle)
+    records = handle.progress.records()
+    assert records[2].state_rows_dropped_by_watermark == 1
+    assert min(r.event_time_min for r in records if r.event_time_min) == pd.Timestamp(START_MS, unit="ms", tz="UTC") \
+        + pd.Timedelta(seconds=2) - pd.Timedelta(hours=2)
+    assert "has not yet passed the end of the earliest open window (2023-11-14 23:00:00 UTC)" in message
+
+
+def test_with_two_watermarked_inputs_no_window_end_is_guessed(env, rate_stream):
+    # The second input's events are an hour earlier; progress reports the event times of one input only.
+    early = rate_stream(rows_per_batch=2, start_ms=START_MS - 3_600_000).withWatermark("timestamp", "0 seconds")
+    union = rate_stream(rows_per_batch=2, start_ms=START_MS).withWatermark("timestamp", "0 seconds").union(early)
+    handle = env.start(union.groupBy(F.window("timestamp", "1 hour")).count(), "two_inputs", trigger="0.3 seconds")
+    assert handle.plan.watermarks == 2
+    message = reason_after(handle)
+    assert "has not yet passed the end of any aggregate" in message
+    assert "2 watermarked inputs" in message and "cannot be told from progress" in message
+    assert "earliest open window" not in message
+
+
+def test_a_slow_first_batch_is_not_called_a_source_without_data(env, rate_stream, tmp_path):
+    flag = str(tmp_path / "go")
+
+    @F.udf("long")
+    def held(value):  # the first batch runs until the test lets it finish
+        import os
+        import time
+
+        while not os.path.exists(flag):
+            time.sleep(0.05)
+        return value
+
+    handle = env.start(rate_stream(rows_per_batch=1).select(held("value").alias("v")), "held", trigger="0.3 seconds")
+    monitor = handle.monitor(quiet_seconds=1.0)
+    try:
+        message = wait_for(lambda: monitor.diagnosis.value, 60, message="a diagnosis")
+        assert "The first micro-batch is still running" in message and "no new data" not in message
+    finally:
+        (tmp_path / "go").touch()
+    wait_for(lambda: handle.progress.total >= 1, 60, message="the first batch")
+    wait_for(lambda: monitor.diagnosis.value == "", 30, message="the diagnosis to go once a batch ran")
+    monitor.close()
+    handle.stop()

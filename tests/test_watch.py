@@ -6,12 +6,16 @@ the real local session with plain ``df.writeStream...start()`` queries, as a use
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 import workbench
 from workbench.progress import ProgressHistory
+from workbench.progress.diagnosis import OutputSummary
 from workbench.progress.recorder import QueryRecorder
 from workbench.spark.watch import sink_kind
+from workbench.views.monitor_header import no_output_reason, summary_text
 from tests.cluster_support import SPARK_PROCESSES_GROUP
 from tests.helpers import wait_for
 
@@ -155,6 +159,55 @@ def test_a_parquet_query_started_after_loading_is_watched_from_batch_0(env, spar
     assert query.isActive
     handle.stop()  # asked for: now it stops
     assert not query.isActive and handle.status == "stopped" and handle.wait_finished(10)
+
+
+def why_no_output_of(handle) -> str | None:
+    """"Why no output?" for a watched handle's history so far, as the monitor words it."""
+    summary = OutputSummary().add(handle.progress.records())
+    return no_output_reason(handle, summary, [], min_batches=3, quiet_time=timedelta(seconds=10))
+
+
+@pytest.mark.spark
+def test_a_watched_stream_stream_join_is_not_called_an_aggregation(env, spark, rate_stream):
+    from pyspark.sql import functions as F
+
+    # Keys never match, so an inner join outputs nothing, and needs no watermark to output what matches.
+    left = rate_stream(rows_per_batch=2).select(F.col("value").alias("k"), F.col("timestamp").alias("lt"))
+    right = rate_stream(rows_per_batch=2).select((F.col("value") + 100_000).alias("k"), F.col("timestamp").alias("rt"))
+    joined = left.withWatermark("lt", "2 seconds").alias("l").join(
+        right.withWatermark("rt", "2 seconds").alias("r"),
+        F.expr("l.k = r.k AND lt BETWEEN rt - INTERVAL 1 SECOND AND rt + INTERVAL 1 SECOND"))
+    query = joined.writeStream.format("memory").queryName("watched_join").trigger(processingTime="0.3 seconds").start()
+    try:
+        handle = workbench.watch(query)
+        assert handle.plan is not None and not handle.plan.has_aggregation and handle.plan.watermarks == 2
+        wait_for(lambda: handle.progress.total >= 3, 60, message="three batches")
+        assert handle.progress.records()[-1].operators[0].operator_name == "symmetricHashJoin"
+        assert why_no_output_of(handle) is None
+    finally:
+        query.stop()
+
+
+@pytest.mark.spark
+def test_a_watched_foreach_batch_aggregation_does_not_claim_nothing_was_output(env, spark, rate_stream):
+    from pyspark.sql import functions as F
+
+    counted: list[int] = []
+    counts = (rate_stream(rows_per_batch=2).withWatermark("timestamp", "0 seconds")
+              .groupBy(F.window("timestamp", "2 seconds")).count())
+    query = (counts.writeStream.foreachBatch(lambda frame, _: counted.append(frame.count()))
+             .outputMode("append").trigger(processingTime="0.3 seconds").start())
+    try:
+        handle = workbench.watch(query)
+        assert handle.plan.has_aggregation and handle.plan.has_watermark  # read from the running query
+        wait_for(lambda: sum(counted) >= 2 and handle.progress.total >= 3, 60, message="windows written")
+        records = handle.progress.records()
+        assert all(r.num_output_rows is None for r in records)  # Spark reports -1: the sink cannot count
+        assert why_no_output_of(handle) is None
+        text = summary_text(handle, "active", None, OutputSummary().add(records), records[-1])
+        assert "rows out unknown" in text and "0 rows out" not in text
+    finally:
+        query.stop()
 
 
 @pytest.mark.spark

@@ -24,13 +24,14 @@ Spark does accept (and serves as the explanation when plan facts say so).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Sequence
 
 from .input_watermarks import InputWatermark
-from .records import TWS_OPERATORS, BatchProgress
+from .records import AGGREGATION_OPERATORS, TWS_OPERATORS, BatchProgress, parse_interval
 
 __all__ = [
     "PlanFacts", "OutputSummary", "HeldTimers", "why_no_output", "earliest_window_end", "parse_interval",
@@ -39,14 +40,6 @@ __all__ = [
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-_UNITS = {
-    "microsecond": timedelta(microseconds=1), "millisecond": timedelta(milliseconds=1),
-    "second": timedelta(seconds=1), "minute": timedelta(minutes=1), "hour": timedelta(hours=1),
-    "day": timedelta(days=1), "week": timedelta(weeks=1),
-}
-_UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second",
-                 "min": "minute", "h": "hour", "d": "day"}
-_INTERVAL_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
 # `'window('timestamp, 10 minutes, 5 minutes, 1 minute)` in the parsed logical plan.
 _WINDOW_CALL = re.compile(r"'window\('?`?([\w.]+)`?((?:,\s*[^,()]+){1,3})\)", re.IGNORECASE)
 # `'session_window('timestamp, 5 minutes)`; a gap computed per row is not an interval.
@@ -58,33 +51,31 @@ _MEMORY_INPUT = re.compile(r"\bworkbench_memory,[^\n]*?\[([^\]\n]*folder[^\]\n]*
 _FOLDER_HEX = re.compile(r"(?:^|, )folder_hex=([0-9a-f]+)(?:,|$)")
 _FOLDER = re.compile(r"(?:^|, )folder=([^,]+)(?:,|$)")
 _WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([\w.`]+)#\d+(?::\s*\w+)?,\s*([^\n]+)")
+# A plan tree's line: the tree's prefix (`:  +- `), the node's state (`'` unresolved, `~` streaming), its name.
+_NODE = re.compile(r"^((?:[: ] {2})*(?:[:+]- )?)([~'!]*)(\w+)")
 
 
-def parse_interval(text: str) -> timedelta | None:
-    """Parse an interval as Spark prints it (``10 minutes``, ``1 hour 30 minutes``).
+def _streaming_aggregation(text: str) -> bool:
+    """Whether a plan's text aggregates a stream (an aggregate over a join's static side does not count).
 
-    Returns None when the text is not an interval.
+    Spark marks a resolved node that reads a stream with ``~``; an unresolved one (``'``)
+    aggregates a stream when a node below it reads one, or when the text shows nothing below it.
 
     Examples
     --------
-    >>> parse_interval("10 minutes"), parse_interval("interval 1 hour 30 minutes")
-    (datetime.timedelta(seconds=600), datetime.timedelta(seconds=5400))
-    >>> parse_interval("soon") is None
+    >>> _streaming_aggregation("~Join Inner\\n:- ~StreamingRelationV2 rate\\n+- Aggregate [v#1L]\\n   +- Range (0, 5)")
+    False
+    >>> _streaming_aggregation("'Aggregate ['v], ['count(1)]\\n+- ~StreamingRelationV2 rate")
     True
     """
-    text = text.strip().strip("'\"").lower()
-    if text.startswith("interval"):
-        text = text[len("interval"):]
-    parts = _INTERVAL_PART.findall(text)
-    if not parts or _INTERVAL_PART.sub("", text).strip(" ,"):
-        return None
-    total = timedelta(0)
-    for number, unit in parts:
-        unit = _UNIT_ALIASES.get(unit, unit.rstrip("s"))
-        if unit not in _UNITS:
-            return None
-        total += float(number) * _UNITS[unit]
-    return total
+    nodes = [(len(m.group(1)), m.group(2), m.group(3)) for m in map(_NODE.match, text.splitlines()) if m]
+    for index, (depth, state, name) in enumerate(nodes):
+        if name != "Aggregate" or not ("~" in state or "'" in state):
+            continue
+        below = list(itertools.takewhile(lambda node: node[0] > depth, nodes[index + 1:]))
+        if "~" in state or not below or any("~" in s or n.startswith("Streaming") for _, s, n in below):
+            return True
+    return False
 
 
 def _memory_folder(options: str) -> str:
@@ -112,6 +103,9 @@ def _memory_folder(options: str) -> str:
 @dataclass(frozen=True)
 class PlanFacts:
     """What a streaming query's plan says, as far as the "why no output?" rules need.
+
+    ``has_aggregation`` means a streaming (stateful) aggregation: an aggregate on a
+    stream-static join's static side is none.
 
     Examples
     --------
@@ -142,7 +136,7 @@ class PlanFacts:
     @classmethod
     def from_plan_text(cls, text: str) -> PlanFacts:
         """Read the facts from a plan's text (parsed and/or analysed logical plan)."""
-        facts = cls(has_aggregation=bool(re.search(r"(^|[\s'~+-])Aggregate\b", text, re.MULTILINE)),
+        facts = cls(has_aggregation=_streaming_aggregation(text),
                     memory_folders=tuple(dict.fromkeys(_memory_folder(options) for options in _MEMORY_INPUT.findall(text))))
         match = _WATERMARK.search(text)
         if match:
@@ -205,16 +199,24 @@ class OutputSummary:
     >>> summary = OutputSummary().add([batch(0, 5, 0), batch(1, 0, 0)])
     >>> summary.batches, summary.input_rows, summary.output_rows, summary.quiet_batches
     (2, 5, 0, 1)
+    >>> OutputSummary().add([batch(0, 5, -1)]).output_known  # foreachBatch and files cannot count
+    False
     """
 
     batches: int = 0
     input_rows: int = 0
     output_rows: int = 0
+    #: False once a batch's sink could not count its rows (Spark reports -1: foreachBatch, files).
+    output_known: bool = True
     #: Newest batches in a row that read no input rows.
     quiet_batches: int = 0
     stateful: bool = False
+    #: A streaming aggregation's operator ran (a join or ``dropDuplicates`` is stateful but no aggregation).
+    aggregating: bool = False
     watermark_seen: bool = False
     watermark: datetime | None = None
+    #: The earliest event time a batch kept: its ``eventTime.min``, but no earlier than its watermark,
+    #: since ``eventTime.min`` also counts the rows dropped as late.
     earliest_event_time: datetime | None = None
     latest_event_time: datetime | None = None
     #: A transformWithState processor, and the timers it registered and removed so far.
@@ -228,9 +230,12 @@ class OutputSummary:
         for r in records:
             values["batches"] += 1
             values["input_rows"] += r.num_input_rows
-            values["output_rows"] += max(r.num_output_rows or 0, 0)
+            values["output_rows"] += r.num_output_rows or 0
+            values["output_known"] = values["output_known"] and r.num_output_rows is not None
             values["quiet_batches"] = values["quiet_batches"] + 1 if r.num_input_rows == 0 else 0
             values["stateful"] = values["stateful"] or bool(r.operators)
+            values["aggregating"] = values["aggregating"] or any(
+                op.operator_name in AGGREGATION_OPERATORS for op in r.operators)
             values["processor"] = values["processor"] or any(op.operator_name in TWS_OPERATORS for op in r.operators)
             values["timers_registered"] += r.timers_registered
             values["timers_deleted"] += r.timers_deleted
@@ -238,8 +243,9 @@ class OutputSummary:
                 values["watermark_seen"] = True
                 values["watermark"] = r.watermark
             if r.event_time_min is not None:
+                kept = r.event_time_min if r.watermark is None else max(r.event_time_min, r.watermark)
                 earliest = values["earliest_event_time"]
-                values["earliest_event_time"] = r.event_time_min if earliest is None else min(earliest, r.event_time_min)
+                values["earliest_event_time"] = kept if earliest is None else min(earliest, kept)
             if r.event_time_max is not None:
                 latest = values["latest_event_time"]
                 values["latest_event_time"] = r.event_time_max if latest is None else max(latest, r.event_time_max)
@@ -363,6 +369,7 @@ def why_no_output(
     inputs: Sequence[InputWatermark] | None = None,
     policy: str = "min",
     timers: Callable[[], HeldTimers | None] | None = None,
+    batch_running: Callable[[], bool] | None = None,
 ) -> str | None:
     """Why an append-mode stream has emitted nothing yet, in plain words; None if no reason applies.
 
@@ -391,6 +398,14 @@ def why_no_output(
         Returns the timers a transformWithState processor holds now (None when they cannot
         be read); called only when the processor rule applies, since reading them is a
         state-store read.
+    batch_running : callable, optional
+        Whether Spark's query status says a micro-batch with data is running; called only
+        when no batch has finished ``quiet_time`` after the start, to tell a slow first
+        batch from a source without data.
+
+    A sink that cannot count its rows (foreachBatch, files) gets no reason that rests on
+    "nothing was output". With several watermarked inputs, progress's event times are one
+    input's, so no window end is computed from them.
 
     Examples
     --------
@@ -402,23 +417,28 @@ def why_no_output(
     >>> why_no_output(summary, output_mode="update") is None
     True
     """
-    if summary.processor and summary.output_rows == 0 and summary.batches >= min_batches and summary.input_rows:
+    silent = summary.output_known and summary.output_rows == 0
+    if summary.processor and silent and summary.batches >= min_batches and summary.input_rows:
         return _processor_reason(summary, timers() if timers is not None else None)
     if (output_mode or "append") != "append" or summary.output_rows > 0:
         return None
     if summary.batches == 0:
-        if elapsed is not None and elapsed >= quiet_time:
-            return (f"No input rows arrive: no micro-batch has run in the {format_duration(elapsed)} "
-                    "since the stream started, because the source has no new data.")
-        return None
+        if elapsed is None or elapsed < quiet_time:
+            return None
+        if batch_running is not None and batch_running():
+            return (f"The first micro-batch is still running: Spark's query status says it has data, and no batch "
+                    f"has finished in the {format_duration(elapsed)} since the stream started.")
+        return (f"No input rows arrive: no micro-batch has run in the {format_duration(elapsed)} "
+                "since the stream started, because the source has no new data.")
     if summary.batches < min_batches:
         return None
     if summary.input_rows == 0:
         return (f"No input rows arrive: {summary.batches} micro-batches have read 0 rows from the "
                 "source, so there is nothing to output.")
+    if not silent:
+        return None
     held = held_back_by(inputs, policy) if inputs else None
-    aggregation = plan.has_aggregation if plan is not None else summary.stateful
-    if not aggregation:
+    if not (plan.has_aggregation if plan is not None else summary.aggregating):
         if held is None:
             return None
         return (f"{held} Output that waits for the watermark (outer-join rows without a match, windows after the "
@@ -432,12 +452,16 @@ def why_no_output(
     if watermark is None or latest is None or summary.earliest_event_time is None:
         return None
     shown_watermark = "not set yet (epoch 0)" if watermark <= EPOCH else format_time(watermark)
+    several = plan is not None and plan.watermarks > 1  # progress's event times are then one input's
     trail = (f" The watermark trails the latest event time ({format_time(latest)}) by "
-             f"{format_duration(latest - watermark)}" if watermark > EPOCH else "")
+             f"{format_duration(latest - watermark)}" if watermark > EPOCH and not several else "")
     delay = plan.watermark_delay if plan is not None else None
     if trail:
         trail += f" (watermark delay {format_duration(delay)})." if delay is not None else "."
-    if plan is not None and (plan.window_duration is not None or plan.session_gap is not None):
+    if several:
+        trail = (f" The query has {plan.watermarks} watermarked inputs and progress reports the event times of one "
+                 "of them only, so which window closes first cannot be told from progress.")
+    elif plan is not None and (plan.window_duration is not None or plan.session_gap is not None):
         if plan.window_duration is not None:
             end = earliest_window_end(summary.earliest_event_time, plan.window_duration,
                                       plan.window_slide, plan.window_offset)

@@ -77,7 +77,9 @@ class InputWatermark:
     quiet_batches : int
         Batches in a row, up to this one, in which the input had no rows.
     global_watermark : datetime
-        The global watermark Spark derives after the batch (the next batch runs with it).
+        The global watermark Spark derives after the batch: the next batch runs with it, so
+        it is one batch ahead of progress's (and ``history()``'s) ``watermark``, which is the
+        one the batch ran with.
     """
 
     batch_id: int
@@ -186,6 +188,9 @@ def input_watermarks(records: Iterable[Any], inputs: Sequence[InputSpec], policy
 
 def input_watermark_frame(rows: Sequence[InputWatermark]) -> pd.DataFrame:
     """:func:`input_watermarks` as a table with :data:`INPUT_WATERMARK_COLUMNS`.
+
+    A batch's ``global_watermark`` is the watermark derived after it (the next batch's),
+    one batch ahead of ``history()``'s ``watermark``.
 
     Examples
     --------

@@ -4,18 +4,21 @@ Spark reports a streaming query's progress as JSON (``StreamingQuery.lastProgres
 ``recentProgress`` and listener events). :meth:`BatchProgress.from_json` turns one such
 dictionary into a frozen :class:`BatchProgress`; nothing past the poller handles raw dicts.
 Field names are snake_case; Spark's camelCase survives only in the JSON keys read here.
+:func:`parse_interval` reads an interval as Spark prints it (in plans and options).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "DURATION_PARTS", "TWS_OPERATORS"]
+__all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "parse_interval", "DURATION_PARTS",
+           "TWS_OPERATORS", "AGGREGATION_OPERATORS"]
 
 #: ``durationMs`` keys that make up a batch, in the order the monitor stacks them,
 #: mapped to the record attribute that holds each.
@@ -58,9 +61,50 @@ def parse_spark_time(text: str | None) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
+_UNITS = {
+    "microsecond": timedelta(microseconds=1), "millisecond": timedelta(milliseconds=1),
+    "second": timedelta(seconds=1), "minute": timedelta(minutes=1), "hour": timedelta(hours=1),
+    "day": timedelta(days=1), "week": timedelta(weeks=1),
+}
+_UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second",
+                 "min": "minute", "h": "hour", "d": "day"}
+_INTERVAL_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
+
+
+def parse_interval(text: str) -> timedelta | None:
+    """Parse an interval as Spark prints it (``10 minutes``, ``1 hour 30 minutes``).
+
+    Returns None when the text is not an interval.
+
+    Examples
+    --------
+    >>> parse_interval("10 minutes"), parse_interval("interval 1 hour 30 minutes")
+    (datetime.timedelta(seconds=600), datetime.timedelta(seconds=5400))
+    >>> parse_interval("soon") is None
+    True
+    """
+    text = text.strip().strip("'\"").lower()
+    if text.startswith("interval"):
+        text = text[len("interval"):]
+    parts = _INTERVAL_PART.findall(text)
+    if not parts or _INTERVAL_PART.sub("", text).strip(" ,"):
+        return None
+    total = timedelta(0)
+    for number, unit in parts:
+        unit = _UNIT_ALIASES.get(unit, unit.rstrip("s"))
+        if unit not in _UNITS:
+            return None
+        total += float(number) * _UNITS[unit]
+    return total
+
+
 #: Spark's names for transformWithState operators (Scala, Python Rows, pandas).
 TWS_OPERATORS: frozenset[str] = frozenset({"transformWithStateExec", "transformWithStateInPandasExec",
                                            "transformWithStateInPySparkExec"})
+
+#: Spark's names for the operators of a streaming aggregation (``groupBy``, windows, session windows);
+#: a join (``symmetricHashJoin``) or ``dropDuplicates`` (``dedupe``) is stateful but no aggregation.
+AGGREGATION_OPERATORS: frozenset[str] = frozenset({"stateStoreSave", "sessionWindowStateStoreSaveExec"})
 
 #: One shared empty mapping for the many records without custom or observed metrics.
 _NO_METRICS: Mapping[str, Any] = MappingProxyType({})

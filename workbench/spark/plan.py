@@ -12,8 +12,9 @@ import logging
 from typing import Any
 
 from ..progress.diagnosis import PlanFacts
+from .progress_source import jvm_query
 
-__all__ = ["plan_facts", "plan_text", "output_mode_problem"]
+__all__ = ["plan_facts", "plan_text", "query_plan_facts", "output_mode_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,34 @@ def plan_facts(df: Any) -> PlanFacts | None:
     >>> plan_facts(counts).window_duration                                # doctest: +SKIP
     datetime.timedelta(seconds=3600)
     """
-    text = plan_text(df)
+    return _parsed(plan_text(df))
+
+
+def query_plan_facts(query: Any) -> PlanFacts | None:
+    """What a running ``StreamingQuery``'s plan says (a query the workbench did not start), or None.
+
+    Reads the analysed plan the query was started with, on classic sessions; Spark
+    Connect's queries do not show theirs, so there it is None. The analysed plan names the
+    aggregation, join or deduplication and each watermark, but not a window's duration.
+
+    Examples
+    --------
+    >>> query_plan_facts(spark.streams.active[0]).has_aggregation      # doctest: +SKIP
+    True
+    """
+    jsq = jvm_query(query)
+    if jsq is None:
+        return None
+    try:
+        # The plan given at the start: ``logicalPlan`` may only be built on the query's own thread.
+        text = str(jsq.streamingQuery().analyzedPlan().toString())
+    except Exception:
+        log.debug("could not read the running query's plan", exc_info=True)
+        return None
+    return _parsed(text)
+
+
+def _parsed(text: str | None) -> PlanFacts | None:
     if text is None:
         return None
     try:

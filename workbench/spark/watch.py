@@ -19,6 +19,7 @@ from ..options import Trigger
 from ..progress import ProgressHistory
 from ..progress.recorder import QueryRecorder, RunRecord
 from .handle import StreamHandle, StreamSpec
+from .plan import query_plan_facts
 from .progress_source import jvm_query, progress_json
 
 __all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
@@ -344,6 +345,8 @@ def watched_handle(
     handle.started_by = started_by
     handle.sink_description = description
     handle.output_mode_known = spec.output_mode is not None
+    # "Why no output?" tells an aggregation from a join or dropDuplicates by the plan (classic sessions only).
+    handle.plan = query_plan_facts(query)
     if spec.sink == "unknown":  # watched before its first report on Spark Connect: the first one tells
 
         def learn(records: Sequence[Any]) -> None:  # on the poller's thread, as each batch comes

@@ -24,7 +24,7 @@ __all__ = [
 _TIME_HOVER = "%{y|%Y-%m-%d %H:%M:%S.%L}"
 _STATE_METRICS = (
     ("total", "num_rows_total"), ("updated", "num_rows_updated"),
-    ("removed", "num_rows_removed"), ("dropped by watermark", "num_rows_dropped_by_watermark"),
+    ("removed", "num_rows_removed"), ("late groups dropped", "num_rows_dropped_by_watermark"),
 )
 _FIGURE_HEIGHT = 320
 #: Charts are drawn at this fixed width in a grid that wraps to one column when two do not
@@ -161,12 +161,15 @@ def chart_specs() -> list[dict[str, Any]]:
 def operator_traces(names: Sequence[str], start: int = 0) -> list[dict[str, Any]]:
     """State-chart traces for operators ``start..`` of ``names``: four row counts and memory each.
 
+    Spark's ``numRowsDroppedByWatermark`` counts late groups (after partial aggregation),
+    not input rows: the trace says "late groups dropped".
+
     Trace names carry ``"<index>:<operator> "`` when the query has several operators.
 
     Examples
     --------
     >>> [t["name"] for t in operator_traces(["stateStoreSave"])]
-    ['total', 'updated', 'removed', 'dropped by watermark', 'memory']
+    ['total', 'updated', 'removed', 'late groups dropped', 'memory']
     """
     traces = []
     for index in range(start, len(names)):

@@ -24,7 +24,7 @@ from .monitor_charts import known_watermark
 from .protocol import MonitoredStream
 
 __all__ = ["header_html", "caption_html", "no_output_reason", "diagnosis_html", "summary_text", "standalone_page",
-           "held_timers", "TimerReader"]
+           "held_timers", "TimerReader", "batch_running"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,13 @@ def summary_text(handle: MonitoredStream, status: str, error: str | None, summar
     ...                    OutputSummary().add([record]), record))
     Stream monitor: numbers (memory sink), stopped
     1 batch (last 2), 5 rows in, 5 rows out, last watermark 2024-01-01 00:00:05 UTC
+
+    A sink that cannot count its rows (foreachBatch, files: Spark reports -1) says so:
+
+    >>> unknown = BatchProgress.from_json({"batchId": 0, "numInputRows": 5, "sink": {"numOutputRows": -1}})
+    >>> print(summary_text(SimpleNamespace(name="numbers", sink="foreach_batch"), "stopped", None,
+    ...                    OutputSummary().add([unknown]), unknown).splitlines()[1])
+    1 batch (last 0), 5 rows in, rows out unknown, last watermark none
     """
     sink = getattr(handle, "sink", None)
     lines = [f"Stream monitor: {getattr(handle, 'name', 'stream')}" + (f" ({sink} sink)" if sink else "")
@@ -109,8 +116,9 @@ def summary_text(handle: MonitoredStream, status: str, error: str | None, summar
         lines.append("no batch ran")
     else:
         watermark = last.known_watermark
+        out = f"{summary.output_rows:,} rows out" if summary.output_known else "rows out unknown"
         lines.append(f"{summary.batches} batch{'es' if summary.batches != 1 else ''} (last {last.batch_id}), "
-                     f"{summary.input_rows:,} rows in, {summary.output_rows:,} rows out, last watermark "
+                     f"{summary.input_rows:,} rows in, {out}, last watermark "
                      + (format_time(watermark) if watermark is not None else "none"))
     if error:
         lines.append(f"error: {error.splitlines()[0]}")
@@ -182,7 +190,9 @@ def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Se
 
     ``inputs`` are each input's watermark after the newest batch (empty unless the query
     measures them); the elapsed time runs from ``handle.started_at``; ``timers`` reads a
-    transformWithState processor's timers when the rule about them applies.
+    transformWithState processor's timers when the rule about them applies; Spark's query
+    status (``handle.query.status``, one call) is read only when no batch has finished by
+    ``quiet_time``, to tell a slow first batch from a source without data.
 
     Examples
     --------
@@ -198,7 +208,29 @@ def no_output_reason(handle: MonitoredStream, summary: OutputSummary, inputs: Se
         plan=getattr(handle, "plan", None), elapsed=elapsed,
         min_batches=min_batches, quiet_time=quiet_time,
         inputs=list(inputs) or None, policy=getattr(handle, "watermark_policy", "min"), timers=timers,
+        batch_running=lambda: batch_running(handle),
     )
+
+
+def batch_running(handle: Any) -> bool:
+    """Whether Spark's query status says a micro-batch with data is running (False when it cannot tell).
+
+    A replayed run, or a stream without a Spark query, cannot tell.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
+    >>> batch_running(SimpleNamespace(query=SimpleNamespace(status=status))), batch_running(SimpleNamespace())
+    (True, False)
+    """
+    query = getattr(handle, "query", None)
+    try:
+        status = query.status if query is not None else None
+    except Exception:  # Spark stopped: no batch runs
+        log.debug("status of %s not readable", getattr(handle, "name", "?"), exc_info=True)
+        return False
+    return bool(status and status.get("isDataAvailable") and status.get("isTriggerActive"))
 
 
 def diagnosis_html(message: str | None) -> str:
