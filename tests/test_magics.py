@@ -575,6 +575,34 @@ def test_a_cell_whose_code_starts_its_own_query_is_watched_not_hidden(shell, mag
 
 
 @pytest.mark.spark
+def test_a_cell_changed_to_start_its_own_query_replaces_its_stream(shell, magics, spark, env, tmp_path):
+    # The stream the cell started from a DataFrame ran on, and %stream stop dup then stopped it,
+    # not the cell's new query.
+    shell.run_cell_magic("stream", "dup --no-monitor", "spark.readStream.format('rate-micro-batch')"
+                         ".option('rowsPerBatch', 3).load()")
+    first = env.get("dup")
+    with capture_output() as captured:
+        shell.run_cell_magic("stream", "dup --no-monitor", "spark.readStream.format('rate-micro-batch')"
+                             ".option('rowsPerBatch', 3).load().writeStream.format('noop').start()")
+    assert "stopped stream 'dup', which this cell started on its previous run" in printed(captured)
+    assert first.status == "stopped" and len(spark.streams.active) == 1
+    shell.run_line_magic("stream", "stop dup")
+    assert not spark.streams.active
+
+
+@pytest.mark.spark
+def test_workbench_stop_by_name_stops_a_query_it_did_not_start(spark, env, tmp_path):
+    # The name was looked up (and the query watched) but not stopped.
+    query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()
+             .writeStream.format("noop").queryName("outside").start())
+    try:
+        env.stop("outside")
+        assert not query.isActive
+    finally:
+        query.stop()
+
+
+@pytest.mark.spark
 def test_watch_magic_monitors_a_users_query_and_never_stops_it_unasked(shell, magics, spark, env, tmp_path):
     shell.run_cell(PARQUET_BODY.format(name="files", out=tmp_path / "out", ckpt=tmp_path / "ckpt"))
     query = shell.user_ns["query"]

@@ -316,9 +316,13 @@ class StreamMagics(Magics):
 
     def _watch_cell_query(self, command: StartCommand, query: Any, rows: int) -> None:
         """The cell's code started a query itself (its last value): watch it, never leave it hidden."""
+        env = current_env()
+        for previous in env.handles():  # the stream this cell started before, from a DataFrame: replaced
+            if previous.name == command.name and previous.run_id != str(query.runId) and previous.status == "active":
+                previous.stop()
+                print(f"stopped stream {command.name!r}, which this cell started on its previous run")
         try:
-            handle = current_env().watch(query, poll_interval=self.poll_interval, started_by="cell",
-                                         name=command.name)
+            handle = env.watch(query, poll_interval=self.poll_interval, started_by="cell", name=command.name)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"%%stream {command.name}: {exc}") from None
         self.cell_queries[command.name] = handle

@@ -192,9 +192,9 @@ class StreamRegistry:
         """Stop stream ``name``."""
         handle = self.registered(name)
         if handle is None:
-            if not missing_ok:
-                self.get(name)  # raises with the known names
-            return
+            if missing_ok:
+                return
+            handle = self.get(name)  # an active query the workbench did not start, watched; else the known names
         handle.stop()
 
     def stop_all(self, grace: float = 1.0, wait: float = 0.0) -> None:
