@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -241,6 +242,29 @@ def test_a_checkpoint_root_that_cannot_take_a_checkpoint_leaves_the_running_stre
         "folder you can write (workbench.session(checkpoint_root=...) or WORKBENCH_CHECKPOINT_ROOT)")
     assert running.status == "active" and env.get("rooted") is running
     running.stop()
+
+
+def test_a_checkpoint_root_on_a_remote_connect_server_is_the_servers_path(env, tmp_path, monkeypatch):
+    # /data/ck on the server was made (or refused) on this machine's disk.
+    import workbench.spark.environment as environment
+    from workbench._spark_target import parse_remote
+
+    monkeypatch.setattr(environment, "session_target", lambda spark: parse_remote("sc://spark.example.org:15002"))
+    (tmp_path / "file").write_text("x")
+    root = tmp_path / "file" / "ck"  # cannot be made here
+    env.checkpoint_root = str(root)
+    try:
+        checkpoint = env.new_checkpoint("remote")
+    finally:
+        env.checkpoint_root = None
+    assert re.fullmatch(rf"{re.escape(str(root))}/workbench-[^/]+/remote-\d+", checkpoint), checkpoint
+    monkeypatch.setattr(environment, "session_target", lambda spark: parse_remote("sc://127.0.0.1:15002"))
+    env.checkpoint_root = str(root)
+    try:
+        with pytest.raises(ValueError, match="cannot make a checkpoint under checkpoint_root"):
+            env.new_checkpoint("local")  # a server on this machine shares its disk: checked here
+    finally:
+        env.checkpoint_root = None
 
 
 def test_a_checkpoint_under_home_is_the_home_folders(env, rate_stream, tmp_path, monkeypatch):

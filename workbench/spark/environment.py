@@ -31,6 +31,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from .._process_end import ending_process
+from .._spark_target import is_loopback
 from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
@@ -259,7 +260,7 @@ class Workbench:
             self._warn_local_checkpoints()
             return self.new_temp_folder(name)
         leaf = f"workbench-{self._run_token}/{name}-{next(self._counter)}"
-        if "://" in root:  # hdfs://, s3a://, ...: Spark creates it
+        if "://" in root or self._driver_elsewhere():  # hdfs://, s3a://, a Connect server's path: Spark makes it
             return f"{root.rstrip('/')}/{leaf}"
         folder = Path(root).expanduser() / leaf
         try:
@@ -269,6 +270,14 @@ class Workbench:
                              "give a folder you can write (workbench.session(checkpoint_root=...) or "
                              "WORKBENCH_CHECKPOINT_ROOT)") from None
         return str(folder)
+
+    def _driver_elsewhere(self) -> bool:
+        """Whether the session's driver is a Spark Connect server on another machine (its paths are its own)."""
+        spark = self._spark
+        if spark is None or _is_stopped(spark):
+            return False
+        target = session_target(spark)
+        return target.kind == "connect" and not all(is_loopback(host) for host, _ in target.endpoints)
 
     def _warn_local_checkpoints(self) -> None:
         spark = self._spark

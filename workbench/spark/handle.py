@@ -356,7 +356,8 @@ class StreamHandle:
         ``watermark`` (max event time minus delay: what it proposes after the batch),
         ``rows`` (in the batch), ``quiet_batches`` (batches in a row without rows) and
         ``global_watermark`` (what Spark derives from the inputs under its
-        ``multipleWatermarkPolicy``; the next batch runs with it).
+        ``multipleWatermarkPolicy``; the next batch runs with it, so it is one batch ahead of
+        ``history()``'s ``watermark``).
 
         Raises
         ------
