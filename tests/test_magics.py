@@ -588,6 +588,18 @@ def test_a_cell_changed_to_start_its_own_query_replaces_its_stream(shell, magics
     assert first.status == "stopped" and len(spark.streams.active) == 1
     shell.run_line_magic("stream", "stop dup")
     assert not spark.streams.active
+    # A query of the user's of that name, only watched, is left alone.
+    mine = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).load()
+            .writeStream.format("noop").queryName("mine").start())
+    try:
+        env.watch(mine)
+        with capture_output() as captured:
+            shell.run_cell_magic("stream", "mine --no-monitor", "spark.readStream.format('rate-micro-batch')"
+                                 ".option('rowsPerBatch', 3).load().writeStream.format('noop').start()")
+        assert "stopped stream" not in printed(captured) and mine.isActive
+    finally:
+        for query in spark.streams.active:  # the user's, and the cell's (watched as "mine" too)
+            query.stop()
 
 
 @pytest.mark.spark

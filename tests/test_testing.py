@@ -116,6 +116,7 @@ def test_process_after_a_held_back_batch_runs_its_watermark_only_batch(spark, te
     events = testing.MemoryStream(spark, SCHEMA)
     with testing.StreamTest(word_counts(events.df)) as test:
         (test.add(events, [(t("12:07"), "dog"), (t("12:21"), "owl")]).process(no_data_batch=False)
+         .process(no_data_batch=False)  # runs nothing, and keeps the batch held back
          .check_new_answer([]).process()
          .check_watermark(t("12:11")).check_new_answer([(w("12:00", "12:10"), "dog", 1)]))
         assert test.last_batch == 1 and events.batches()[1:] == [[]], "batch 1 reads nothing"
@@ -125,6 +126,19 @@ def test_process_after_a_held_back_batch_runs_its_watermark_only_batch(spark, te
         test.add(events, [(t("12:30"), "cat")]).process(no_data_batch=False).add(events, [(t("12:31"), "cat")])
         test.process().check_watermark(t("12:21")).check_new_answer([(w("12:05", "12:15"), "dog", 1)])
         assert test.last_batch == 4, "batch 2 held back, batch 3 with the second cat, its watermark-only batch 4"
+
+
+def test_late_rows_keep_an_input_column_named_event_time_beside_the_watermarks(spark, testing):
+    # With the watermark on ts, the input's own event_time column was replaced by ts's time.
+    from pyspark.sql import functions as F
+
+    events = testing.MemoryStream(spark, "ts timestamp, event_time timestamp, word string")
+    counts = events.df.withWatermark("ts", "10 minutes").groupBy(F.window("ts", "10 minutes"), "word").count()
+    with testing.StreamTest(counts) as test:
+        test.add(events, [(t("12:07"), t("09:00"), "dog"), (t("12:21"), t("09:01"), "owl")]).process()
+        test.add(events, [(t("11:50"), t("09:30"), "rat")]).process()
+        test.check_late([(t("11:50"), t("09:30"), "rat")])
+        assert list(test.late_rows()["input_event_time"]) == [pd.Timestamp(t("09:30"))]
 
 
 def test_rows_added_in_one_step_are_one_batch_however_long_the_step_takes(spark, testing):
@@ -576,7 +590,11 @@ def test_times_and_days_inside_arrays_structs_and_maps_compare_as_written(spark,
                           ((*row[:4], [("dog", t("12:07"))], row[5]), "column 'seen' is a map: give it as a dict, "
                            "got [('dog', '2024-01-01 12:07')]"),
                           ((*row[:5], [{"at": t("12:07"), "x": 1}]), "column 'log[0]' is a struct<at>: unknown field(s) "
-                           "['x'] in {'at': '2024-01-01 12:07', 'x': 1}")]:
+                           "['x'] in {'at': '2024-01-01 12:07', 'x': 1}"),
+                          ((*row[:3], {"at": t("12:07")}, *row[4:]), "column 'first' is a struct<at, n>: missing "
+                           "field(s) ['n'] in {'at': '2024-01-01 12:07'}"),
+                          ((row[0], "noon", *row[2:]), "column 'day': 'noon' is not a date; write dates like "
+                           "'2024-01-01'")]:
             with pytest.raises(ValueError) as refused:
                 test.check_answer([bad])
             assert str(refused.value) == line

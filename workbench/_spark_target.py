@@ -22,7 +22,7 @@ from .errors import WorkbenchError
 
 __all__ = [
     "CONNECT_DEFAULT_PORT", "SparkTarget", "SparkURLError", "SparkUnreachableError",
-    "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable", "require_connect_server",
+    "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable",
     "ConnectPortInUseError", "connect_port", "port_holder", "require_free_connect_port",
     "SPARK_CHOICE_VARIABLES", "is_loopback", "doctor_line",
 ]
@@ -351,39 +351,6 @@ def require_reachable(target: SparkTarget, timeout: float = 5.0) -> None:
     raise SparkUnreachableError(
         f"cannot reach {target.url}: {reason} (is the {server} running? {target.source} names it)"
     )
-
-
-def require_connect_server(target: SparkTarget, timeout: float = 5.0) -> None:
-    """Raise :class:`SparkUnreachableError` (one line) unless a gRPC server answers at a Connect ``target``.
-
-    A TCP connection alone (:func:`require_reachable`) also succeeds at a master's port or a
-    web UI's, where pyspark's client would then retry for about ten minutes: this waits for
-    the HTTP/2 handshake Spark Connect's gRPC server makes, within ``timeout`` seconds.
-
-    Examples
-    --------
-    >>> require_connect_server(parse_remote("sc://127.0.0.1:7077"))     # doctest: +SKIP
-    Traceback (most recent call last):
-    ...
-    workbench._spark_target.SparkUnreachableError: sc://127.0.0.1:7077 accepts connections but does not answer as a Spark Connect server ...
-    """
-    import grpc
-
-    if target.kind != "connect" or not target.endpoints:
-        return
-    host, port = target.endpoints[0]
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    ssl = re.search(r"[/;]use_ssl=true\b", target.url, re.IGNORECASE) is not None
-    channel = grpc.secure_channel(address, grpc.ssl_channel_credentials()) if ssl else grpc.insecure_channel(address)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=timeout)
-    except grpc.FutureTimeoutError:
-        raise SparkUnreachableError(
-            f"{target.url} accepts connections but does not answer as a Spark Connect server within {timeout:g} s "
-            f"(a master's port, 7077, or a web UI's, 8080?): {target.source} names the Connect server, by default "
-            f"on port {CONNECT_DEFAULT_PORT}") from None
-    finally:
-        channel.close()
 
 
 def connect_port(environ: Mapping[str, str]) -> int:

@@ -318,7 +318,8 @@ class StreamMagics(Magics):
         """The cell's code started a query itself (its last value): watch it, never leave it hidden."""
         env = current_env()
         for previous in env.handles():  # the stream this cell started before, from a DataFrame: replaced
-            if previous.name == command.name and previous.run_id != str(query.runId) and previous.status == "active":
+            if (previous.name == command.name and previous.started_by == "workbench"
+                    and previous.run_id != str(query.runId) and previous.status == "active"):
                 previous.stop()
                 print(f"stopped stream {command.name!r}, which this cell started on its previous run")
         try:

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-__all__ = ["WindowShape", "window_spans", "late_row_fates", "late_totals", "LATE_COLUMNS", "FATES",
+__all__ = ["WindowShape", "window_spans", "late_row_fates", "input_column", "late_totals", "LATE_COLUMNS", "FATES",
            "DROPPED_GROUPS_NOTE"]
 
 #: Possible fates of a late row.
@@ -75,6 +75,17 @@ def window_spans(event_time: datetime, shape: WindowShape) -> list[tuple[datetim
         spans.append((start, start + shape.duration))
         start -= slide
     return spans[::-1]
+
+
+def input_column(name: str) -> str:
+    """The column of :func:`late_row_fates`' result holding the input column ``name``.
+
+    Examples
+    --------
+    >>> input_column("word"), input_column("event_time")
+    ('word', 'input_event_time')
+    """
+    return f"input_{name}" if name in LATE_COLUMNS and name not in ("batch", "value") else name
 
 
 def late_row_fates(
@@ -139,8 +150,9 @@ def late_row_fates(
     [(4, 'counted'), (5, 'dropped'), (6, 'dropped')]
     """
     ids = list(batch_ids) if batch_ids is not None else list(range(len(watermarks)))
-    # The row's time as ``event_time``: an input column of that name the watermark is not on gives way.
-    others = [c for c in inputs.columns if c not in (*LATE_COLUMNS, event_time)]
+    # The row's time is ``event_time``: an input column named like one of the result's own
+    # (``event_time`` when the watermark is on another column) comes as ``input_<name>``.
+    others = {c: input_column(c) for c in inputs.columns if c not in ("batch", "value", event_time)}
     rows: list[dict[str, Any]] = []
     for record in inputs.sort_values(["batch", "value"], kind="stable").to_dict("records"):
         batch = int(record["batch"])
@@ -169,9 +181,9 @@ def late_row_fates(
         rows.append({
             "batch": batch, "batch_id": ids[batch] if batch < len(ids) else batch, "value": record["value"],
             "event_time": when, "watermark": mark, "fate": fate, "kept_windows": kept,
-            "dropped_windows": dropped, **{c: record[c] for c in others},
+            "dropped_windows": dropped, **{name: record[c] for c, name in others.items()},
         })
-    frame = pd.DataFrame(rows, columns=[*LATE_COLUMNS, *others])
+    frame = pd.DataFrame(rows, columns=[*LATE_COLUMNS, *others.values()])
     for name in ("event_time", "watermark"):
         frame[name] = pd.to_datetime(frame[name], utc=True)
     return frame

@@ -27,8 +27,8 @@ from typing import Any, Iterator
 
 from .._java import require_java
 from .._spark_target import (
-    SparkTarget, connect_port, is_loopback, require_connect_server, require_free_connect_port, require_reachable,
-    spark_target,
+    CONNECT_DEFAULT_PORT, SparkTarget, SparkUnreachableError, connect_port, is_loopback, require_free_connect_port,
+    require_reachable, spark_target,
 )
 from .. import _class_archive as class_archive
 from .jvm_launch import launch_jvm
@@ -223,6 +223,37 @@ def _local_settings() -> dict[str, str]:
     """What only an embedded local Spark gets (see :func:`local_checkpoint_manager`)."""
     manager = local_checkpoint_manager()
     return {CHECKPOINT_MANAGER: manager} if manager else {}
+
+
+def require_connect_server(target: SparkTarget, timeout: float = 5.0) -> None:
+    """Raise ``SparkUnreachableError`` (one line) unless a gRPC server answers at a Connect ``target``.
+
+    A TCP connection alone (``require_reachable``) also succeeds at a master's port or a
+    web UI's, where pyspark's client would then retry for about ten minutes: this waits for
+    the handshake of Spark Connect's gRPC server, on a channel made as pyspark makes it
+    (TLS with ``use_ssl`` or a token), within ``timeout`` seconds.
+
+    Examples
+    --------
+    >>> require_connect_server(parse_remote("sc://127.0.0.1:7077"))     # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    workbench._spark_target.SparkUnreachableError: sc://127.0.0.1:7077 accepts connections but does not answer as a Spark Connect server ...
+    """
+    import grpc
+    from pyspark.sql.connect.client import core
+
+    builder = getattr(core, "DefaultChannelBuilder", None) or core.ChannelBuilder
+    channel = builder(target.url).toChannel()
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise SparkUnreachableError(
+            f"{target.url} accepts connections but does not answer as a Spark Connect server within {timeout:g} s "
+            f"(a master's port, 7077, or a web UI's, 8080?): {target.source} names the Connect server, by default "
+            f"on port {CONNECT_DEFAULT_PORT}") from None
+    finally:
+        channel.close()
 
 
 def build_session(warehouse_dir: str, conf: dict[str, Any]) -> Any:

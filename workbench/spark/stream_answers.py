@@ -55,15 +55,15 @@ class _Time:
     day = False  # a date column's value: compares as its day
 
     def __init__(self, value: Any, column: str) -> None:
+        kind, example = ("date", "'2024-01-01'") if self.day else ("time", "'2024-01-01 12:07'")
         if isinstance(value, (str, datetime, date, pd.Timestamp)):
             try:
                 stamp = pd.Timestamp(value)
             except ValueError:
-                raise ValueError(f"column {column!r}: {value!r} is not a time; write times like "
-                                 "'2024-01-01 12:07'") from None
+                raise ValueError(f"column {column!r}: {value!r} is not a {kind}; write {kind}s like {example}") from None
         else:
-            raise TypeError(f"column {column!r}: {value!r} is not a time; give a string like '2024-01-01 12:07' "
-                            "or a datetime")
+            raise TypeError(f"column {column!r}: {value!r} is not a {kind}; give a string like {example} "
+                            f"or a {'date' if self.day else 'datetime'}")
         if stamp.tzinfo is not None:
             stamp = stamp.tz_convert("UTC").tz_localize(None)
         if self.day:
@@ -127,9 +127,12 @@ def _struct(value: Any, dtype: StructType, name: str) -> tuple[Any, ...]:
         value = value.asDict()
     if isinstance(value, dict):
         unknown = [k for k in value if k not in fields]
-        if unknown:
-            raise ValueError(f"column {name!r} is {what}: unknown field(s) {unknown} in {value!r}")
-        value = tuple(value.get(f) for f in fields)
+        missing = [f for f in fields if f not in value]
+        if unknown or missing:
+            raise ValueError(f"column {name!r} is {what}: " + ("; ".join(
+                ([f"unknown field(s) {unknown}"] if unknown else []) + ([f"missing field(s) {missing}"] if missing else [])))
+                + f" in {value!r}")
+        value = tuple(value[f] for f in fields)
     if not isinstance(value, (tuple, list)) or len(value) != len(fields):
         raise ValueError(f"column {name!r} is {what}: give it as {shape}, got {value!r}")
     return tuple(_typed(v, f.dataType, f"{name}.{f.name}") for v, f in zip(value, dtype.fields))

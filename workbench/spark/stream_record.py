@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..progress import BatchProgress
+from ..replay.late import input_column
 from .memory_stream import MemoryStream
 from .replay_late import classify_late_rows
 
@@ -207,6 +208,6 @@ def live_steps(handle: Any, stream: Any) -> tuple[list[dict[str, Any]], list[str
 def _fates(late: pd.DataFrame, names: list[str], event_time: str | None) -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {}
     for record in late.to_dict("records"):
-        row = tuple(record["event_time"] if n == event_time else record[n] for n in names)
+        row = tuple(record["event_time"] if n == event_time else record[input_column(n)] for n in names)
         out.setdefault(record["fate"], []).append(row)
     return out

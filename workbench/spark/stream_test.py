@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
+from ..replay.late import input_column
 from .frames import check_utc_session
 from .memory_source import batch_saver, release
 from .memory_stream import MemoryStream
@@ -173,7 +174,7 @@ class StreamTest:
             # A query started again from its checkpoint runs no watermark-only batch of its own
             # (measured on 4.3): with no rows added since, a batch that reads nothing stands in for it.
             self._streams[0].add([], empty_batch=True)
-        self._held_back = None
+        held, self._held_back = self._held_back, None
         for stream in self._streams:
             release(stream.folder, stream.offset, self.name)  # every row added so far, and no further
         self._start(once)
@@ -185,8 +186,9 @@ class StreamTest:
         finally:
             self._collect_progress()
         self._last_process = [b for b in sorted(self._progress) if b > before]
-        if once and self._last_process:
-            self._held_back = (self._last_process[-1], [stream.offset for stream in self._streams])
+        if once:  # a run that ran nothing (nothing added) leaves the batch held back as it was
+            self._held_back = ((self._last_process[-1], [stream.offset for stream in self._streams])
+                               if self._last_process else held)
 
     def _watermark_only_batch_due(self) -> bool:
         """Whether a running query would run a watermark-only batch after the held-back batch.
@@ -501,9 +503,8 @@ class StreamTest:
         if fate != "late":
             late = late[late["fate"] == fate]
         names = stream.schema.fieldNames()
-        # late_row_fates names the event-time column ``event_time`` whatever the input calls it.
-        when = self.plan.watermark_column if self.plan is not None else None
-        actual = [inputs.key(*(r["event_time"] if n == when else r[n] for n in names))
+        when = self.plan.watermark_column if self.plan is not None else None  # given back as event_time
+        actual = [inputs.key(*(r["event_time"] if n == when else r[input_column(n)] for n in names))
                   for r in late.to_dict("records")]
         self._check(f"the {fate} late rows", inputs.rows(rows), actual)
         return self

@@ -221,12 +221,16 @@ def batch_running(handle: Any) -> bool:
     --------
     >>> from types import SimpleNamespace
     >>> status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
-    >>> batch_running(SimpleNamespace(query=SimpleNamespace(status=status))), batch_running(SimpleNamespace())
-    (True, False)
+    >>> running = SimpleNamespace(status=status)
+    >>> [batch_running(SimpleNamespace(query=running)), batch_running(SimpleNamespace(query=running, spark_gone=True)),
+    ...  batch_running(SimpleNamespace())]
+    [True, False, False]
     """
     query = getattr(handle, "query", None)
+    if query is None or getattr(handle, "spark_gone", False):  # a dead Connect server is retried for minutes
+        return False
     try:
-        status = query.status if query is not None else None
+        status = query.status
     except Exception:  # Spark stopped: no batch runs
         log.debug("status of %s not readable", getattr(handle, "name", "?"), exc_info=True)
         return False
