@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-__all__ = ["WindowShape", "window_spans", "late_row_fates", "input_column", "late_totals", "LATE_COLUMNS", "FATES",
+__all__ = ["WindowShape", "window_spans", "late_row_fates", "input_column", "no_late_rows", "late_totals", "LATE_COLUMNS", "FATES",
            "DROPPED_GROUPS_NOTE"]
 
 #: Possible fates of a late row.
@@ -86,6 +86,17 @@ def input_column(name: str) -> str:
     ('word', 'input_event_time')
     """
     return f"input_{name}" if name in LATE_COLUMNS and name not in ("batch", "value") else name
+
+
+def _other_columns(inputs: pd.DataFrame, event_time: str) -> dict[str, str]:
+    # The row's time is ``event_time``: an input column named like one of the result's own
+    # (``event_time`` when the watermark is on another column) comes as ``input_<name>``.
+    return {c: input_column(c) for c in inputs.columns if c not in ("batch", "value", event_time)}
+
+
+def no_late_rows(inputs: pd.DataFrame, event_time: str) -> pd.DataFrame:
+    """:func:`late_row_fates`' result with no rows: its columns for ``inputs``."""
+    return pd.DataFrame(columns=[*LATE_COLUMNS, *_other_columns(inputs, event_time).values()])
 
 
 def late_row_fates(
@@ -150,9 +161,7 @@ def late_row_fates(
     [(4, 'counted'), (5, 'dropped'), (6, 'dropped')]
     """
     ids = list(batch_ids) if batch_ids is not None else list(range(len(watermarks)))
-    # The row's time is ``event_time``: an input column named like one of the result's own
-    # (``event_time`` when the watermark is on another column) comes as ``input_<name>``.
-    others = {c: input_column(c) for c in inputs.columns if c not in ("batch", "value", event_time)}
+    others = _other_columns(inputs, event_time)
     rows: list[dict[str, Any]] = []
     for record in inputs.sort_values(["batch", "value"], kind="stable").to_dict("records"):
         batch = int(record["batch"])

@@ -43,7 +43,7 @@ import pandas as pd
 from ..errors import ReplayError, StreamStartError, query_failed, replay_failed as _failed, summarize_error
 from ..options import check_name, check_output_mode, check_seconds, check_sink
 from ..progress import BatchProgress, ProgressHistory
-from ..replay.late import LATE_COLUMNS, late_totals
+from ..replay.late import late_totals, no_late_rows
 from ..replay.spec import Replay, Script, WindowCount
 from .checkpoint_log import uncommit_unreported
 from .environment import Workbench, current_env
@@ -535,7 +535,7 @@ class ReplayRun(ReplayState):
             column = (self.plan.watermark_column if self.plan is not None else None) or self.source.event_time
             late = (classify_late_rows(inputs, event_time=column, records=records, data_batches=ids,
                                        plan=self.plan, output_mode=self.output_mode)
-                    if column in inputs.columns else pd.DataFrame(columns=[*LATE_COLUMNS, *(c for c in inputs.columns if c not in LATE_COLUMNS)]))
+                    if column in inputs.columns else no_late_rows(inputs, column))
             cached = self._late_cache = (key, late)
         return cached[1].copy()
 
