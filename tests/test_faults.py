@@ -188,22 +188,26 @@ LOCAL_CONNECT_SERVER_DIES = textwrap.dedent(
     kill_jvm_after(handle)
     killed = time.monotonic()
     status = handle.status  # asked Spark Connect's client, which retried the dead server for minutes
-    print(json.dumps({"kind": type(spark).__module__, "status": status, "error": handle.error,
-                      "seconds": time.monotonic() - killed}), flush=True)
-    os._exit(0)  # pyspark's own threads would retry the dead server at exit too
+    seconds = time.monotonic() - killed
+    again = workbench.session()  # pyspark handed out the dead client, failing with NO_ACTIVE_SESSION
+    print(json.dumps({"kind": type(spark).__module__, "status": status, "error": handle.error, "seconds": seconds,
+                      "new_session": again is not spark, "count": again.range(4).count()}), flush=True)
     """
 )
 
 
 @pytest.mark.kernel  # a Python process with a Spark of its own
-def test_a_local_connect_servers_death_fails_its_streams_at_once():
+def test_a_local_connect_servers_death_fails_its_streams_at_once_and_the_next_session_works():
     from tests.cluster_support import free_port
 
-    report, _ = run_script(LOCAL_CONNECT_SERVER_DIES, extra={"SPARK_REMOTE": "local[1]",
-                                                             "WORKBENCH_CONNECT_PORT": str(free_port())})
+    # The script ends by itself (pyspark's threads retrying the dead server held its exit for minutes).
+    report, _ = run_script(LOCAL_CONNECT_SERVER_DIES, timeout=240, extra={"SPARK_REMOTE": "local[1]",
+                                                                          "WORKBENCH_CONNECT_PORT": str(free_port())})
     assert report["kind"].startswith("pyspark.sql.connect"), report
     assert report["status"] == "failed" and report["error"].startswith("Spark stopped: "), report
     assert report["seconds"] < 10, report
+    # The next workbench.session() starts a new server and works.
+    assert report["new_session"] and report["count"] == 4, report
 
 
 def test_a_memory_append_stream_is_not_replaced_by_a_start_spark_would_refuse(env, rate_stream, tmp_path):

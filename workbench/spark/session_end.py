@@ -291,6 +291,8 @@ def discard_dead_session(spark: Any) -> None:
     """
     from pyspark import SparkContext
 
+    if is_connect_session(spark):  # SPARK_REMOTE=local[N]: the in-process server's JVM died
+        _forget_connect_client(spark)
     context = getattr(spark, "_sc", None)
     gateway = getattr(context, "_gateway", None) or SparkContext._gateway
     try:
@@ -307,6 +309,27 @@ def discard_dead_session(spark: Any) -> None:
         context._jsc = None  # so that stop() skips the JVM and only ends the Python side
         context.stop()
     _forget_pyspark_globals()
+
+
+def _forget_connect_client(spark: Any) -> None:
+    """Close a Spark Connect client whose server died, and stop pyspark handing it out again.
+
+    Its ``getOrCreate`` would return it (every call then failing with ``NO_ACTIVE_SESSION``),
+    and ``stop()`` would ask the dead server to release the session, retrying for minutes.
+    Closing the channel cancels the calls still retrying on it.
+    """
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    try:
+        spark.client._channel.close()  # close() itself first waits up to 10 s for releases the dead server never answers
+    except Exception:
+        log.debug("closing the dead Spark Connect channel failed", exc_info=True)
+    spark.client._closed = True  # so that is_stopped is true
+    with RemoteSparkSession._lock:
+        if RemoteSparkSession._default_session is spark:
+            RemoteSparkSession._default_session = None
+        if getattr(RemoteSparkSession._active_session, "session", None) is spark:
+            RemoteSparkSession._active_session.session = None
 
 
 def _forget_pyspark_globals() -> None:
