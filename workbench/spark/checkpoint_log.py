@@ -10,11 +10,12 @@ other file systems (``hdfs://``, ``s3a://``) are out of this process's reach.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
 
-__all__ = ["local_checkpoint", "batch_ids", "checkpoint_files", "uncommit_unreported"]
+__all__ = ["local_checkpoint", "batch_ids", "next_watermark_ms", "checkpoint_files", "uncommit_unreported"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,32 @@ def batch_ids(checkpoint: str | os.PathLike[str] | None, log: str) -> list[int]:
         return sorted(int(entry.name) for entry in os.scandir(folder / log) if entry.name.isdigit())
     except OSError:
         return []
+
+
+def next_watermark_ms(checkpoint: str | os.PathLike[str] | None, batch_id: int) -> int | None:
+    """The watermark (epoch milliseconds) the batch after ``batch_id`` runs with, from its commit.
+
+    Spark writes it into each batch's commit file (a version line, then JSON); None when the
+    batch has no commit yet or the checkpoint is not on this machine.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.TemporaryDirectory(); checkpoint = Path(folder.name)
+    >>> (checkpoint / "commits").mkdir()
+    >>> _ = (checkpoint / "commits" / "3").write_text('v1\\n{"nextBatchWatermarkMs":5000}')
+    >>> next_watermark_ms(checkpoint, 3), next_watermark_ms(checkpoint, 4)
+    (5000, None)
+    >>> folder.cleanup()
+    """
+    folder = local_checkpoint(checkpoint)
+    if folder is None:
+        return None
+    try:
+        committed = json.loads((folder / "commits" / str(batch_id)).read_text().split("\n", 1)[1])
+        return int(committed.get("nextBatchWatermarkMs", 0))
+    except (OSError, ValueError, IndexError, TypeError, AttributeError):
+        return None
 
 
 def checkpoint_files(folder: str | os.PathLike[str]) -> tuple | None:

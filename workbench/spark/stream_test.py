@@ -11,7 +11,6 @@ unexpected.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import re
@@ -25,6 +24,7 @@ from ..errors import summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
 from ..replay.late import input_column
+from .checkpoint_log import next_watermark_ms
 from .frames import check_utc_session
 from .memory_source import batch_saver, release
 from .memory_stream import MemoryStream
@@ -202,14 +202,10 @@ class StreamTest:
         raw = self._progress.get(batch) or {}
         if not raw.get("stateOperators"):
             return False
-        try:
-            with open(os.path.join(self.checkpoint, "commits", str(batch))) as handle:
-                committed = json.loads(handle.read().split("\n", 1)[1])
-        except (OSError, ValueError, IndexError):
-            return False
+        next_mark = next_watermark_ms(self.checkpoint, batch)
         mark = BatchProgress.from_json(raw).watermark
         ran_with = 0 if mark is None else int(pd.Timestamp(mark).value // 1_000_000)
-        return int(committed.get("nextBatchWatermarkMs", 0)) > ran_with
+        return next_mark is not None and next_mark > ran_with
 
     def _collect_progress(self) -> None:
         if self._query is None:
