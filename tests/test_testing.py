@@ -428,6 +428,11 @@ def test_stream_test_refuses_bad_input_before_starting(spark, testing):
             test.check_answer([("dog",)])
         with pytest.raises(TypeError, match="add needs a workbench.testing.MemoryStream"):
             test.add(spark, [])
+        # Rows added to a stream the query does not read reached no batch: the answer then just differed.
+        other = testing.MemoryStream(spark, SCHEMA)
+        with pytest.raises(ValueError, match=r"^add: the query under test does not read this MemoryStream \(<MemoryStream "):
+            test.add(other, [("2024-01-01 12:07", "dog")])
+        other.close()
     finally:
         test.close()
     assert not spark.streams.active

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
 __all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "drop_stale_gates", "readable",
-           "release", "released"]
+           "release", "released", "saved_batches", "saved_rows"]
 
 #: The data source name the workbench registers with each session.
 SOURCE_NAME = "workbench_memory"
@@ -220,6 +220,20 @@ def batch_saver(folder: str) -> Callable[[Any, int], None]:
         write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), records)
 
     return save
+
+
+def saved_batches(folder: str) -> list[int]:
+    """The ids of the batches :func:`batch_saver` kept in ``folder``, in order."""
+    return sorted(int(name[:-len(SUFFIX)]) for name in os.listdir(folder) if name.endswith(SUFFIX))
+
+
+def saved_rows(folder: str, batch_id: int) -> list[dict[str, Any]]:
+    """The rows :func:`batch_saver` kept of batch ``batch_id`` (none for a batch it did not see)."""
+    path = os.path.join(folder, f"{batch_id}{SUFFIX}")
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
 
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

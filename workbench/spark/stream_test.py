@@ -11,8 +11,8 @@ unexpected.
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import re
 import weakref
 from itertools import count
@@ -26,7 +26,7 @@ from ..progress import BatchProgress
 from ..replay.late import input_column
 from .checkpoint_log import next_watermark_ms
 from .frames import check_utc_session
-from .memory_source import batch_saver, release
+from .memory_source import batch_saver, release, saved_batches, saved_rows
 from .memory_stream import MemoryStream
 from .plan import output_mode_problem, plan_facts
 from .private_folders import private_folder, remove_folder
@@ -92,6 +92,8 @@ class StreamTest:
         self.no_data_batches = no_data_batches
         self.columns = Columns(df.schema)
         self.plan = plan_facts(df)
+        # A frame straight from load() prints its source unresolved, without options: a projection resolves it.
+        self._reads = getattr(plan_facts(df.select("*")), "memory_folders", ())
         self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
         self._folder = str(private_folder("stream-test-"))
         # A test dropped without close() (no ``with``, no fixture) stops its query when collected
@@ -157,6 +159,9 @@ class StreamTest:
         self._begin(f"add({len(rows) if hasattr(rows, '__len__') else '?'} rows)")
         if not isinstance(stream, MemoryStream):
             raise TypeError(f"add needs a workbench.testing.MemoryStream, got {type(stream).__name__}")
+        if self._reads and stream.folder not in self._reads:  # its rows would reach no batch (empty: cannot tell)
+            raise ValueError(f"add: the query under test does not read this MemoryStream ({stream!r}): add rows "
+                             "to a stream its DataFrame was built from (stream.df)")
         if stream not in self._streams:
             # From now on the query reads what process() releases: added rows wait for it,
             # however long the step takes (the query runs between steps).
@@ -303,14 +308,10 @@ class StreamTest:
     # -- what happened ---------------------------------------------------------------------
 
     def _batch_rows(self, batch_id: int) -> list[dict[str, Any]]:
-        path = os.path.join(self._results, f"{batch_id}.pkl")
-        if not os.path.exists(path):
-            return []
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
+        return saved_rows(self._results, batch_id)
 
     def _batches(self) -> list[int]:
-        return sorted(int(name[:-4]) for name in os.listdir(self._results) if name.endswith(".pkl"))
+        return saved_batches(self._results)
 
     @property
     def last_batch(self) -> int | None:
