@@ -29,7 +29,7 @@ PACKAGE = REPO / "workbench"
 # Conda entries that are not Python packages of pyproject (the interpreter, the JVM, pip).
 CONDA_ONLY = {"python", "openjdk", "pip"}
 # conda-forge names that differ from the PyPI name of the same package.
-CONDA_NAMES = {"python-build": "build"}
+CONDA_NAMES = {"python-build": "build", "playwright-python": "playwright"}
 
 
 def normalise(name: str) -> str:
