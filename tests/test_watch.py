@@ -211,6 +211,26 @@ def test_a_watched_foreach_batch_aggregation_does_not_claim_nothing_was_output(e
 
 
 @pytest.mark.spark
+def test_the_streams_panel_lists_a_plain_query_without_being_asked(env, spark, rate_stream):
+    # The panel and its status item listed only streams the workbench had started or watched:
+    # a plain writeStream...start() appeared after `%stream list` had watched it, as a side effect.
+    from workbench.views.streams_panel import StreamsPublisher
+
+    publisher = StreamsPublisher(lambda: env, thread=False)
+    assert publisher.snapshot()["streams"] == []
+    query = rate_stream(rows_per_batch=3).writeStream.format("noop").queryName("plain").start()
+    try:
+        wait_for(lambda: any(run.run_id == str(query.runId) for run in env.watcher.recorder.runs()), 60,
+                 message="the listener hearing of the start")
+        [row] = publisher.snapshot()["streams"]
+        assert (row["name"], row["status"], row["run_id"]) == ("plain", "active", str(query.runId))
+    finally:
+        query.stop()
+        publisher.close()
+    assert workbench.stream("plain").wait_finished(10)
+
+
+@pytest.mark.spark
 def test_a_memory_query_watched_by_its_object_reads_its_table(env, spark, rate_stream):
     query = rate_stream(rows_per_batch=3).writeStream.format("memory").queryName("own_table").start()
     try:
