@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "session", "spark_log", "start", "stream", "streams", "stop_all", "watch", "load_ipython_extension",
-    "unload_ipython_extension", "StreamHandle",
+    "unload_ipython_extension", "StreamHandle", "CheckpointWarning",
     "Replay", "Script", "replay_stream", "ReplayPanel", "replay_panel", "compare", "scenarios",
 ]
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # (and the command line) stays fast and free of pyspark.
 _LAZY = {
     "StreamHandle": ("workbench.spark.handle", "StreamHandle"),
+    "CheckpointWarning": ("workbench.errors", "CheckpointWarning"),
     "Replay": ("workbench.replay.spec", "Replay"),
     "Script": ("workbench.replay.spec", "Script"),
     "ReplayPanel": ("workbench.views.replay_panel", "ReplayPanel"),

@@ -12,6 +12,7 @@ import re
 __all__ = [
     "summarize_error", "error_line", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed",
     "ReplayError", "replay_failed", "REFUSAL_HINTS", "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
+    "CheckpointWarning",
 ]
 
 _PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
@@ -143,6 +144,20 @@ class StreamStopError(WorkbenchError, RuntimeError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+class CheckpointWarning(UserWarning):
+    """Checkpoints are kept on this machine while Spark runs elsewhere (a cluster, a Spark Connect server).
+
+    Warned once, at the first query started there without a checkpoint or a checkpoint root;
+    ``workbench.CheckpointWarning`` too.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", CheckpointWarning)  # or warnings.filterwarnings, for good
+    """
 
 
 class ReplayError(RuntimeError):

@@ -32,6 +32,7 @@ import pandas as pd
 
 from .._process_end import ending_process
 from .._spark_target import is_loopback
+from ..errors import CheckpointWarning
 from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
@@ -46,10 +47,6 @@ from .watch import SessionWatcher
 __all__ = ["Workbench", "CheckpointWarning", "current_env", "new_env"]
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointWarning(UserWarning):
-    """Checkpoints are kept on this machine while Spark runs elsewhere."""
 
 
 class Workbench:
