@@ -6,16 +6,21 @@ they exercise our discovery and parsing, not Spark.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
 import tomllib
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -204,6 +209,19 @@ def test_doctor_prints_one_line_each():
     assert done.returncode == (0 if info is not None and info.supported else 1)
 
 
+def test_doctor_with_the_extension_disabled_says_so_and_does_not_fail(tmp_path):
+    (tmp_path / "labconfig").mkdir()
+    (tmp_path / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"spark-streaming-workbench": True}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "WORKBENCH_MASTER", "SPARK_HOME")}
+    done = run_workbench("doctor", env={**env, "JUPYTER_CONFIG_DIR": str(tmp_path)})
+    assert re.search(r"^extension   0\.1\.0 disabled \(jupyter labextension enable spark-streaming-workbench\) ",
+                     done.stdout, re.M), done.stdout
+    info = find_java()
+    assert done.returncode == (0 if info is not None and info.supported else 1), done.stdout  # lab starts without it
+    assert "the extension's line and Chromium's inform only" in " ".join(run_workbench("doctor", "-h").stdout.split())
+
+
 def test_doctor_without_java(tmp_path):
     done = run_workbench("doctor", env=env_without_java())
     assert done.returncode == 1
@@ -319,6 +337,141 @@ def test_lab_command(as_root):
     assert not [arg for arg in command if any(word in arg.lower() for word in ("token", "password", "auth"))]
 
 
+DEFAULT_IP, DEFAULT_ROOT = "--ServerApp.ip=127.0.0.1", "--ServerApp.root_dir=/nb"
+
+
+@pytest.mark.parametrize(("extra", "defaults"), [
+    # Jupyter takes one value of each setting ("ip only accepts one value, got 2"): the user's replaces ours.
+    (["--ip=127.0.0.1"], [DEFAULT_ROOT]),
+    (["--ip=::1"], [DEFAULT_ROOT]),
+    (["--ip", "::1", "--no-browser"], [DEFAULT_ROOT]),
+    (["--ServerApp.ip=localhost"], [DEFAULT_ROOT]),
+    (["--NotebookApp.ip=::1"], [DEFAULT_IP, DEFAULT_ROOT]),  # another setting: ours still binds ServerApp.ip
+    (["--notebook-dir=/tmp"], [DEFAULT_IP]),
+    (["--notebook-dir", "/tmp"], [DEFAULT_IP]),
+    (["--ServerApp.root_dir=/tmp"], [DEFAULT_IP]),
+    (["--ServerApp.notebook_dir=/tmp"], [DEFAULT_IP]),
+    (["--NotebookApp.notebook_dir", "/tmp"], [DEFAULT_IP]),
+    (["/some/other.ipynb"], [DEFAULT_IP]),  # "root_dir and file_to_run are incompatible"
+    (["--no-browser", "/some/folder"], [DEFAULT_IP]),  # a flag takes no value: the folder is to open
+    (["--port", "8899", "--no-browser"], [DEFAULT_IP, DEFAULT_ROOT]),  # 8899 is --port's value, not a file
+    (["--ServerApp.open_browser", "False", "--allow-root"], [DEFAULT_IP, DEFAULT_ROOT]),
+    (["--ip=::1", "--notebook-dir=/tmp", "--port=8899"], []),
+])
+def test_the_users_ip_and_root_folder_replace_the_defaults(extra, defaults):
+    command = cli.lab_command(extra, root_dir=Path("/nb"), as_root=False)
+    assert command == [sys.executable, "-m", "jupyter", "lab", *defaults, *extra]
+
+
+def local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_lab_serves_on_the_users_ip_and_root_folder_with_its_token(tmp_path):
+    """A real JupyterLab, with the ``--ip`` and ``--notebook-dir`` that Jupyter once refused as second values."""
+    if find_java() is None or not find_java().supported:
+        pytest.skip("workbench lab needs a Java 17 or newer")
+    root, token, port = tmp_path / "root", secrets.token_hex(16), local_port()
+    root.mkdir()
+    (root / "asked-for.txt").write_text("")
+    folders = {name: tmp_path / name.lower() for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "TMPDIR")}
+    for folder in folders.values():
+        folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "JUPYTER_CONFIG_PATH")}
+    env.update({name: str(folder) for name, folder in folders.items()}, WORKBENCH_CLASS_ARCHIVE="0")
+    with open(tmp_path / "lab.log", "wb") as log:
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "lab", "--ip=127.0.0.1", f"--port={port}", "--no-browser",
+             f"--notebook-dir={root}", f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"],
+            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    try:
+        def contents(headers: dict[str, str]) -> tuple[int, bytes]:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status, response.read()
+            except urllib.error.HTTPError as error:
+                return error.code, b""
+
+        deadline = time.monotonic() + 120
+        while True:
+            assert lab.poll() is None, (tmp_path / "lab.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()[-3000:]
+            try:
+                status, _ = contents({})
+                break
+            except OSError:  # not listening yet
+                time.sleep(0.2)
+        assert status == 403  # token authentication is on
+        status, body = contents({"Authorization": f"token {token}"})
+        assert status == 200
+        assert [item["name"] for item in json.loads(body)["content"]] == ["asked-for.txt"]
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        lab.wait(60)
+
+
+def write_config(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+@pytest.mark.parametrize(("name", "text", "setting"), [
+    ("jupyter_server_config.json", '{"IdentityProvider": {"token": ""}}', "IdentityProvider.token=''"),
+    ("jupyter_server_config.py", 'c.ServerApp.token = ""', "ServerApp.token=''"),
+    ("jupyter_notebook_config.json", '{"NotebookApp": {"token": ""}}', "NotebookApp.token=''"),
+    ("jupyter_lab_config.py", "c.ServerApp.disable_check_xsrf = True", "ServerApp.disable_check_xsrf=True"),
+    ("jupyter_server_config.json", '{"ServerApp": {"allow_origin": "*"}}', "ServerApp.allow_origin='*'"),
+    ("jupyter_lab_config.json", '{"ServerApp": {"allow_origin_pat": ".*"}}', "ServerApp.allow_origin_pat='.*'"),
+])
+def test_lab_refuses_unsafe_settings_of_jupyters_config_files(execs, capsys, tmp_path, name, text, setting):
+    config = write_config(tmp_path / "jupyter-config", name, text)
+    assert cli.main(["lab", "--no-browser"]) == 2
+    assert execs == []
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith(f"workbench: {setting} in {config} would ")
+    assert err.strip().endswith("which workbench lab does not do; remove it there, or if you really want that, "
+                                "run jupyter lab yourself: jupyter lab --no-browser")
+
+
+@pytest.mark.parametrize(("text", "extra"), [
+    ('{"IdentityProvider": {"token": ""}, "PasswordIdentityProvider": {"hashed_password": "argon2:$x"}}', []),
+    ('{"ServerApp": {"token": "", "password": "sha1:x"}}', []),
+    ('{"ServerApp": {"ip": "0.0.0.0"}}', []),  # the command line sets the address
+    ('{"ServerApp": {"disable_check_xsrf": false, "allow_origin": ""}}', []),
+    ('{"IdentityProvider": {"token": ""}}', ["--IdentityProvider.token=s3cret"]),  # the command line wins
+])
+def test_lab_starts_with_safe_settings_in_jupyters_config_files(execs, tmp_path, text, extra):
+    write_config(tmp_path / "jupyter-config", "jupyter_server_config.json", text)
+    with pytest.raises(Execed):
+        cli.main(["lab", *extra])
+    [(argv, _, _)] = execs
+    assert "--ServerApp.ip=127.0.0.1" in argv
+
+
+def test_the_config_folder_jupyter_reads_first_wins(execs, capsys, tmp_path, monkeypatch):
+    first, last = tmp_path / "first", tmp_path / "jupyter-config"
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(first))  # before the user's folder on Jupyter's path
+    write_config(first, "jupyter_server_config.json", '{"IdentityProvider": {"token": "s3cret"}}')
+    write_config(last, "jupyter_server_config.json", '{"IdentityProvider": {"token": ""}}')
+    with pytest.raises(Execed):
+        cli.main(["lab"])
+    write_config(first, "jupyter_server_config.json", '{"IdentityProvider": {"token": ""}}')
+    write_config(last, "jupyter_server_config.json", '{"IdentityProvider": {"token": "s3cret"}}')
+    assert cli.main(["lab"]) == 2
+    assert f"IdentityProvider.token='' in {first / 'jupyter_server_config.json'} would " in capsys.readouterr().err
+
+
+def test_an_empty_token_with_a_password_is_safe_on_the_command_line_too(execs):
+    with pytest.raises(Execed):
+        cli.main(["lab", "--IdentityProvider.token=", "--PasswordIdentityProvider.hashed_password=argon2:$x"])
+
+
 def test_lab_opens_the_notebooks_folder():
     assert cli.notebooks_dir() == (REPO / "notebooks" if (REPO / "notebooks").is_dir() else Path.cwd())
 
@@ -331,8 +484,9 @@ class Execed(Exception):
 def execs(monkeypatch, tmp_path):
     """What ``workbench lab`` or ``test`` replaces itself with: (argv, env, folder) of each fake ``os.execve``.
 
-    Java 17 is found, no class archive is made, and the caller's folder is ``tmp_path/here``
-    (put back afterwards: ``workbench test`` changes into the repository before it execs).
+    Java 17 is found, no class archive is made, Jupyter's user config is ``tmp_path/jupyter-config``,
+    and the caller's folder is ``tmp_path/here`` (put back afterwards: ``workbench test`` changes
+    into the repository before it execs).
     """
     calls = []
 
@@ -344,6 +498,10 @@ def execs(monkeypatch, tmp_path):
     monkeypatch.setattr(cli, "require_java", lambda: JAVA_17)
     monkeypatch.setattr(cli.os, "execve", fake_execve)
     monkeypatch.setenv("WORKBENCH_CLASS_ARCHIVE", "0")
+    # The user's own Jupyter config (which `workbench lab` reads) stays out of the tests.
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)  # with one, no class archive is made first
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
     return calls
@@ -423,7 +581,8 @@ def test_test_without_the_test_extra_says_how_to_install_it(monkeypatch, capsys,
 
 def test_the_users_spark_settings_stay_out_of_the_test_run(monkeypatch, execs, capsys):
     chosen = {"SPARK_REMOTE": "sc://spark.example.com:15002", "WORKBENCH_MASTER": "spark://spark.example.com:7077",
-              "WORKBENCH_CHECKPOINT_ROOT": "s3a://bucket/ckpt", "PYSPARK_SUBMIT_ARGS": "--master yarn pyspark-shell"}
+              "WORKBENCH_CHECKPOINT_ROOT": "s3a://bucket/ckpt", "PYSPARK_SUBMIT_ARGS": "--master yarn pyspark-shell",
+              "SPARK_HOME": "/opt/spark-3.5.1"}
     for name, value in chosen.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(Execed):
@@ -431,8 +590,8 @@ def test_the_users_spark_settings_stay_out_of_the_test_run(monkeypatch, execs, c
     [(_, env, _)] = execs
     assert not set(chosen) & set(env)
     assert capsys.readouterr().err.splitlines() == [
-        "workbench: ignoring SPARK_REMOTE, WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT, PYSPARK_SUBMIT_ARGS for the "
-        "test run (the suite starts Spark of its own)"]
+        "workbench: ignoring SPARK_REMOTE, WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT, PYSPARK_SUBMIT_ARGS, "
+        "SPARK_HOME for the test run (the suite starts Spark of its own)"]
 
 
 def test_quick_with_named_tests_runs_only_those(execs):
@@ -450,6 +609,57 @@ def test_paths_are_read_from_the_callers_folder(execs, tmp_path):
     [(argv, _, folder)] = execs
     assert folder == REPO  # where pytest runs: the suite's configuration
     assert argv[3:] == ["-n", "0", f"{mine}::test_mine", "tests/test_cli.py"]
+
+
+def test_the_class_archive_comes_first_only_for_runs_that_start_jvms(monkeypatch, execs):
+    monkeypatch.setattr(cli, "ensure_chromium", lambda: "/opt/chromium")
+    archives = []
+    monkeypatch.setattr(cli, "class_archive_first", lambda java: archives.append(True))
+    runs = {  # the arguments of `workbench test`, and whether the archive is made first
+        "": True,
+        "-x": True,
+        "-m 'not browser'": True,
+        "-m 'not spark or not browser'": True,
+        "-m 'not spark and not browser'": False,
+        "-m 'not cluster and not spark'": False,
+        "--co": False,
+        "--collect-only -q": False,
+        "-- -h": False,
+        "-- --help": False,
+        "--version": False,
+        "--quick": False,
+        "tests/test_cli.py": False,
+    }
+    made = {}
+    for args in runs:
+        archives.clear()
+        with pytest.raises(Execed):
+            cli.main(["test", *shlex.split(args)])
+        made[args] = archives == [True]
+    assert made == runs
+    monkeypatch.setenv("SPARK_HOME", "/opt/spark")  # the archive would be that Spark's, not the tests'
+    with pytest.raises(Execed):
+        cli.main(["test"])
+    assert archives == []
+
+
+def test_path_option_values_are_read_from_the_callers_folder(execs, tmp_path):
+    here = tmp_path / "here"
+    for name in ("skip_me.py", "test_mine.py", "mine.ini"):
+        (here / name).write_text("")
+    with pytest.raises(Execed):
+        cli.main(["test", "-n", "0", "--junitxml=report.xml", "--basetemp", "scratch", "--log-file=run.log",
+                  "--ignore", "skip_me.py", "--deselect", "test_mine.py::test_x", "-c", "mine.ini",
+                  "--ignore=tests/test_browser.py", "--rootdir", ".", "--junitxml", "/abs/report.xml",
+                  "tests/test_cli.py"])
+    [(argv, _, folder)] = execs
+    assert folder == REPO
+    assert argv[3:] == [
+        "-n", "0", f"--junitxml={here / 'report.xml'}", "--basetemp", str(here / "scratch"),
+        f"--log-file={here / 'run.log'}", "--ignore", str(here / "skip_me.py"),
+        "--deselect", f"{here / 'test_mine.py'}::test_x", "-c", str(here / "mine.ini"),
+        "--ignore=tests/test_browser.py",  # not in the caller's folder: the repository's, where pytest runs
+        "--rootdir", str(here), "--junitxml", "/abs/report.xml", "tests/test_cli.py"]
 
 
 def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:

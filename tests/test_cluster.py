@@ -13,16 +13,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
 import warnings
+from importlib import metadata
 
 import pytest
 
 from tests.cluster_session import RECENT_PROGRESS_LIMIT, REPLAY_BATCHES, replay_digest, replay_spec
-from tests.cluster_support import SPARK_PROCESSES_GROUP, REPO, free_port, user_env
-from workbench._spark_target import SparkURLError, parse_master, parse_remote, spark_target, unreachable
+from tests.cluster_support import SPARK_HOME, SPARK_PROCESSES_GROUP, REPO, free_port, user_env
+from workbench._spark_target import (ConnectPortInUseError, SparkURLError, connect_port, parse_master, parse_remote,
+                                     require_free_connect_port, spark_home_line, spark_target, unreachable)
 
 # -- the Spark processes and one session report per Spark ---------------------------------------
 # The processes are the suite's shared ``spark_processes`` (tests/conftest.py).
@@ -222,6 +225,62 @@ def test_doctor_says_what_it_cannot_reach_and_what_is_malformed():
             "(e.g. sc://127.0.0.1:15002) or local[N]") in done.stdout.splitlines()
     done = doctor({})
     assert "spark       embedded local[2] (started in the notebook kernel)" in done.stdout.splitlines()
+
+
+def fake_spark_home(folder, version: str, *, release: bool) -> str:
+    """A folder with ``bin/spark-submit`` and the files that say its Spark version (``RELEASE`` or the core jar)."""
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "spark-submit").write_text("#!/bin/sh\n")
+    if release:
+        (folder / "RELEASE").write_text(f"Spark {version} built for Hadoop 3.4.1\nBuild flags: -B\n")
+    else:
+        (folder / "jars").mkdir()
+        (folder / "jars" / f"spark-core_2.13-{version}.jar").write_text("")
+    return str(folder)
+
+
+def test_doctor_fails_for_a_spark_home_sessions_cannot_start_spark_from(tmp_path):
+    pyspark_version = metadata.version("pyspark")
+    fix = f"unset SPARK_HOME, or point it at the Spark of pyspark's version ({pyspark_version})"
+    done = doctor({"SPARK_HOME": str(tmp_path / "nonexistent")})
+    assert done.returncode == 1
+    assert (f"SPARK_HOME  {tmp_path / 'nonexistent'} has no bin/spark-submit, which sessions start Spark with: "
+            f"{fix}") in done.stdout.splitlines()
+    other = fake_spark_home(tmp_path / "spark-3.5.1", "3.5.1", release=True)
+    done = doctor({"SPARK_HOME": other})
+    assert done.returncode == 1
+    assert f"SPARK_HOME  {other} holds Spark 3.5.1, not pyspark's {pyspark_version}: {fix}" in done.stdout.splitlines()
+    same = fake_spark_home(tmp_path / "spark", pyspark_version, release=False)
+    assert spark_home_line({"SPARK_HOME": same}, pyspark_version) == (
+        f"SPARK_HOME  {same}: Spark {pyspark_version}", True)
+    assert spark_home_line({"SPARK_HOME": other, "SPARK_REMOTE": "sc://127.0.0.1:15002"}, pyspark_version) == (
+        f"SPARK_HOME  {other} (not used: sessions connect to SPARK_REMOTE)", True)
+    assert spark_home_line({}, pyspark_version) == (None, True)
+    pip_spark = str(SPARK_HOME)  # pip's pyspark: no RELEASE, its version in the core jar's name
+    assert spark_home_line({"SPARK_HOME": pip_spark}, pyspark_version) == (
+        f"SPARK_HOME  {pip_spark}: Spark {pyspark_version}", True)
+
+
+def test_doctor_makes_the_checks_of_a_session_that_starts_a_connect_server():
+    done = doctor({"SPARK_REMOTE": "local[2]", "WORKBENCH_CONNECT_PORT": "http"})
+    with pytest.raises(SparkURLError) as raised:
+        connect_port({"WORKBENCH_CONNECT_PORT": "http"})  # what the session raises
+    assert done.returncode == 1
+    assert f"spark       {raised.value}" in done.stdout.splitlines()
+    port = free_port()
+    done = doctor({"SPARK_REMOTE": "local[2]", "WORKBENCH_CONNECT_PORT": str(port)})
+    assert ("spark       embedded local[2] (a local Spark Connect server started by pyspark)"
+            in done.stdout.splitlines()), done.stdout
+    with socket.create_server(("127.0.0.1", port)):  # another process's server holds the port
+        done = doctor({"SPARK_REMOTE": "local[2]", "WORKBENCH_CONNECT_PORT": str(port)})
+        with pytest.raises(ConnectPortInUseError) as raised:
+            require_free_connect_port(port, "local[2]")
+    assert done.returncode == 1
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("spark ")]
+    # The same line, but for the free port it suggests, looked for again.
+    assert line.partition("WORKBENCH_CONNECT_PORT=")[0] == f"spark       {raised.value}".partition(
+        "WORKBENCH_CONNECT_PORT=")[0]
+    assert line.startswith(f"spark       Spark Connect port {port} is in use by another process (pid {os.getpid()})")
 
 
 NOTEBOOK = textwrap.dedent(

@@ -492,4 +492,6 @@ def prune(folder: Path) -> list[Path]:
 def _recorder_env() -> dict[str, str]:
     from ._spark_target import SPARK_CHOICE_VARIABLES  # the recorder starts the embedded local Spark
 
-    return {key: value for key, value in os.environ.items() if key not in SPARK_CHOICE_VARIABLES}
+    # ... of this SPARK_HOME, whose jars the archive is for (archive_path).
+    left_out = set(SPARK_CHOICE_VARIABLES) - {"SPARK_HOME"}
+    return {key: value for key, value in os.environ.items() if key not in left_out}

@@ -15,6 +15,7 @@ import os
 import re
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -24,7 +25,7 @@ __all__ = [
     "CONNECT_DEFAULT_PORT", "SparkTarget", "SparkURLError", "SparkUnreachableError",
     "spark_target", "parse_master", "parse_remote", "unreachable", "require_reachable",
     "ConnectPortInUseError", "connect_port", "port_holder", "require_free_connect_port",
-    "SPARK_CHOICE_VARIABLES", "is_loopback", "doctor_line",
+    "SPARK_CHOICE_VARIABLES", "is_loopback", "doctor_line", "spark_home_line",
 ]
 
 #: The port a Spark Connect server listens on unless told otherwise (and an sc:// URL's default).
@@ -36,7 +37,8 @@ _MASTER_HINT = "use local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT
 _REMOTE_HINT = "use sc://HOST:PORT (e.g. sc://127.0.0.1:15002) or local[N]"
 #: The variables with which a user points sessions at a Spark of theirs (and its checkpoints at
 #: their storage): what a run that starts a Spark of its own (the test suite) must not inherit.
-SPARK_CHOICE_VARIABLES = ("SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CHECKPOINT_ROOT", "PYSPARK_SUBMIT_ARGS")
+SPARK_CHOICE_VARIABLES = ("SPARK_REMOTE", "WORKBENCH_MASTER", "WORKBENCH_CHECKPOINT_ROOT", "PYSPARK_SUBMIT_ARGS",
+                          "SPARK_HOME")
 
 
 def is_loopback(host: str) -> bool:
@@ -325,6 +327,11 @@ def doctor_line(environ: Mapping[str, str]) -> tuple[str, bool]:
         target = spark_target(environ)
     except SparkURLError as error:
         return f"{'spark':<11} {error}", False
+    if target.source == "SPARK_REMOTE" and target.kind == "embedded":
+        try:  # the checks the session makes before pyspark starts a Connect server here
+            require_free_connect_port(connect_port(environ), target.url)
+        except (SparkURLError, ConnectPortInUseError) as error:
+            return f"{'spark':<11} {error}", False
     if not target.endpoints:
         note = "" if target.kind == "embedded" else ": not checked (the URL names no address to try)"
         return f"{'spark':<11} {target.describe()}{note}", True
@@ -332,6 +339,66 @@ def doctor_line(environ: Mapping[str, str]) -> tuple[str, bool]:
     if reason is None:
         return f"{'spark':<11} {target.describe()}: reachable", True
     return f"{'spark':<11} {target.describe()}: cannot reach {target.url}: {reason}", False
+
+
+def _spark_home_version(home: Path) -> str | None:
+    """The version of the Spark at ``home`` without starting a JVM: ``RELEASE`` of a distribution (``Spark
+    4.0.0 built for Hadoop 3.4.1``), else the name of ``jars/spark-core_*.jar`` (pip's pyspark has no RELEASE)."""
+    try:
+        release = re.match(r"\s*Spark (\S+)", (home / "RELEASE").read_text(errors="replace"))
+    except OSError:
+        release = None
+    if release:
+        return release[1]
+    jars = (re.fullmatch(r"spark-core_[\d.]+-(.+)\.jar", jar.name) for jar in (home / "jars").glob("spark-core_*"))
+    return next((jar[1] for jar in jars if jar), None)
+
+
+def _release(version: str) -> str:
+    # 4.1.0.dev0 (pyspark) and 4.1.0-SNAPSHOT (its jars) are one Spark
+    return found[0] if (found := re.match(r"\d+\.\d+\.\d+", version)) else version
+
+
+def spark_home_line(environ: Mapping[str, str], pyspark_version: str | None) -> tuple[str | None, bool]:
+    """``workbench doctor``'s line for ``SPARK_HOME`` (None when it is unset), and whether sessions can use it.
+
+    With ``SPARK_HOME`` set, pyspark starts Spark with its ``bin/spark-submit``, which must be
+    there and of pyspark's version (a Spark Connect server of ``SPARK_REMOTE`` needs neither).
+
+    Parameters
+    ----------
+    environ : mapping
+        Where ``SPARK_HOME`` (and ``SPARK_REMOTE``) are read.
+    pyspark_version : str or None
+        The installed pyspark's version.
+
+    Returns
+    -------
+    tuple of (str or None, bool)
+
+    Examples
+    --------
+    >>> spark_home_line({"SPARK_HOME": "/nonexistent"}, "4.0.1")
+    ("SPARK_HOME  /nonexistent has no bin/spark-submit, which sessions start Spark with: unset SPARK_HOME, or point it at the Spark of pyspark's version (4.0.1)", False)
+    """
+    home = environ.get("SPARK_HOME")
+    if not home:
+        return None, True
+    line = f"{'SPARK_HOME':<11} {home}"
+    try:
+        if spark_target(environ).kind == "connect":
+            return f"{line} (not used: sessions connect to SPARK_REMOTE)", True
+    except SparkURLError:
+        pass  # the spark line says what is wrong with the URL
+    fix = f"unset SPARK_HOME, or point it at the Spark of pyspark's version ({pyspark_version})"
+    if not (Path(home) / "bin" / "spark-submit").is_file():
+        return f"{line} has no bin/spark-submit, which sessions start Spark with: {fix}", False
+    version = _spark_home_version(Path(home))
+    if version is None:
+        return f"{line}: Spark of unknown version (no RELEASE file or jars/spark-core_*.jar)", True
+    if pyspark_version and _release(version) != _release(pyspark_version):
+        return f"{line} holds Spark {version}, not pyspark's {pyspark_version}: {fix}", False
+    return f"{line}: Spark {version}", True
 
 
 def require_reachable(target: SparkTarget, timeout: float = 5.0) -> None:

@@ -22,7 +22,9 @@ from typing import Mapping, Sequence
 
 from ._chromium import CHROMIUM_HINT, ChromiumMissing, ensure_chromium, find_chromium, is_root
 from ._java import JavaInfo, doctor_lines as java_doctor_lines, java_warning, require_java
-from ._spark_target import SPARK_CHOICE_VARIABLES, doctor_line as spark_doctor_line, is_loopback
+from ._lab_settings import ROOT_DIR_SETTINGS, configured_settings, lab_arguments
+from ._spark_target import (SPARK_CHOICE_VARIABLES, doctor_line as spark_doctor_line, is_loopback,
+                            spark_home_line)
 
 __all__ = ["CliError", "main", "lab_command", "pytest_command", "find_chromium", "ensure_chromium"]
 
@@ -51,15 +53,18 @@ def notebooks_dir(cwd: str | os.PathLike[str] | None = None) -> Path:
 def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[str]:
     """The ``jupyter lab`` command line ``workbench lab`` runs.
 
-    JupyterLab listens on 127.0.0.1 only and keeps token authentication on (the URL with
-    the token is printed at start-up). Arguments in ``extra`` come last, so they win.
+    JupyterLab listens on 127.0.0.1 and opens ``root_dir``, with token authentication on (the
+    URL with the token is printed at start-up). Jupyter takes one value of each setting, so a
+    choice in ``extra`` replaces the default: an ``--ip`` or ``--ServerApp.ip`` (:func:`cmd_lab`
+    refuses one that is not loopback), a root folder (``--notebook-dir``, ...) or a file or
+    folder to open.
 
     Parameters
     ----------
     extra : sequence of str
         Further arguments for ``jupyter lab``.
     root_dir : Path
-        The folder JupyterLab opens.
+        The folder JupyterLab opens unless ``extra`` names one.
     as_root : bool
         Add ``--allow-root``, which JupyterLab requires when run by root.
 
@@ -71,12 +76,15 @@ def lab_command(extra: Sequence[str], *, root_dir: Path, as_root: bool) -> list[
     --------
     >>> lab_command(["--port=9000"], root_dir=Path("/nb"), as_root=False)[2:]
     ['jupyter', 'lab', '--ServerApp.ip=127.0.0.1', '--ServerApp.root_dir=/nb', '--port=9000']
+    >>> lab_command(["--ip", "::1", "--no-browser", "/tmp/other.ipynb"], root_dir=Path("/nb"), as_root=False)[2:]
+    ['jupyter', 'lab', '--ip', '::1', '--no-browser', '/tmp/other.ipynb']
     """
-    command = [
-        sys.executable, "-m", "jupyter", "lab",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.root_dir={root_dir}",
-    ]
+    chosen = {name for name, _, _ in lab_arguments(extra)}
+    command = [sys.executable, "-m", "jupyter", "lab"]
+    if not chosen & {"ip", "ServerApp.ip"}:
+        command.append("--ServerApp.ip=127.0.0.1")
+    if not chosen & {None, *ROOT_DIR_SETTINGS}:
+        command.append(f"--ServerApp.root_dir={root_dir}")
     if as_root:
         command.append("--allow-root")
     return [*command, *extra]
@@ -89,9 +97,23 @@ _UNSAFE_LAB = {
     "disable_check_xsrf": ("turn off JupyterLab's cross-site request checks", lambda value: value.lower() != "false"),
     "allow_origin": ("let other web sites' pages use JupyterLab", bool),  # allow_origin_pat too
 }
+#: The settings with which JupyterLab asks for a password, which makes an empty token safe.
+_PASSWORDS = ("ServerApp.password", "NotebookApp.password", "PasswordIdentityProvider.hashed_password")
 
 
-def _unsafe_lab_argument(extra: Sequence[str]) -> str | None:
+def _first_unsafe(settings: Sequence[tuple[str | None, object, str]], password: bool) -> tuple[str, str] | None:
+    """(as given, what it would do) for the first of ``settings`` ((name, value, as given)) that would undo
+    ``workbench lab``'s safe defaults, or None; an empty token is safe with a ``password``."""
+    for name, value, shown in settings:
+        setting = name.rpartition(".")[2].removesuffix("_pat") if name else None
+        reason, unsafe = _UNSAFE_LAB.get(setting, ("", None))
+        text = value if isinstance(value, str) else str(value)
+        if unsafe is not None and not (setting == "token" and password) and unsafe(text.strip("'\"")):
+            return shown, reason
+    return None
+
+
+def _unsafe_lab_argument(extra: Sequence[str], *, password: bool = False) -> str | None:
     """One line refusing the first argument that would undo ``workbench lab``'s safe defaults, or None.
 
     >>> _unsafe_lab_argument(["--port=9000", "--ip=127.0.0.1", "--IdentityProvider.token=abc"]) is None
@@ -99,15 +121,35 @@ def _unsafe_lab_argument(extra: Sequence[str]) -> str | None:
     >>> _unsafe_lab_argument(["--ip", "0.0.0.0"])
     'workbench: --ip 0.0.0.0 would let other machines reach JupyterLab, which workbench lab does not do; if you really want that, run jupyter lab yourself: jupyter lab --ip 0.0.0.0'
     """
-    for index, arg in enumerate(extra):
-        name, sep, value = arg.partition("=")
-        if not sep and index + 1 < len(extra) and not extra[index + 1].startswith("-"):
-            value, arg = extra[index + 1], f"{arg} {extra[index + 1]}"
-        setting = name.rpartition(".")[2].lstrip("-").removesuffix("_pat") if name.startswith("--") else None
-        reason, unsafe = _UNSAFE_LAB.get(setting, ("", None))
-        if unsafe is not None and unsafe(value.strip("'\"")):
-            return (f"workbench: {arg} would {reason}, which workbench lab does not do; if you really want that, "
-                    f"run jupyter lab yourself: jupyter lab {shlex.join(extra)}")
+    arguments = lab_arguments(extra)
+    password = password or any(name in _PASSWORDS and value for name, value, _ in arguments)
+    if unsafe := _first_unsafe(arguments, password):
+        return (f"workbench: {unsafe[0]} would {unsafe[1]}, which workbench lab does not do; if you really want "
+                f"that, run jupyter lab yourself: jupyter lab {shlex.join(extra)}")
+    return None
+
+
+#: What Jupyter's config files may set that ``workbench lab`` keeps safe (its command line sets ``ip``).
+_CONFIG_SETTINGS = (*(f"{app}.{key}" for app in ("ServerApp", "NotebookApp")
+                      for key in ("token", "disable_check_xsrf", "allow_origin", "allow_origin_pat")),
+                    "IdentityProvider.token", "PasswordIdentityProvider.token")
+
+
+def _lab_refusal(extra: Sequence[str], config_paths: Sequence[str] | None = None) -> str | None:
+    """One line refusing an argument (:func:`_unsafe_lab_argument`) or a setting of Jupyter's config files
+    (on ``config_paths``, Jupyter's by default: see :func:`.configured_settings`) that would undo
+    ``workbench lab``'s safe defaults, or None. A setting ``extra`` gives in the same spelling is its own.
+    """
+    found = configured_settings([*_CONFIG_SETTINGS, *_PASSWORDS], config_paths)
+    password = any(found.get(name, ("",))[0] for name in _PASSWORDS)
+    if refused := _unsafe_lab_argument(extra, password=password):
+        return refused
+    given = {name for name, _, _ in lab_arguments(extra)}
+    settings = [(name, value, f"{name}={value!r} in {path}") for name, (value, path) in found.items()
+                if name not in given]
+    if unsafe := _first_unsafe(settings, password):
+        return (f"workbench: {unsafe[0]} would {unsafe[1]}, which workbench lab does not do; remove it there, or "
+                f"if you really want that, run jupyter lab yourself: jupyter lab {shlex.join(extra)}")
     return None
 
 
@@ -156,21 +198,47 @@ def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
 
 #: pytest options whose value is the next argument (a file after ``--ignore`` is not one to run).
 _VALUE_OPTIONS = {"-m", "-k", "-p", "-c", "-o", "-n", "-W", "--dist", "--numprocesses", "--maxfail", "--tb",
-                  "--ignore", "--ignore-glob", "--deselect", "--basetemp", "--rootdir", "--junitxml", "--log-file"}
+                  "--ignore", "--ignore-glob", "--deselect", "--basetemp", "--rootdir", "--junitxml", "--log-file",
+                  "--config-file", "--junit-xml", "--confcutdir"}
+#: pytest options naming a path, read from the current folder when it holds it (as a path to run is),
+#: and those naming a file or folder pytest writes, always put in the current folder.
+_PATH_OPTIONS = frozenset({"--ignore", "--deselect", "-c", "--config-file", "--rootdir", "--confcutdir"})
+_OUTPUT_OPTIONS = frozenset({"--junitxml", "--junit-xml", "--basetemp", "--log-file"})
+#: pytest options with which it runs no test (no JVM starts).
+_RUNS_NOTHING = frozenset({"--co", "--collect-only", "-h", "--help", "--version", "-V", "--markers", "--fixtures",
+                           "--fixtures-per-test"})
+
+
+def _from_here(option: str, value: str) -> str:
+    """The ``value`` of a path ``option`` (:data:`_PATH_OPTIONS`, :data:`_OUTPUT_OPTIONS`), absolute when it is
+    to be read from the current folder."""
+    path, sep, test = value.partition("::")
+    if path and not Path(path).is_absolute() and (option in _OUTPUT_OPTIONS or Path(path).exists()):
+        return f"{Path(path).resolve()}{sep}{test}"
+    return value
 
 
 def _named_paths(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
-    """pytest's arguments, a path (``file``, ``file::test``) in the current folder made absolute; the
-    files and folders they name (from the current folder, else the repository root, where pytest runs).
+    """pytest's arguments, a path (``file``, ``file::test``, an option's: :func:`_from_here`) in the current
+    folder made absolute; the files and folders they name to run (from the current folder, else the
+    repository root, where pytest runs).
 
     >>> _named_paths(["-m", "not browser", "tests/test_cli.py::test_help"])[1] == [SOURCE_ROOT / "tests/test_cli.py"]
+    True
+    >>> _named_paths(["--junitxml", "out.xml"])[0] == ["--junitxml", str(Path("out.xml").resolve())]
     True
     """
     args: list[str] = []
     named: list[Path] = []
     for index, arg in enumerate(extra):
         path, sep, test = arg.partition("::")
-        if not path or arg.startswith("-") or (index and extra[index - 1] in _VALUE_OPTIONS):
+        option, equals, value = arg.partition("=")
+        previous = extra[index - 1] if index else ""
+        if equals and option.startswith("--") and option in _PATH_OPTIONS | _OUTPUT_OPTIONS:
+            args.append(f"{option}={_from_here(option, value)}")
+        elif previous in _PATH_OPTIONS | _OUTPUT_OPTIONS:
+            args.append(_from_here(previous, arg))
+        elif not path or arg.startswith("-") or previous in _VALUE_OPTIONS:
             args.append(arg)
         elif Path(path).exists():
             named.append(Path(path).resolve())
@@ -181,21 +249,30 @@ def _named_paths(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
     return args, named
 
 
-def _needs_chromium(extra: Sequence[str], *, quick: bool = False) -> bool:
-    """Whether a run can select browser tests: not when the ``-m`` expression in effect (the last, else
-    ``--quick``'s) joins ``not browser`` to the rest with ``and`` only, nor when the named files are
-    no folder and no file that uses the ``browser`` marker.
+def _left_out(marker: str, args: Sequence[str], *, quick: bool = False) -> bool:
+    """Whether the ``-m`` expression in effect (the last in ``args``, else ``--quick``'s) leaves out the tests
+    marked ``marker``: it joins ``not marker`` to the rest with ``and`` only.
 
-    >>> _needs_chromium([]), _needs_chromium(["-m", "not spark and not browser"]), _needs_chromium(["tests"])
-    (True, False, True)
+    >>> _left_out("spark", ["-m", "not spark and not browser"]), _left_out("spark", ["-m", "not browser or not spark"])
+    (True, False)
     """
-    args, named = _named_paths(extra)
     every, expression = [*(QUICK_ARGS if quick else ()), *args], ""
     for index, arg in enumerate(every):
         if arg.startswith("-m") and (arg != "-m" or index + 1 < len(every)):
             expression = arg[2:] or every[index + 1]
     terms = [" ".join(term.split()) for term in re.split(r"\band\b", expression)]
-    if "not browser" in terms and not re.search(r"\bor\b|[()]", expression):
+    return f"not {marker}" in terms and not re.search(r"\bor\b|[()]", expression)
+
+
+def _needs_chromium(extra: Sequence[str], *, quick: bool = False) -> bool:
+    """Whether a run can select browser tests: not when the ``-m`` expression in effect leaves them out
+    (:func:`_left_out`), nor when the named files are no folder and no file that uses the ``browser`` marker.
+
+    >>> _needs_chromium([]), _needs_chromium(["-m", "not spark and not browser"]), _needs_chromium(["tests"])
+    (True, False, True)
+    """
+    args, named = _named_paths(extra)
+    if _left_out("browser", args, quick=quick):
         return False
     return not named or any(path.is_dir() or "mark.browser" in path.read_text(errors="replace") for path in named)
 
@@ -227,7 +304,7 @@ def _replace_with(command: list[str], env: Mapping[str, str], cwd: Path | None =
 
 def cmd_lab(extra: Sequence[str]) -> int:
     """``workbench lab``: check the arguments and Java, then replace this process with ``jupyter lab``."""
-    if refused := _unsafe_lab_argument(extra):
+    if refused := _lab_refusal(extra):
         raise CliError(refused)
     java = _java_or_fail()
     command = lab_command(extra, root_dir=notebooks_dir(), as_root=is_root())
@@ -261,7 +338,8 @@ def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
     args, named = _named_paths(extra)
     if _needs_chromium(args, quick=quick):
         env["WORKBENCH_CHROMIUM"] = ensure_chromium()
-    if not quick and not named:
+    # No archive for a run that starts no JVM, nor without the user's SPARK_HOME (it would be that Spark's).
+    if not (quick or named or "SPARK_HOME" in ignored or _RUNS_NOTHING & {*args} or _left_out("spark", args)):
         class_archive_first(java)
     return _replace_with(pytest_command(args, quick=quick), env, SOURCE_ROOT)
 
@@ -275,7 +353,8 @@ def class_archive_first(java: JavaInfo | None = None) -> None:
     Every local session's JVM maps it (``workbench/_class_archive.py``), about 1.5 s sooner
     each: the suite's ~60 JVMs gain from the first, and no test meets the background
     process that a first session would start to make it. Once per Java and pyspark; a run of
-    a few named tests skips it (the archive costs about 25 s to make).
+    named tests skips it (the archive costs about 25 s to make), as does one that starts no
+    JVM (``--collect-only``, ``--help``, ``-m "not spark"``).
     """
     from ._class_archive import current_archive, enabled, ensure, status
 
@@ -299,7 +378,8 @@ def _package_version(name: str) -> str | None:
 
 
 def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], bool]:
-    """The lines ``workbench doctor`` prints, and whether ``workbench lab`` can start.
+    """The lines ``workbench doctor`` prints, and whether ``workbench lab`` can start and the Spark
+    sessions would use (``SPARK_HOME``, the master or Connect server) is sound and answers.
 
     Examples
     --------
@@ -319,16 +399,16 @@ def doctor_lines(environ: Mapping[str, str] | None = None) -> tuple[list[str], b
         ok = ok and version is not None
         lines.append(f"{package:<11} {version or 'not installed'}")
 
+    home_line, home_ok = spark_home_line(environ, _package_version("pyspark"))
     spark_line, spark_ok = spark_doctor_line(environ)
-    ok = ok and spark_ok
-    lines.append(spark_line)
+    ok = ok and home_ok and spark_ok
+    lines.extend([*([home_line] if home_line else []), spark_line])
 
     from ._labext import doctor_line, labextension_status
 
-    # The JupyterLab extension holds the Streams panel and the Spark UI tab (charts draw without it too).
-    extension = labextension_status()
-    ok = ok and extension.enabled
-    lines.append(doctor_line(extension))
+    # The JupyterLab extension holds the Streams panel and the Spark UI tab; JupyterLab starts and
+    # charts draw without it, so its line (disabled, not installed) does not fail the check.
+    lines.append(doctor_line(labextension_status()))
 
     from ._class_archive import current_archive, status
 
@@ -368,8 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Check Java, then start JupyterLab (from this environment) on 127.0.0.1 with token "
             "authentication, opening the notebooks/ folder of the checkout (else the current "
             "folder). Open the printed URL, which carries the token. Other arguments go to jupyter "
-            "lab, e.g. workbench lab --port=8899 --no-browser; those that would undo the above "
-            "(--ip=0.0.0.0, an empty token, --ServerApp.allow_origin) are refused."
+            "lab, e.g. workbench lab --port=8899 --no-browser (a loopback --ip, a --notebook-dir or a "
+            "file to open replaces the default); those that would undo the above (--ip=0.0.0.0, an empty "
+            "token, --ServerApp.allow_origin), or such settings in Jupyter's config files, are refused."
         ),
         allow_abbrev=False,
     )
@@ -381,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Check pytest, Java and, when browser tests can run, Chromium (installed with apt-get when "
             "root; else set WORKBENCH_CHROMIUM), then run pytest in the repository root without SPARK_REMOTE, "
-            "WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT and PYSPARK_SUBMIT_ARGS, on two pytest-xdist workers "
+            "WORKBENCH_MASTER, WORKBENCH_CHECKPOINT_ROOT, PYSPARK_SUBMIT_ARGS and SPARK_HOME, on two pytest-xdist "
+            "workers "
             "(-n 0: one process). Other arguments go to pytest, e.g. workbench test -m 'not browser' or "
             "workbench test tests/test_cli.py -x; put them after -- to pass -h to pytest."
         ),
@@ -396,10 +478,12 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor",
         help="print the Python, Java, pyspark, JupyterLab, Spark and Chromium in use",
         description=(
-            "Print one line each for Python, Java, pyspark, JupyterLab, the Spark sessions would use "
-            "(embedded, the cluster of WORKBENCH_MASTER or the Spark Connect server of SPARK_REMOTE, "
-            "with a quick check that it answers) and Chromium. Exits with 1 when workbench lab could "
-            "not start (no suitable Java, or a package missing) or that Spark is malformed or unreachable."
+            "Print one line each for Python, Java, pyspark, JupyterLab, SPARK_HOME when set, the Spark "
+            "sessions would use (embedded, the cluster of WORKBENCH_MASTER or the Spark Connect server of "
+            "SPARK_REMOTE, with a quick check that it answers), the JupyterLab extension and Chromium. Exits "
+            "with 1 when workbench lab could not start (no suitable Java, or a package missing) or that Spark "
+            "is malformed or unreachable (SPARK_HOME without spark-submit or of another version than pyspark, "
+            "a bad URL or port); the extension's line and Chromium's inform only."
         ),
         allow_abbrev=False,
     )
