@@ -569,3 +569,39 @@ def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, s
     state = handle.state(variable="n")
     assert inputs > 0 and int(state["n"].sum()) == inputs
     assert dict(zip(state["k"], state["n"])) == handle.result().groupby("k")["n"].max().to_dict()
+
+
+class RowCount(StatefulProcessor):
+    def init(self, handle):
+        self.n = handle.getValueState("n", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = (self.n.get()[0] if self.n.exists() else 0) + sum(len(frame) for frame in rows)
+        self.n.update((n,))
+        yield pd.DataFrame({"k": [int(key[0])], "n": [n]})
+
+
+def test_stream_test_steps_processors_in_processing_time(env, spark):
+    # Spark runs a batch for such a processor at every trigger, new data or not: StreamTest's
+    # process() ran "until everything is processed" and never returned.
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from workbench.testing import MemoryStream, StreamTest
+
+    def count_rows(key, frames, state):
+        n = (state.get[0] if state.exists else 0) + sum(len(frame) for frame in frames)
+        state.update((n,))
+        state.setTimeoutDuration(3_600_000)
+        yield pd.DataFrame({"k": [int(key[0])], "n": [n]})
+
+    for processor in (
+        lambda grouped: grouped.transformWithStateInPandas(RowCount(), "k long, n long", "Update", "ProcessingTime"),
+        lambda grouped: grouped.applyInPandasWithState(count_rows, "k long, n long", "n long", "update",
+                                                       GroupStateTimeout.ProcessingTimeTimeout),
+    ):
+        keys = MemoryStream(spark, "k long")
+        with StreamTest(processor(keys.df.groupBy("k")), "update") as test:
+            test.add(keys, [(1,), (1,), (2,)]).process().check_new_answer([(1, 2), (2, 1)])
+            test.add(keys, [(1,)]).process().check_new_answer([(1, 3)])
+            assert test.last_batch == 1  # one batch per process(), none by the clock in between
+        keys.close()

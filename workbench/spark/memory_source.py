@@ -14,6 +14,7 @@ workbench; it imports nothing of the workbench for that reason.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import sys
@@ -27,7 +28,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
 __all__ = ["MemoryDataSource", "SOURCE_NAME", "batch_count", "batch_file", "batch_saver", "drop_stale_gates", "readable",
-           "release", "released", "saved_batches", "saved_rows"]
+           "release", "released", "batches_added", "saved_batches", "saved_rows"]
 
 #: The data source name the workbench registers with each session.
 SOURCE_NAME = "workbench_memory"
@@ -220,6 +221,17 @@ def batch_saver(folder: str) -> Callable[[Any, int], None]:
         write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), records)
 
     return save
+
+
+def batches_added(offset: Any) -> int:
+    """How many added batches of rows a source offset covers (as progress reports it: JSON text, or parsed).
+
+    >>> batches_added('{"added": 3}'), batches_added({"added": 2}), batches_added(None)
+    (3, 2, 0)
+    """
+    if isinstance(offset, str):
+        offset = json.loads(offset)
+    return int((offset or {}).get("added", 0))
 
 
 def saved_batches(folder: str) -> list[int]:

@@ -9,14 +9,19 @@ stop a stream from starting, so every failure gives None.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from ..progress.diagnosis import PlanFacts
 from .progress_source import jvm_query
 
-__all__ = ["plan_facts", "plan_text", "query_plan_facts", "output_mode_problem"]
+__all__ = ["plan_facts", "plan_text", "query_plan_facts", "output_mode_problem", "runs_by_the_clock"]
 
 log = logging.getLogger(__name__)
+
+#: A stateful processor in processing time as a plan prints it: transformWithState's time mode
+#: (``TransformWithStateInPySpark ..., ProcessingTime, ...``), applyInPandasWithState's timeout.
+_BY_THE_CLOCK = re.compile(r"(?:TransformWithState\w*|FlatMapGroups\w*WithState)\b[^\n]*\bProcessingTime(?:Timeout)?\b")
 
 
 def plan_text(df: Any) -> str | None:
@@ -51,6 +56,21 @@ def plan_facts(df: Any) -> PlanFacts | None:
     datetime.timedelta(seconds=3600)
     """
     return _parsed(plan_text(df))
+
+
+def runs_by_the_clock(df: Any) -> bool:
+    """Whether ``df`` holds a stateful processor in processing time (a transformWithState time
+    mode or an applyInPandasWithState timeout): Spark runs a batch for it at every trigger, new
+    data or not, so a run "until everything is processed" (``processAllAvailable()``, an
+    ``available-now`` trigger) never ends (measured on 4.3).
+
+    Examples
+    --------
+    >>> runs_by_the_clock(sessions)      # transformWithStateInPandas(..., timeMode="ProcessingTime")  # doctest: +SKIP
+    True
+    """
+    text = plan_text(df)
+    return bool(text and _BY_THE_CLOCK.search(text))
 
 
 def query_plan_facts(query: Any) -> PlanFacts | None:

@@ -11,7 +11,6 @@ unexpected.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import weakref
@@ -26,9 +25,9 @@ from ..progress import BatchProgress
 from ..replay.late import input_column
 from .checkpoint_log import next_watermark_ms
 from .frames import check_utc_session
-from .memory_source import batch_saver, release, saved_batches, saved_rows
+from .memory_source import batch_saver, release, batches_added, saved_batches, saved_rows
 from .memory_stream import MemoryStream
-from .plan import output_mode_problem, plan_facts
+from .plan import output_mode_problem, plan_facts, runs_by_the_clock
 from .private_folders import private_folder, remove_folder
 from .progress_source import progress_json
 from .starting import check_streaming_frame
@@ -92,6 +91,7 @@ class StreamTest:
         self.no_data_batches = no_data_batches
         self.columns = Columns(df.schema)
         self.plan = plan_facts(df)
+        self._by_the_clock = runs_by_the_clock(df)
         # A frame straight from load() prints its source unresolved, without options: a projection resolves it.
         self._reads = getattr(plan_facts(df.select("*")), "memory_folders", ())
         self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
@@ -173,6 +173,8 @@ class StreamTest:
 
     def _run(self, once: bool = False) -> None:
         before = max(self._progress, default=-1)
+        # A processor in processing time has a batch run at every trigger: no batch would be the last.
+        once = once or (self._by_the_clock and self.no_data_batches)
         if once:
             self._stop()  # before the rows are released: the running query must not start on them
         elif self._held_back is not None and self._watermark_only_batch_due():
@@ -235,7 +237,8 @@ class StreamTest:
             on the next batch, which runs with the query started again from its checkpoint;
             a ``process()`` with no rows added since runs that watermark-only batch as a
             batch that reads nothing (an empty batch of the first stream added), since a
-            query started again runs none of its own.
+            query started again runs none of its own. A processor in processing time (Spark
+            runs a batch for it at every trigger, data or not) is always processed so.
 
         Raises
         ------
@@ -466,7 +469,7 @@ class StreamTest:
         offsets = {}
         for batch_id in sorted(self._progress):
             source = (self._progress[batch_id].get("sources") or [{}])[0]
-            offsets[batch_id] = (_added(source.get("startOffset")), _added(source.get("endOffset")))
+            offsets[batch_id] = (batches_added(source.get("startOffset")), batches_added(source.get("endOffset")))
         records = [BatchProgress.from_json(self._progress[b]) for b in sorted(self._progress)]
         return memory_late_rows(self._streams[0], offsets, records, self.plan, self.output_mode)
 
@@ -539,9 +542,3 @@ def _end_test(running: list[Any], gated: list[str], name: str, folder: str) -> N
             release(stream_folder, None, name)
     gated.clear()
     remove_folder(folder)
-
-
-def _added(offset: Any) -> int:
-    if isinstance(offset, str):
-        offset = json.loads(offset)
-    return int((offset or {}).get("added", 0))
