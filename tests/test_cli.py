@@ -427,6 +427,7 @@ def write_config(folder: Path, name: str, text: str) -> Path:
     ("jupyter_lab_config.py", "c.ServerApp.disable_check_xsrf = True", "ServerApp.disable_check_xsrf=True"),
     ("jupyter_server_config.json", '{"ServerApp": {"allow_origin": "*"}}', "ServerApp.allow_origin='*'"),
     ("jupyter_lab_config.json", '{"ServerApp": {"allow_origin_pat": ".*"}}', "ServerApp.allow_origin_pat='.*'"),
+    ("jupyter_config.py", 'c.ServerApp.token = ""', "ServerApp.token=''"),  # the file every Jupyter app reads
 ])
 def test_lab_refuses_unsafe_settings_of_jupyters_config_files(execs, capsys, tmp_path, name, text, setting):
     config = write_config(tmp_path / "jupyter-config", name, text)
@@ -445,6 +446,7 @@ def test_lab_refuses_unsafe_settings_of_jupyters_config_files(execs, capsys, tmp
     ('{"ServerApp": {"ip": "0.0.0.0"}}', []),  # the command line sets the address
     ('{"ServerApp": {"disable_check_xsrf": false, "allow_origin": ""}}', []),
     ('{"IdentityProvider": {"token": ""}}', ["--IdentityProvider.token=s3cret"]),  # the command line wins
+    ('{"ServerApp": {"token": ""}}', ["--IdentityProvider.token=s3cret"]),  # whichever spelling gives the token
 ])
 def test_lab_starts_with_safe_settings_in_jupyters_config_files(execs, tmp_path, text, extra):
     write_config(tmp_path / "jupyter-config", "jupyter_server_config.json", text)
@@ -465,6 +467,16 @@ def test_the_config_folder_jupyter_reads_first_wins(execs, capsys, tmp_path, mon
     write_config(last, "jupyter_server_config.json", '{"IdentityProvider": {"token": "s3cret"}}')
     assert cli.main(["lab"]) == 2
     assert f"IdentityProvider.token='' in {first / 'jupyter_server_config.json'} would " in capsys.readouterr().err
+
+
+def test_a_config_file_given_to_jupyter_lab_is_read_in_place_of_the_servers_own(execs, capsys, tmp_path):
+    write_config(tmp_path / "jupyter-config", "jupyter_server_config.json", '{"IdentityProvider": {"token": ""}}')
+    mine = write_config(tmp_path / "mine", "lab.json", '{"ServerApp": {"disable_check_xsrf": true}}')
+    assert cli.main(["lab", f"--config={mine}"]) == 2  # Jupyter reads it, and not jupyter_server_config
+    assert f"ServerApp.disable_check_xsrf=True in {mine} would " in capsys.readouterr().err
+    write_config(tmp_path / "mine", "lab.json", '{"ServerApp": {"disable_check_xsrf": false}}')
+    with pytest.raises(Execed):
+        cli.main(["lab", "--config", str(mine)])
 
 
 def test_an_empty_token_with_a_password_is_safe_on_the_command_line_too(execs):
@@ -620,8 +632,8 @@ def test_the_class_archive_comes_first_only_for_runs_that_start_jvms(monkeypatch
         "-x": True,
         "-m 'not browser'": True,
         "-m 'not spark or not browser'": True,
-        "-m 'not spark and not browser'": False,
-        "-m 'not cluster and not spark'": False,
+        "-m 'not spark and not browser'": True,  # kernel and cluster tests start JVMs of their own
+        f"-m '{cli.JVM_FREE}'": False,
         "--co": False,
         "--collect-only -q": False,
         "-- -h": False,
@@ -657,9 +669,19 @@ def test_path_option_values_are_read_from_the_callers_folder(execs, tmp_path):
     assert argv[3:] == [
         "-n", "0", f"--junitxml={here / 'report.xml'}", "--basetemp", str(here / "scratch"),
         f"--log-file={here / 'run.log'}", "--ignore", str(here / "skip_me.py"),
-        "--deselect", f"{here / 'test_mine.py'}::test_x", "-c", str(here / "mine.ini"),
+        "--deselect", f"{os.path.relpath(here / 'test_mine.py', REPO)}::test_x", "-c", str(here / "mine.ini"),
         "--ignore=tests/test_browser.py",  # not in the caller's folder: the repository's, where pytest runs
         "--rootdir", str(here), "--junitxml", "/abs/report.xml", "tests/test_cli.py"]
+
+
+def test_a_test_deselected_from_another_folder_does_not_run():
+    # pytest matches --deselect against its test ids, relative to the repository root: an
+    # absolute path (made so as a path read from the caller's folder) deselected nothing.
+    done = subprocess.run([sys.executable, "-m", "workbench", "test", "--co", "-q", "-n", "0",
+                           "--deselect", "test_cli.py::test_help", "test_cli.py"],
+                          cwd=REPO / "tests", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "tests/test_cli.py::test_help" not in done.stdout and "1 deselected" in done.stdout, done.stdout[-2000:]
 
 
 def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 60) -> None:

@@ -256,6 +256,10 @@ def test_doctor_fails_for_a_spark_home_sessions_cannot_start_spark_from(tmp_path
     assert spark_home_line({"SPARK_HOME": other, "SPARK_REMOTE": "sc://127.0.0.1:15002"}, pyspark_version) == (
         f"SPARK_HOME  {other} (not used: sessions connect to SPARK_REMOTE)", True)
     assert spark_home_line({}, pyspark_version) == (None, True)
+    # Another patch release of the same Spark works with it: said, not failed.
+    patch = fake_spark_home(tmp_path / "spark-4.3.9", "4.3.9", release=True)
+    assert spark_home_line({"SPARK_HOME": patch}, "4.3.0") == (
+        f"SPARK_HOME  {patch}: Spark 4.3.9 (pyspark 4.3.0: another patch release of the same Spark)", True)
     pip_spark = str(SPARK_HOME)  # pip's pyspark: no RELEASE, its version in the core jar's name
     assert spark_home_line({"SPARK_HOME": pip_spark}, pyspark_version) == (
         f"SPARK_HOME  {pip_spark}: Spark {pyspark_version}", True)

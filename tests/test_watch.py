@@ -216,17 +216,25 @@ def test_the_streams_panel_lists_a_plain_query_without_being_asked(env, spark, r
     # a plain writeStream...start() appeared after `%stream list` had watched it, as a side effect.
     from workbench.views.streams_panel import StreamsPublisher
 
+    from workbench.testing import MemoryStream, StreamTest
+
     publisher = StreamsPublisher(lambda: env, thread=False)
     assert publisher.snapshot()["streams"] == []
+    words = MemoryStream(spark, "word string")
     query = rate_stream(rows_per_batch=3).writeStream.format("noop").queryName("plain").start()
     try:
-        wait_for(lambda: any(run.run_id == str(query.runId) for run in env.watcher.recorder.runs()), 60,
-                 message="the listener hearing of the start")
-        [row] = publisher.snapshot()["streams"]
+        with StreamTest(words.df) as test:  # a test's own query runs in the session too: not listed
+            test.add(words, [("owl",)]).process()
+            runs = {str(query.runId), str(test._query.runId)}  # the test's query runs on between its steps
+            wait_for(lambda: {run.run_id for run in env.watcher.recorder.runs()} >= runs, 60,
+                     message="the listener hearing of both starts")
+            [row] = publisher.snapshot()["streams"]
         assert (row["name"], row["status"], row["run_id"]) == ("plain", "active", str(query.runId))
+        assert [row["name"] for row in publisher.snapshot()["streams"]] == ["plain"]
     finally:
         query.stop()
         publisher.close()
+        words.close()
     assert workbench.stream("plain").wait_finished(10)
 
 

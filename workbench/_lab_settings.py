@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-__all__ = ["LAB_FLAGS", "ROOT_DIR_SETTINGS", "SERVER_CONFIG_FILES", "lab_arguments", "configured_settings"]
+__all__ = ["LAB_FLAGS", "ROOT_DIR_SETTINGS", "CONFIG_STEMS", "lab_arguments", "configured_settings"]
 
 
 #: ``jupyter lab``'s options that take no value (``--watch`` may take one, so it is not here).
@@ -63,19 +63,22 @@ def lab_arguments(extra: Sequence[str]) -> list[tuple[str | None, str, str]]:
     return read
 
 
-#: The config files ``jupyter lab`` reads in each folder of the config path, the later winning.
-SERVER_CONFIG_FILES = tuple(f"{stem}{suffix}" for stem in ("jupyter_notebook_config", "jupyter_server_config",
-                                                          "jupyter_lab_config") for suffix in (".py", ".json"))
+#: The config files ``jupyter lab`` reads, in its order (each across the config path, the later
+#: winning): the base file every Jupyter application reads, the server's (and the classic
+#: notebook server's, still honoured) and JupyterLab's own.
+CONFIG_STEMS = ("jupyter_config", "jupyter_notebook_config", "jupyter_server_config", "jupyter_lab_config")
 
 
 def configured_settings(
-    names: Iterable[str], config_paths: Sequence[str] | None = None,
+    names: Iterable[str], config_paths: Sequence[str] | None = None, *, config_file: str | None = None,
 ) -> dict[str, tuple[Any, Path]]:
     """What Jupyter's config files set of the settings ``names``, each with the file that sets it.
 
-    The files are those ``jupyter lab`` reads (:data:`SERVER_CONFIG_FILES`) in each folder of
-    ``config_paths``, merged as Jupyter merges them: a folder earlier on the path wins. A
-    ``.py`` file runs, as it does when Jupyter starts; one that fails is left for Jupyter to report.
+    The files are those ``jupyter lab`` reads (:data:`CONFIG_STEMS`, each as ``.py`` then
+    ``.json``) merged as Jupyter merges them: file by file in that order, each across the
+    folders of ``config_paths`` from the last to the first, so that a folder earlier on the
+    path wins. A ``.py`` file runs, as it does when Jupyter starts; one that fails is left for
+    Jupyter to report.
 
     Parameters
     ----------
@@ -83,6 +86,9 @@ def configured_settings(
         Settings as ``"Class.trait"``, e.g. ``"IdentityProvider.token"``.
     config_paths : sequence of str, optional
         The folders to read, highest priority first; Jupyter's config path by default.
+    config_file : str, optional
+        A ``--config`` file given to ``jupyter lab``: read in place of the server's own files
+        (``jupyter_server_config``), as Jupyter reads it.
 
     Returns
     -------
@@ -102,18 +108,23 @@ def configured_settings(
         config_paths = jupyter_config_path()
     names = list(names)
     found: dict[str, tuple[Any, Path]] = {}
-    for folder in reversed(config_paths):
-        for filename in SERVER_CONFIG_FILES:
-            path = Path(folder) / filename
-            if not path.is_file():
-                continue
-            loader = PyFileConfigLoader if filename.endswith(".py") else JSONFileConfigLoader
-            try:
-                config = loader(filename, path=str(folder)).load_config()
-            except Exception:  # noqa: BLE001 - Jupyter reports a broken file as it starts
-                continue
-            for name in names:
-                if name in config:  # traitlets' Config reads "Class.trait" without making the section
-                    section, _, trait = name.partition(".")
-                    found[name] = (config[section][trait], path)
+    for stem in CONFIG_STEMS:
+        folders, base = list(reversed(config_paths)), stem
+        if stem == "jupyter_server_config" and config_file:
+            chosen = Path(config_file).expanduser().resolve()
+            folders, base = [str(chosen.parent)], chosen.stem
+        for folder in folders:
+            for loader in (PyFileConfigLoader, JSONFileConfigLoader):
+                filename = base + (".py" if loader is PyFileConfigLoader else ".json")
+                path = Path(folder) / filename
+                if not path.is_file():
+                    continue
+                try:
+                    config = loader(filename, path=str(folder)).load_config()
+                except Exception:  # noqa: BLE001 - Jupyter reports a broken file as it starts
+                    continue
+                for name in names:
+                    if name in config:  # traitlets' Config reads "Class.trait" without making the section
+                        section, _, trait = name.partition(".")
+                        found[name] = (config[section][trait], path)
     return found

@@ -396,8 +396,10 @@ def spark_home_line(environ: Mapping[str, str], pyspark_version: str | None) -> 
     version = _spark_home_version(Path(home))
     if version is None:
         return f"{line}: Spark of unknown version (no RELEASE file or jars/spark-core_*.jar)", True
-    if pyspark_version and _release(version) != _release(pyspark_version):
+    if pyspark_version and _release(version).split(".")[:2] != _release(pyspark_version).split(".")[:2]:
         return f"{line} holds Spark {version}, not pyspark's {pyspark_version}: {fix}", False
+    if pyspark_version and _release(version) != _release(pyspark_version):  # patch releases of a minor work together
+        return f"{line}: Spark {version} (pyspark {pyspark_version}: another patch release of the same Spark)", True
     return f"{line}: Spark {version}", True
 
 

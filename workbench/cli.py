@@ -140,11 +140,15 @@ def _lab_refusal(extra: Sequence[str], config_paths: Sequence[str] | None = None
     (on ``config_paths``, Jupyter's by default: see :func:`.configured_settings`) that would undo
     ``workbench lab``'s safe defaults, or None. A setting ``extra`` gives in the same spelling is its own.
     """
-    found = configured_settings([*_CONFIG_SETTINGS, *_PASSWORDS], config_paths)
+    arguments = lab_arguments(extra)
+    config_file = next((value for name, value, _ in arguments if name in ("config", "JupyterApp.config_file")), None)
+    found = configured_settings([*_CONFIG_SETTINGS, *_PASSWORDS], config_paths, config_file=config_file)
     password = any(found.get(name, ("",))[0] for name in _PASSWORDS)
     if refused := _unsafe_lab_argument(extra, password=password):
         return refused
-    given = {name for name, _, _ in lab_arguments(extra)}
+    given = {name for name, _, _ in arguments}
+    if any(name and name.endswith(".token") for name in given):  # one token, whichever spelling gives it
+        given |= {name for name in _CONFIG_SETTINGS if name.endswith(".token")}
     settings = [(name, value, f"{name}={value!r} in {path}") for name, (value, path) in found.items()
                 if name not in given]
     if unsafe := _first_unsafe(settings, password):
@@ -211,10 +215,16 @@ _RUNS_NOTHING = frozenset({"--co", "--collect-only", "-h", "--help", "--version"
 
 def _from_here(option: str, value: str) -> str:
     """The ``value`` of a path ``option`` (:data:`_PATH_OPTIONS`, :data:`_OUTPUT_OPTIONS`), absolute when it is
-    to be read from the current folder."""
+    to be read from the current folder; for ``--deselect``, a test id, relative to the repository root
+    as pytest's ids are (pytest runs there).
+
+    >>> _from_here("--deselect", "tests/test_cli.py::test_help")
+    'tests/test_cli.py::test_help'
+    """
     path, sep, test = value.partition("::")
     if path and not Path(path).is_absolute() and (option in _OUTPUT_OPTIONS or Path(path).exists()):
-        return f"{Path(path).resolve()}{sep}{test}"
+        found = Path(path).resolve()
+        return f"{os.path.relpath(found, SOURCE_ROOT) if option == '--deselect' else found}{sep}{test}"
     return value
 
 
@@ -262,6 +272,19 @@ def _left_out(marker: str, args: Sequence[str], *, quick: bool = False) -> bool:
             expression = arg[2:] or every[index + 1]
     terms = [" ".join(term.split()) for term in re.split(r"\band\b", expression)]
     return f"not {marker}" in terms and not re.search(r"\bor\b|[()]", expression)
+
+
+def _starts_no_jvm(args: Sequence[str]) -> bool:
+    """Whether the ``-m`` expression in effect leaves out every marker whose tests start a JVM.
+
+    >>> _starts_no_jvm(["-m", "not spark and not browser"]), _starts_no_jvm(["-m", JVM_FREE])
+    (False, True)
+    """
+    return all(_left_out(marker, args) for marker in ("spark", "kernel", "cluster", "browser"))
+
+
+#: The ``-m`` expression of the tests that start no JVM: the pure ones.
+JVM_FREE = "not spark and not kernel and not cluster and not browser"
 
 
 def _needs_chromium(extra: Sequence[str], *, quick: bool = False) -> bool:
@@ -339,7 +362,7 @@ def cmd_test(extra: Sequence[str], *, quick: bool = False) -> int:
     if _needs_chromium(args, quick=quick):
         env["WORKBENCH_CHROMIUM"] = ensure_chromium()
     # No archive for a run that starts no JVM, nor without the user's SPARK_HOME (it would be that Spark's).
-    if not (quick or named or "SPARK_HOME" in ignored or _RUNS_NOTHING & {*args} or _left_out("spark", args)):
+    if not (quick or named or "SPARK_HOME" in ignored or _RUNS_NOTHING & {*args} or _starts_no_jvm(args)):
         class_archive_first(java)
     return _replace_with(pytest_command(args, quick=quick), env, SOURCE_ROOT)
 

@@ -337,6 +337,10 @@ class Workbench:
         """
         return self.registry.watch_all()
 
+    def watch_started(self) -> list[StreamHandle]:
+        """Watch the queries started since that no handle follows; see :meth:`StreamRegistry.watch_started`."""
+        return self.registry.watch_started()
+
     def get(self, name: str) -> StreamHandle:
         """The handle of stream ``name``, watching an active query of that name or id if needed.
 

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 #: A stateful processor in processing time as a plan prints it: transformWithState's time mode
 #: (``TransformWithStateInPySpark ..., ProcessingTime, ...``), applyInPandasWithState's timeout.
-_BY_THE_CLOCK = re.compile(r"(?:TransformWithState\w*|FlatMapGroups\w*WithState)\b[^\n]*\bProcessingTime(?:Timeout)?\b")
+#: Its own argument, not a column of that name (printed as ``ProcessingTime#12``).
+_BY_THE_CLOCK = re.compile(
+    r"(?:TransformWithState\w*|FlatMapGroups\w*WithState)\b[^\n]*, ProcessingTime(?:Timeout)?(?=,|$)", re.MULTILINE)
 
 
 def plan_text(df: Any) -> str | None:

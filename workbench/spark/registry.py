@@ -21,7 +21,7 @@ from .handle import StreamHandle
 from ..errors import StreamStopError, summarize_error
 from ..options import check_seconds
 from .stopping import StreamInterrupted
-from .watch import SessionWatcher, find_query, is_streaming_query, watched_handle
+from .watch import TEST_QUERY_PREFIX, SessionWatcher, find_query, is_streaming_query, watched_handle
 
 __all__ = ["StreamRegistry", "SessionOwner", "STREAM_COLUMNS"]
 
@@ -80,6 +80,7 @@ class StreamRegistry:
         self._owner = owner
         self.lock = lock
         self._handles: dict[str, StreamHandle] = {}
+        self._tried: set[str] = set()  # runs watch_started() watched, or could not
         #: Called with a handle whenever one of its queries ends (views subscribe here).
         self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
         #: Called with each new handle, on the starting thread, right after its query starts.
@@ -158,6 +159,30 @@ class StreamRegistry:
                 handles.append(self.watch(query))
             except Exception:  # it ended meanwhile
                 log.debug("watching %s failed", query, exc_info=True)
+        return handles
+
+    def watch_started(self) -> list[StreamHandle]:
+        """Watch the queries the session's listener saw start that no handle follows (a plain
+        ``df.writeStream...start()``), as :meth:`watch_all` would; the new handles.
+
+        For views that list every stream (the Streams panel): no Spark call unless the listener
+        heard of a new run, and each run is tried once. A ``StreamTest``'s queries are its own.
+        A Spark Connect session has no listener: its queries are watched when listed.
+        """
+        watcher = self._owner.watcher
+        if watcher is None:
+            return []
+        with self.lock:
+            known = {handle.run_id for handle in self._handles.values()} | self._tried
+        new = [run for run in watcher.recorder.runs() if not run.ended and run.run_id not in known
+               and not (run.name or "").startswith(TEST_QUERY_PREFIX)]
+        handles = []
+        for run in new:
+            self._tried.add(run.run_id)
+            try:
+                handles.append(self.watch(run.query_id))
+            except Exception:  # it ended meanwhile, or runs on another session
+                log.debug("watching %s failed", run.name or run.query_id, exc_info=True)
         return handles
 
     def get(self, name: str) -> StreamHandle:

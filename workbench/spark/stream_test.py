@@ -33,6 +33,7 @@ from .progress_source import progress_json
 from .starting import check_streaming_frame
 from .stream_record import memory_late_rows
 from .stream_answers import Columns, as_time, describe_rows, loose_rows, row_diff, show_time, state_row
+from .watch import TEST_QUERY_PREFIX
 
 __all__ = ["StreamTest", "FATES_CHECKED"]
 
@@ -94,7 +95,7 @@ class StreamTest:
         self._by_the_clock = runs_by_the_clock(df)
         # A frame straight from load() prints its source unresolved, without options: a projection resolves it.
         self._reads = getattr(plan_facts(df.select("*")), "memory_folders", ())
-        self.name = f"stream_test_{os.getpid()}_{next(_NAMES)}"
+        self.name = f"{TEST_QUERY_PREFIX}{os.getpid()}_{next(_NAMES)}"
         self._folder = str(private_folder("stream-test-"))
         # A test dropped without close() (no ``with``, no fixture) stops its query when collected
         # too, before its folder goes: else the query ran on without its checkpoint.

@@ -22,9 +22,14 @@ from .handle import StreamHandle, StreamSpec
 from .plan import query_plan_facts
 from .progress_source import jvm_query, progress_json
 
-__all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query"]
+__all__ = ["SessionWatcher", "find_query", "is_streaming_query", "watched_handle", "sink_kind", "describe_query",
+           "TEST_QUERY_PREFIX"]
 
 log = logging.getLogger(__name__)
+
+#: How ``StreamTest`` names its queries (``stream_test_<pid>_<n>``): a test's own, which the
+#: workbench does not watch unasked.
+TEST_QUERY_PREFIX = "stream_test_"
 
 #: Sink kinds recognised in the progress report's ``sink.description``, first match wins.
 _SINK_KINDS: tuple[tuple[str, str], ...] = (

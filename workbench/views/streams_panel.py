@@ -281,10 +281,20 @@ class StreamsPublisher:
         """The ``streams`` message for the current state."""
         with self._watch_lock:
             env = self._current_env()
+        # Queries started with a plain writeStream...start() are listed too (as %stream list lists
+        # them). Outside the watch lock: watching calls Spark and takes the registry's lock, which
+        # a stream's start holds while it tells _on_started.
+        watch_started = getattr(env, "watch_started", None)
+        if watch_started is not None:
+            try:
+                watch_started()
+            except Exception:  # the session ended meanwhile: the next snapshot looks again
+                log.debug("watching the session's new queries failed", exc_info=True)
+        with self._watch_lock:
             port = self._spark_ui_port(env)
             streams = [
                 stream_info(handle, ids=self._watch(handle), port=port, cell_id=self._cells.get(handle))
-                for handle in _with_unlisted(env, env.handles())
+                for handle in env.handles()
             ]
         return streams_message(streams, port)
 
@@ -361,27 +371,6 @@ class StreamsPublisher:
             manager.unregister_target(COMM_TARGET, None)
         if thread is not None and thread is not threading.current_thread():
             thread.join(5)
-
-
-def _with_unlisted(env: EnvLike, handles: list[Any]) -> list[Any]:
-    """``handles``, and the queries the session's listener saw start that none follows (a plain
-    ``df.writeStream...start()``), watched as ``%stream list`` watches them.
-
-    One look at the listener's runs; Spark is asked only when one is new. A Spark Connect
-    session has no listener: its own queries appear once watched (``%stream list``).
-    """
-    watcher = getattr(env, "watcher", None)
-    watch_all = getattr(env, "watch_all", None)
-    if watcher is None or watch_all is None:
-        return handles
-    known = {handle.run_id for handle in handles}
-    if all(run.ended or run.run_id in known for run in watcher.recorder.runs()):
-        return handles
-    try:
-        watch_all()
-    except Exception:  # the session ended meanwhile: the next snapshot looks again
-        log.debug("watching the session's queries failed", exc_info=True)
-    return env.handles()
 
 
 def _page(open_msg: dict[str, Any]) -> Any:
