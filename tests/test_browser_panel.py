@@ -19,11 +19,20 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
   server's proxy; the proxy refuses a request without the token; a port with no Spark UI
   and port 0 each give a clear message in the tab; the ``SparkUIButton`` widget under a cell
   opens its page in a tab too;
-* closing the notebook while a stream runs says so in the panel; reopening it shows the
-  stream again; a page back from a lost connection has one comm with the kernel;
+* the Spark UI tab follows Spark's root link (a redirect that leaves the proxy) back under
+  the proxy, and a job's "(kill)" link asks to confirm and kills the job;
+* closing the notebook while a stream runs says so in the panel, also while another
+  notebook is active (until dismissed, or the notebook is opened again); reopening it shows
+  the stream again; a page back from a lost connection has one comm with the kernel;
+* the Streams panel shows again after a page reload; reloads leave the kernel one Streams
+  reader per page; a page reloaded while a cell runs says
+  the panel waits for the cell to end, then lists the streams;
 * once the Spark session is stopped, the rows' Spark UI buttons are disabled, the panel says
   there is no Spark UI, and a tab opened on the old port says nothing answers there;
 * a kernel restart empties the panel and says the streams were stopped;
+* a monitor's Stop clicked while a cell runs says at once that it stops when the cell ends;
+  after a kernel restart the monitor says its kernel is gone and its buttons are disabled,
+  its charts left as they were (``monitor.ipynb``);
 * a kernel whose process is killed (``kill.ipynb``): JupyterLab restarts it, the panel says
   the kernel died with its stream, the status bar count goes, and the Spark JVM ends too;
 * a Spark Connect session (``connect.ipynb``, a local Connect server) has no Spark UI in the
@@ -47,8 +56,8 @@ import psutil
 import pytest
 
 from .browser_support import (
-    ARTIFACTS, JS_ACTIVATE_CELL, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, chromium_context, first_page,
-    save_screenshot, served, write_notebook,
+    ARTIFACTS, JS_ACTIVATE_CELL, JS_CAPTION_TEXT, JS_CELLS_SHOWING, JS_KERNEL_IDLE, JS_KERNEL_PRINT, LabServer, free_port, chromium_context, first_page,
+    save_screenshot, scroll_into_view, served, write_notebook,
 )
 from .helpers import family_of, wait_for
 
@@ -70,6 +79,11 @@ TICKS = '%%stream ticks --trigger "1 second" --no-monitor\n' \
 CONNECT = 'import os\nos.environ["SPARK_REMOTE"] = "local[1]"\n' + LOAD
 MONITORED = '%%stream remote --trigger "1 second"\n' \
             'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()'
+WATCHED = '%%stream watched --trigger "1 second"\n' \
+          'spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()'
+#: A cell that runs until the test writes ``FLAG`` in the kernel's folder (the notebooks').
+FLAG = "cell-may-end.flag"
+WAIT_FOR_FLAG = f"import os, time\nprint('waiting for the test', flush=True)\nwhile not os.path.exists({FLAG!r}): time.sleep(0.1)\nos.remove({FLAG!r})"
 BUTTON = 'from workbench.views.sparkui import SparkUIButton, ui_port\n' \
          'SparkUIButton(port=ui_port(spark.sparkContext.uiWebUrl), path="/StreamingQuery/", title="all queries")'
 
@@ -81,6 +95,7 @@ def lab(tmp_path_factory) -> Iterator[LabServer]:
     write_notebook(folder / "plain.ipynb", "1 + 1")
     write_notebook(folder / "kill.ipynb", LOAD, TICKS)
     write_notebook(folder / "connect.ipynb", CONNECT, MONITORED)
+    write_notebook(folder / "monitor.ipynb", LOAD, WATCHED, WAIT_FOR_FLAG, WATCHED.replace("watched", "again"))
     with served(folder) as server:
         yield server
 
@@ -382,6 +397,91 @@ def test_spark_ui_button_widget(page, lab):
     page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
 
 
+#: A stream each of whose batches runs a Spark job for 45 s (its row sleeps), started without a cell.
+SLOW_QUERY = ("spark.readStream.format('rate-micro-batch').option('rowsPerBatch', 1).load()"
+              ".selectExpr(\"reflect('java.lang.Thread', 'sleep', cast(45000 as bigint)) AS s\")")
+START_SLOW = f"get_ipython().run_cell_magic('stream', 'slow --no-monitor', {SLOW_QUERY!r})\nprint('ok')"
+OPEN_ROOT = ("(port) => window.jupyterapp.commands.execute('workbench:open-spark-ui', "
+             "{port, path: '/', title: 'Spark UI root'})")
+OPEN_JOBS = ("(port) => window.jupyterapp.commands.execute('workbench:open-spark-ui', "
+             "{port, path: '/jobs/', title: 'Spark jobs'})")
+SPARK_UI_FRAME = ".jp-MainAreaWidget:visible .jp-workbench-SparkUI-frame iframe"
+
+
+def _frame_text(page: Any) -> str:
+    try:
+        return page.frame_locator(SPARK_UI_FRAME).locator("body").inner_text(timeout=1000)
+    except Exception:  # the frame is not there yet (the tab checks the page first)
+        return ""
+
+
+def _allow_404s(browser: tuple[Any, Console]) -> None:
+    """Forget the page's 404s: the browser fetched the targets of Spark's redirects outside
+    the proxy (the Jupyter server's 404) before the tab sent the frame back under it."""
+    console = browser[1]
+    console.errors = [error for error in console.errors
+                      if "the server responded with a status of 404 (Not Found)" not in error]
+
+
+def _spark_ui_port(page: Any) -> int:
+    return int(page.evaluate(JS_KERNEL_PRINT, "from workbench.views.sparkui import ui_port\n"
+                                              "print(ui_port(spark.sparkContext.uiWebUrl))"))
+
+
+def test_spark_ui_tab_follows_the_root_link(page, lab, browser):
+    port = _spark_ui_port(page)
+    # Spark answers its root with a redirect to /jobs/ that leaves the proxy's prefix: the tab
+    # shows Spark's jobs page, under the proxy, not the Jupyter server's "404 Not Found".
+    page.evaluate(OPEN_ROOT, port)
+    try:
+        wait_for(lambda: "Spark Jobs" in _frame_text(page), 60, 0.5,
+                 text=lambda: f"the Spark UI root shows {_frame_text(page)[:300]!r}")
+        where = page.locator(SPARK_UI_FRAME).evaluate("frame => frame.contentWindow.location.pathname")
+        assert where.endswith(f"/proxy/{port}/jobs/"), where
+    finally:
+        page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+    _allow_404s(browser)
+
+
+def test_spark_ui_tab_kill_links(page, lab, browser):
+    port = _spark_ui_port(page)
+    assert page.evaluate(JS_KERNEL_PRINT, START_SLOW).endswith("ok")
+    wait_for(lambda: _row(page, "slow").count() == 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+    page.evaluate(OPEN_JOBS, port)
+    # A running job's "(kill)" link asks to confirm, then kills the job (and so fails its stream).
+    asked: list[str] = []
+
+    def confirm(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    kill = page.frame_locator(SPARK_UI_FRAME).locator("a.kill-link")
+
+    def a_job_to_kill() -> bool:
+        if kill.count():
+            return True
+        if "Spark Jobs" in _frame_text(page):
+            page.evaluate(OPEN_JOBS, port)  # loaded before the job started: load the page again
+        return False
+
+    page.on("dialog", confirm)
+    try:
+        wait_for(a_job_to_kill, 60, 1.0, text=lambda: f"no job to kill: {_frame_text(page)[:300]!r}")
+        kill.first.click()
+        wait_for(lambda: asked, 10, 0.1, text="the (kill) link asked nothing")
+        assert "kill" in asked[0].lower(), asked
+        status = _row(page, "slow").locator(".jp-workbench-Stream-status")
+        wait_for(lambda: status.inner_text() == "failed", 60, 0.5,
+                 text=lambda: f"after (kill) the panel says {_panel_text(page)!r}")
+        # Spark's answer to the kill (a redirect to /jobs/) came back under the proxy too.
+        wait_for(lambda: "Spark Jobs" in _frame_text(page), 30, 0.5,
+                 text=lambda: f"after (kill) the tab shows {_frame_text(page)[:300]!r}")
+    finally:
+        page.remove_listener("dialog", confirm)
+        page.evaluate("() => window.jupyterapp.commands.execute('application:close')")
+    _allow_404s(browser)
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
@@ -422,6 +522,37 @@ def test_closing_and_reopening_the_notebook(page, lab):
     assert page.evaluate(JS_KERNEL_PRINT, comms) == "1"
 
 
+JS_CLOSE_CURRENT = """async () => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    await widget.context.save();
+    widget.close();
+}"""
+JS_CURRENT_PATH = "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context ? w.context.path : null; }"
+
+
+def test_a_notebook_closed_while_another_is_active(page, lab):
+    _open(page, lab, "plain.ipynb")
+    _open(page, lab, "panel.ipynb")
+    wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+    note = page.locator(f"{PANEL} .jp-workbench-StreamsPanel-closedNote")
+    said = "panel.ipynb was closed while 1 stream was running; they keep running in its kernel"
+    page.evaluate(JS_CLOSE_CURRENT)
+    wait_for(lambda: page.evaluate(JS_CURRENT_PATH) == "plain.ipynb", 15, 0.25, text="plain.ipynb did not become current")
+    # The panel shows plain.ipynb's kernel, and says what became of panel.ipynb's stream.
+    wait_for(lambda: "run %load_ext workbench" in _panel_text(page) and said in _panel_text(page), 15, 0.25,
+             text=lambda: f"with plain.ipynb active after closing panel.ipynb the panel says {_panel_text(page)!r}")
+    # It stays until dismissed.
+    note.locator("button").click()
+    wait_for(lambda: note.count() == 0, 5, 0.1, text=lambda: f"dismissed, the panel says {_panel_text(page)!r}")
+    # Or until the notebook is open again (its stream is listed then).
+    _open(page, lab, "panel.ipynb")
+    page.evaluate(JS_CLOSE_CURRENT)
+    wait_for(lambda: said in _panel_text(page), 15, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+    _open(page, lab, "panel.ipynb")
+    wait_for(lambda: _batches(page, "letters") >= 1 and note.count() == 0, 30, 0.25,
+             text=lambda: f"reopened, the panel says {_panel_text(page)!r}")
+
+
 def test_a_page_back_from_a_lost_connection(page, lab):
     # A connection that dropped for good (a laptop asleep: the page's reconnect attempts ran
     # out, as the private call says) and the user's "Reconnect to Kernel": the page opens a new
@@ -437,6 +568,89 @@ def test_a_page_back_from_a_lost_connection(page, lab):
     # The kernel closed the page's old comm: one reader, one snapshot per change, as before.
     comms = "print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.comms)"
     assert page.evaluate(JS_KERNEL_PRINT, comms) == "1"
+
+
+def _restored(page: Any) -> bool:
+    """Whether JupyterLab has restored its layout in ``page``."""
+    try:
+        return page.evaluate("async () => { if (!window.jupyterapp) return false; "
+                             "await window.jupyterapp.restored; return true; }")
+    except Exception:  # the page navigated meanwhile (the token in the address became a cookie)
+        return False
+
+
+def _reload(page: Any) -> None:
+    """Reload the page and wait until JupyterLab has restored its layout."""
+    page.reload()
+    wait_for(lambda: _restored(page), 60, 0.1, text="JupyterLab did not come back after a reload")
+
+
+def _saved_side_panel(lab: LabServer) -> str | None:
+    """The panel JupyterLab's saved layout shows in the right side bar (None: none, or collapsed)."""
+    for value in lab.api("GET", "/lab/api/workspaces")["workspaces"]["values"]:
+        right = value.get("data", {}).get("layout-restorer:data", {}).get("right") or {}
+        if not right.get("collapsed", True):
+            return right.get("current")
+    return None
+
+
+def test_the_panel_shows_again_after_a_reload(page, lab):
+    _open(page, lab, "panel.ipynb")  # shows the panel
+    wait_for(lambda: _saved_side_panel(lab) == "workbench-streams", 20, 0.25,
+             text=lambda: f"JupyterLab's saved layout shows {_saved_side_panel(lab)!r} in the right side bar")
+    _reload(page)
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+    wait_for(lambda: page.locator(PANEL).is_visible() and _batches(page, "letters") >= 1, 30, 0.25,
+             text=lambda: "after a reload the Streams panel is " +
+             (repr(_panel_text(page)) if page.locator(PANEL).is_visible() else "not shown"))
+
+
+COMMS = "print(get_ipython().magics_manager.registry['StreamMagics'].streams_panel.comms)"
+
+
+def _comms(page: Any) -> str:
+    return page.evaluate(JS_KERNEL_PRINT, COMMS)
+
+
+def test_reloads_leave_one_reader_per_page(page, lab, browser):
+    _open(page, lab, "panel.ipynb")
+    for _ in range(3):
+        _reload(page)
+        _open(page, lab, "panel.ipynb")
+        wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+    wait_for(lambda: _comms(page) == "1", 15, 0.5,
+             text=lambda: f"after 3 reloads of one page the kernel has {_comms(page)} Streams comms")
+    # When the old page's close did not reach the kernel, the kernel closes that comm as the
+    # new one takes its place, and tells every page: JupyterLab logs that it has no such comm.
+    console = browser[1]
+    console.errors = [error for error in console.errors if not error.startswith("console.error: Comm not found")]
+
+
+JS_RUN_UNTIL_FLAG = """(code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  kernel.requestExecute({code, silent: false, store_history: false});
+}"""
+
+
+def test_a_page_reloaded_while_a_cell_runs(page, lab):
+    _open(page, lab, "panel.ipynb")
+    page.evaluate(JS_RUN_UNTIL_FLAG, WAIT_FOR_FLAG)
+    waiting = "The kernel is running a cell: its streams show here once the cell ends"
+    try:
+        wait_for(lambda: page.evaluate(JS_KERNEL_STATUS) == "busy", 10, 0.05, text="the kernel never went busy")
+        page.reload()
+        wait_for(lambda: page.evaluate("() => !!window.jupyterapp") and page.evaluate(JS_CURRENT_PATH) == "panel.ipynb",
+                 60, 0.25, text="panel.ipynb did not come back after the reload")
+        page.evaluate("() => window.jupyterapp.commands.execute('workbench:show-streams')")
+        wait_for(lambda: waiting in _panel_text(page), 30, 0.25,
+                 text=lambda: f"reloaded while a cell runs, the panel says {_panel_text(page)!r}")
+        assert _status_text(page) == "\u23f5 streams after this cell"
+    finally:
+        (lab.server_root / FLAG).write_text("")
+    wait_for(lambda: _batches(page, "letters") >= 1, 60, 0.25,
+             text=lambda: f"once the cell ended the panel says {_panel_text(page)!r}")
+    assert waiting not in _panel_text(page)
+    wait_for(lambda: _comms(page) == "1", 15, 0.5, text=lambda: f"the kernel has {_comms(page)} Streams comms")
 
 
 def test_spark_ui_after_the_session_stopped(page, lab):
@@ -479,6 +693,70 @@ def test_kernel_restart_empties_the_panel(page, lab):
     assert _status_text(page) == ""
     page.wait_for_timeout(1000)  # nothing arrives late from the old kernel
     assert _row(page, "letters").count() == 0
+
+
+def _monitor_header(monitor: Any) -> str:
+    return monitor.locator(".widget-html").first.inner_text()
+
+
+def _monitor_caption(monitor: Any) -> str:
+    caption = monitor.locator(".workbench-chart-caption")
+    return caption.evaluate(JS_CAPTION_TEXT) if caption.count() else ""
+
+
+def test_a_monitors_stop_during_a_cell_and_after_a_restart(page, lab):
+    _open(page, lab, "monitor.ipynb")
+    # Runs the monitored stream, then a cell that waits for the test, then a second monitor.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    monitors = page.locator(".jp-NotebookPanel:visible .workbench-monitor")
+    first = monitors.nth(0)
+    try:
+        wait_for(lambda: monitors.count() >= 1 and re.match(r"batch \d", _monitor_caption(first)), 120, 0.25,
+                 text=lambda: f"the monitor did not show a batch: {monitors.all_inner_texts()!r}")
+        # The kernel runs the waiting cell (it printed).
+        wait_for(lambda: page.evaluate(JS_CELLS_SHOWING, "waiting for the test") == [2], 60, 0.1,
+                 text="the waiting cell did not start")
+        stop = first.locator("button.mod-danger")
+        stop.click()
+        # The kernel reads the click once the cell ends: the button says so at once.
+        pending = "Stopping when the cell ends\u2026"
+        wait_for(lambda: stop.inner_text() == pending, 5, 0.05, text=lambda: f"after Stop the button says {stop.inner_text()!r}")
+        assert stop.is_disabled()
+        assert "active" in _monitor_header(first)
+    finally:
+        (lab.server_root / FLAG).write_text("")
+    wait_for(lambda: "stopped" in _monitor_header(first), 60, 0.25,
+             text=lambda: f"once the cell ended the monitor says {_monitor_header(first)!r}")
+    second = monitors.nth(1)
+    wait_for(lambda: monitors.count() == 2, 120, 0.25, text="the second monitor did not render")
+    scroll_into_view(second.locator(".workbench-chart-grid"))  # a grid out of view draws nothing
+    wait_for(lambda: monitors.count() == 2 and re.match(r"batch \d", _monitor_caption(second)), 120, 0.25,
+             text=lambda: f"the second monitor did not show a batch: {monitors.all_inner_texts()!r}")
+    # After a restart the monitors say their kernel is gone, their buttons are disabled, and
+    # their charts stay as they were. (The stream is stopped first: a restart gives the kernel
+    # 5 s to exit, and stopping a stream and Spark can take longer on a busy machine.)
+    assert page.evaluate(JS_KERNEL_PRINT, "import workbench\nworkbench.stop_all(); print('ok')") == "ok"
+    wait_for(lambda: "stopped" in _monitor_header(second), 30, 0.25, text=lambda: _monitor_header(second))
+    pause = second.locator("button", has_text="Pause updates")
+    assert pause.is_enabled()
+    before = set(os.listdir(lab.temp))
+    spark = _kernel_process(lab, "monitor.ipynb").children(recursive=True)
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart(); }")
+    gone = second.locator(".workbench-kernel-gone")
+    wait_for(lambda: gone.count() == 1, 30, 0.25, text=lambda: f"after a restart the monitor says {second.inner_text()!r}")
+    assert gone.inner_text() == "The kernel restarted: this monitor no longer updates."
+    caption = _monitor_caption(second)
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+    for button in second.locator("button").all():
+        assert button.is_disabled(), f"{button.inner_text()!r} is enabled after the restart"
+    assert second.locator(".js-plotly-plot").count() == 4 and _monitor_caption(second) == caption
+    assert first.locator(".workbench-kernel-gone").text_content() == gone.inner_text()
+    # The old kernel's Spark ends with it; should the kernel take too long to exit and be
+    # killed, it leaves its temporary folder.
+    _, alive = psutil.wait_procs(spark, timeout=60)
+    assert not alive, f"still running after the restart: {alive}"
+    for name in set(os.listdir(lab.temp)) - before:
+        shutil.rmtree(lab.temp / name, ignore_errors=True)
 
 
 def _kernel_process(lab: LabServer, notebook: str) -> psutil.Process:

@@ -37,12 +37,20 @@ function renderSparkUIButton({ model, el }: IRenderProps, open: (args: ISparkUIA
       });
     }
   };
+  // The widget manager marks its models' comms dead when their kernel restarts: that
+  // kernel's Spark UI went with it (and a new Spark may answer on the same port).
+  const gone = (): void => {
+    button.disabled = true;
+    button.title = 'The kernel restarted: this Spark UI is gone with it';
+  };
   const events = ['change:port', 'change:path', 'change:title', 'change:reason'];
   button.addEventListener('click', click);
   events.forEach(name => model.on(name, update));
+  model.on('comm_live_update', gone);
   update();
   return () => {
     button.removeEventListener('click', click);
     events.forEach(name => model.off(name, update));
+    model.off('comm_live_update', gone);
   };
 }

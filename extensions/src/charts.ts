@@ -35,6 +35,7 @@
 import { afterPictures, forgetCanvas } from './canvas';
 import { CaptionLine } from './caption';
 import { CHART_WIDTH, drawChart, Plotly } from './draw';
+import { watchHolder } from './holder';
 import { IModel, IRenderProps, IWidgetDef } from './host';
 import { applyData, IChartSpec, IDataMessage, ISeries } from './series';
 import { passGapAsked } from './switches';
@@ -70,6 +71,8 @@ class ChartGridView {
   /** This view's name in its "seen" messages, and what it last said (null: nothing yet). */
   private viewId = Math.random().toString(36).slice(2);
   private reported: boolean | null = null;
+  /** Stops watching the kernel for the widget holding the grid (holder.ts). */
+  private unwatch: () => void;
 
   constructor(
     private model: IModel,
@@ -108,6 +111,7 @@ class ChartGridView {
       this.report();
     }
     document.addEventListener('visibilitychange', this.onVisibility);
+    this.unwatch = watchHolder(model, el, 'these charts');
     loadPlotly()
       .then(plotly => {
         this.plotly = plotly;
@@ -265,6 +269,7 @@ class ChartGridView {
     this.observer?.disconnect();
     this.captionLine.dispose();
     document.removeEventListener('visibilitychange', this.onVisibility);
+    this.unwatch();
     drawPasses().cancel(this.draw); // no pass draws it, nor counts it among the grids that draw
     this.queued = false;
     for (const div of this.plots.values()) {

@@ -102,16 +102,43 @@ export class SparkUIView extends Panel {
       return;
     }
     this._frame?.dispose();
-    const frame = new IFrame({
-      // The Spark UI's pages need their scripts (timelines, graphs) and its own origin's
-      // resources, which are the Jupyter server's through the proxy.
-      sandbox: ['allow-scripts', 'allow-same-origin']
-    });
+    const frame = new IFrame();
+    const node = frame.node.querySelector('iframe');
+    // No sandbox. The Spark UI's pages need their scripts (timelines, graphs) and their own
+    // origin, which through the proxy is the Jupyter server's: a sandbox allowing both
+    // protects nothing (a script of the frame may lift it, and the browser warns so), while
+    // it blocks what the UI needs as well, the confirm() of its "(kill)" links and the forms
+    // they post. The frame shows the user's own Spark driver, behind the server's token.
+    node?.removeAttribute('sandbox');
+    node?.addEventListener('load', () => this._keepInProxy(node));
     frame.url = this.url;
     frame.addClass('jp-workbench-SparkUI-frame');
     this._frame = frame;
     this._message.hide();
     this.addWidget(frame);
+  }
+
+  /**
+   * Send a frame that left the proxy back under it. Spark's redirects (its root to
+   * `/jobs/`, a kill back to its list) ignore the proxy's `X-Forwarded-Context`: the
+   * browser follows them to the Jupyter server's own `/jobs/`, a 404, which the frame's
+   * address (same origin, so readable) tells; the same path under the proxy is Spark's.
+   */
+  private _keepInProxy(node: HTMLIFrameElement): void {
+    let where: Location;
+    try {
+      where = node.contentWindow!.location;
+      void where.pathname; // another origin (a link out of the Spark UI) cannot be read
+    } catch {
+      return;
+    }
+    const prefix = new URL(sparkUIUrl(this.port, '/'), window.location.href).pathname;
+    const login = URLExt.join(PageConfig.getBaseUrl(), 'login'); // the server asks to log in again
+    const outside = where.origin === window.location.origin && !where.pathname.startsWith(prefix);
+    if (!outside || where.href.startsWith(login)) {
+      return;
+    }
+    where.replace(prefix.replace(/\/$/, '') + where.pathname + where.search + where.hash);
   }
 
   private _showMessage(text: string, state: 'checking' | 'error'): void {

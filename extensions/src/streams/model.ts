@@ -8,6 +8,12 @@
  * A restart, a dead kernel or
  * a lost connection empties the model and says why; after a restart or a kernel death,
  * `lostNote` keeps saying what happened to the streams until the new kernel reports some.
+ * A kernel that does not answer for a while after the page connects is running a cell
+ * (state `waiting`): it reads the page's messages once the cell ends.
+ *
+ * The model's comms carry its page name (`PageNames`), the same after a reload of the
+ * browser tab, so the kernel keeps one reader per page; a page that goes closes its comm on
+ * `pagehide`, and the next page of the tab closes it again should that close have been lost.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
@@ -15,19 +21,35 @@ import { UUID } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { COMM_TARGET, IStreamInfo, LOADED_COMM_ID, OpenMessage, PageMessage, parseKernelMessage } from '../protocol';
+import { IKeptComm, keepComm, takeKeptComm } from './page';
 
 /** Where the model stands with its kernel. */
 export type StreamsState =
   | 'no-kernel' // the notebook has no kernel
   | 'connecting' // the kernel is starting, or the comm is being opened
+  | 'waiting' // the kernel answers nothing for now: it runs a cell, and reads the page's messages after
   | 'not-loaded' // the kernel answered, without the workbench loaded
   | 'ready' // streams are known
   | 'restarting'
   | 'dead'
   | 'disconnected'; // the page lost its connection to the server
 
+/** How long the kernel may take to answer before the model says it waits for a running cell. */
+const WAIT_NOTICE_MS = 1000;
+
 export class KernelStreams {
-  constructor(readonly sessionContext: ISessionContext) {
+  /**
+   * `page` names this model's comms to the kernel, which keeps one comm per name: the same
+   * name after a page reload (`PageNames`) replaces the comm the page had.
+   */
+  constructor(
+    readonly sessionContext: ISessionContext,
+    page: string = UUID.uuid4()
+  ) {
+    this._page = page;
+    this._kept = takeKeptComm(page);
+    window.addEventListener('pagehide', this._onPageHide);
+    window.addEventListener('pageshow', this._onPageShow);
     sessionContext.kernelChanged.connect(this._onKernelChanged, this);
     sessionContext.statusChanged.connect(this._onStatus, this);
     sessionContext.connectionStatusChanged.connect(this._onConnection, this);
@@ -60,6 +82,11 @@ export class KernelStreams {
    */
   get lastActiveCount(): number {
     return this._lastActive;
+  }
+
+  /** The id of the last kernel the model connected to ('' before any), kept when it goes. */
+  get kernelId(): string {
+    return this._kernelId;
   }
 
   get sparkUIPort(): number {
@@ -130,6 +157,9 @@ export class KernelStreams {
       return;
     }
     this._disposed = true;
+    window.removeEventListener('pagehide', this._onPageHide);
+    window.removeEventListener('pageshow', this._onPageShow);
+    this._noticeWait(false);
     this._detach();
     Signal.clearData(this);
   }
@@ -149,12 +179,61 @@ export class KernelStreams {
       this._set('no-kernel');
       return;
     }
+    this._kernelId = kernel.id;
     kernel.iopubMessage.connect(this._onIOPub, this);
     this._set('connecting');
     if (kernel.status === 'idle' || kernel.status === 'busy') {
       this._probe();
+    } else {
+      // A page that connects while a cell runs (a reload, the notebook opened again) hears
+      // no status until the cell ends: the kernel answers its first request only then.
+      this._noticeWait(true);
     }
   }
+
+  /**
+   * After `WAIT_NOTICE_MS` without an answer, say that the kernel is running a cell (busy,
+   * or connected without a status yet) rather than "connecting" for as long as it runs.
+   */
+  private _noticeWait(on: boolean): void {
+    if (this._waitTimer !== null) {
+      clearTimeout(this._waitTimer);
+      this._waitTimer = null;
+    }
+    if (!on) {
+      return;
+    }
+    this._waitTimer = setTimeout(() => {
+      this._waitTimer = null;
+      const kernel = this._kernel;
+      const silent =
+        kernel !== null &&
+        !kernel.isDisposed &&
+        kernel.connectionStatus === 'connected' &&
+        (kernel.status === 'busy' || kernel.status === 'unknown');
+      if (silent && this._state === 'connecting' && !this._disposed) {
+        this._set('waiting');
+      }
+    }, WAIT_NOTICE_MS);
+  }
+
+  /** The page goes (reload, closed tab): close the comm, so the kernel drops its reader. */
+  private _onPageHide = (): void => {
+    this._noticeWait(false);
+    const comm = this._comm;
+    if (comm && !comm.isDisposed && this._kernel) {
+      keepComm(this._page, { kernel: this._kernel.id, comm: comm.commId });
+    }
+    this._closeComm();
+  };
+
+  /** Back from the browser's page cache: connect again. */
+  private _onPageShow = (event: PageTransitionEvent): void => {
+    if (event.persisted && this._kernel !== null && this._comm === null) {
+      this._set('connecting');
+      this._probe();
+    }
+  };
 
   private _detach(): void {
     const kernel = this._kernel;
@@ -184,6 +263,8 @@ export class KernelStreams {
       case 'busy':
         if (this._comm === null && !this._probing && this._state !== 'not-loaded') {
           this._probe();
+        } else if (status === 'busy' && this._state === 'connecting' && this._waitTimer === null) {
+          this._noticeWait(true); // the open waits behind a cell that started meanwhile
         }
         break;
       default:
@@ -208,8 +289,10 @@ export class KernelStreams {
       return;
     }
     this._probing = true;
-    this._set(this._state === 'ready' ? 'ready' : 'connecting');
+    this._set(this._state === 'ready' ? 'ready' : this._state === 'waiting' ? 'waiting' : 'connecting');
+    this._noticeWait(this._state !== 'ready');
     try {
+      this._closeKept(kernel);
       const comm = kernel.createComm(COMM_TARGET);
       this._useComm(comm);
       const open: OpenMessage = { kind: 'refresh', page: this._page };
@@ -221,6 +304,19 @@ export class KernelStreams {
       // The kernel connection went away between the status change and now.
       this._probing = false;
       this._set(kernel.isDisposed ? 'no-kernel' : 'disconnected');
+    }
+  }
+
+  /** Close the comm this model had in the page before a reload, if it was on this kernel. */
+  private _closeKept(kernel: Kernel.IKernelConnection): void {
+    const kept = this._kept;
+    this._kept = null;
+    if (kept && kept.kernel === kernel.id && !kernel.hasComm(kept.comm)) {
+      try {
+        kernel.createComm(COMM_TARGET, kept.comm).close();
+      } catch {
+        // not fatal: the kernel closes that comm when the new one takes its place
+      }
     }
   }
 
@@ -287,6 +383,7 @@ export class KernelStreams {
       return;
     }
     this._probing = false;
+    this._noticeWait(false);
     if (message.kind === 'error') {
       if (message.name !== undefined && this._streams.some((s) => s.name === message.name)) {
         this._stopErrors.set(message.name, message.message); // the row says so, and Stop works again
@@ -360,7 +457,11 @@ export class KernelStreams {
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
   /** Names this model's comms to the kernel, which keeps one of them (the newest). */
-  private readonly _page = UUID.uuid4();
+  private readonly _page: string;
+  private _waitTimer: ReturnType<typeof setTimeout> | null = null;
+  private _kernelId = '';
+  /** The comm of the page before a reload, closed before the first comm of this one opens. */
+  private _kept: IKeptComm | null;
   private _probing = false;
   /**
    * Off until the panel shows this notebook (setDetail): a notebook in the background gets

@@ -24,6 +24,9 @@ export interface IStreamsPanelActions {
 const MESSAGES: Record<Exclude<StreamsState, 'ready'>, string> = {
   'no-kernel': 'This notebook has no kernel: select one to run streams.',
   connecting: 'Connecting to the kernel…',
+  waiting:
+    'The kernel is running a cell: its streams show here once the cell ends ' +
+    '(the kernel reads the panel\u2019s request between cells).',
   'not-loaded': 'The workbench is not loaded in this kernel: run %load_ext workbench in the notebook.',
   restarting: 'The kernel is restarting: its streams are gone.',
   dead: 'The kernel has died: its streams are gone. Restart the kernel to go on.',
@@ -180,10 +183,12 @@ export class StreamsPanel extends Widget {
     header.append(title, this._source);
     this._message.className = 'jp-workbench-StreamsPanel-message';
     this._lost.className = 'jp-workbench-StreamsPanel-lost';
+    this._closed.className = 'jp-workbench-StreamsPanel-closed';
     this._noSparkUI.className = 'jp-workbench-StreamsPanel-nosparkui';
     this._error.className = 'jp-workbench-StreamsPanel-error';
     this._list.className = 'jp-workbench-StreamsPanel-list';
-    this.node.append(header, this._lost, this._message, this._error, this._noSparkUI, this._list);
+    this.node.append(header, this._closed, this._lost, this._message, this._error, this._noSparkUI, this._list);
+    this._renderClosed();
     this._render();
   }
 
@@ -205,10 +210,40 @@ export class StreamsPanel extends Widget {
     this._render();
   }
 
-  /** What to say when no notebook is active (e.g. one was closed while streams ran). */
-  setClosedNote(text: string): void {
-    this._closedNote = text;
-    this._render();
+  /**
+   * Say, whatever notebook is active, that the notebook `key` (its path) was closed while
+   * its streams ran: shown until dismissed or `removeClosedNote(key)`.
+   */
+  addClosedNote(key: string, text: string): void {
+    this._closedNotes.set(key, text);
+    this._renderClosed();
+  }
+
+  removeClosedNote(key: string): void {
+    if (this._closedNotes.delete(key)) {
+      this._renderClosed();
+    }
+  }
+
+  /** The notes of closed notebooks, each with a button that dismisses it. */
+  private _renderClosed(): void {
+    this._closed.textContent = '';
+    for (const [key, text] of this._closedNotes) {
+      const note = document.createElement('div');
+      note.className = 'jp-workbench-StreamsPanel-closedNote';
+      note.dataset.notebook = key;
+      const words = document.createElement('span');
+      words.textContent = text;
+      const dismiss = document.createElement('button');
+      dismiss.className = 'jp-Button jp-mod-minimal jp-workbench-StreamsPanel-dismiss';
+      dismiss.textContent = '\u00D7';
+      dismiss.title = 'Dismiss this note (the streams keep running)';
+      dismiss.setAttribute('aria-label', 'Dismiss');
+      dismiss.addEventListener('click', () => this.removeClosedNote(key));
+      note.append(words, dismiss);
+      this._closed.append(note);
+    }
+    this._closed.hidden = this._closedNotes.size === 0;
   }
 
   dispose(): void {
@@ -254,10 +289,7 @@ export class StreamsPanel extends Widget {
     this.node.dataset.state = model ? model.state : 'no-notebook';
     if (!model || !notebook) {
       this._clearRows();
-      this._say(
-        this._closedNote ||
-          'No notebook is active: open one to see the streams of its kernel.'
-      );
+      this._say('No notebook is active: open one to see the streams of its kernel.');
       this._error.textContent = '';
       this._note(this._lost, '');
       this._note(this._noSparkUI, '');
@@ -337,7 +369,8 @@ export class StreamsPanel extends Widget {
 
   private _notebook: NotebookPanel | null = null;
   private _model: KernelStreams | null = null;
-  private _closedNote = '';
+  private _closedNotes = new Map<string, string>();
+  private _closed = document.createElement('div');
   private _stale = false;
   private _rows = new Map<string, StreamRow>();
   private _source = document.createElement('span');

@@ -1,7 +1,7 @@
 /**
  * The Streams side panel and the status bar count, following the active notebook.
  */
-import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ILabShell, ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -10,6 +10,7 @@ import { Signal } from '@lumino/signaling';
 import { IStreamInfo } from '../protocol';
 import { OPEN_SPARK_UI } from '../sparkui';
 import { KernelStreams } from './model';
+import { PageNames } from './page';
 import { StreamsPanel } from './panel';
 import { StreamsStatus } from './statusbar';
 
@@ -35,15 +36,19 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
   description: 'The Streams panel and status bar count of the active notebook kernel.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [IStatusBar, ISettingRegistry, ILabShell],
+  optional: [IStatusBar, ISettingRegistry, ILabShell, ILayoutRestorer],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     statusBar: IStatusBar | null,
     settingRegistry: ISettingRegistry | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    restorer: ILayoutRestorer | null
   ) => {
     const models = new Map<NotebookPanel, KernelStreams>();
+    const names = new PageNames();
+    /** Notebooks closed while their streams ran (path -> their kernel's id), as the panel says. */
+    const closed = new Map<string, string>();
     const panel = new StreamsPanel({
       openSparkUI: (stream: IStreamInfo) => {
         if (stream.spark_ui) {
@@ -67,6 +72,12 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
       app.shell.add(panel, side, { rank: 900, type: 'Streams' });
     };
     place();
+    // The shell shows the panel again after a reload when it was showing before.
+    restorer?.add(panel, 'workbench-streams');
+    const forgetClosed = (path: string): void => {
+      closed.delete(path);
+      panel.removeClosedNote(path);
+    };
 
     app.commands.addCommand(SHOW_STREAMS, {
       label: 'Show Streams',
@@ -90,19 +101,27 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
     const modelOf = (notebook: NotebookPanel): KernelStreams => {
       let model = models.get(notebook);
       if (!model) {
-        model = new KernelStreams(notebook.sessionContext);
+        const name = names.take(notebook.context.path);
+        model = new KernelStreams(notebook.sessionContext, name);
         models.set(notebook, model);
+        forgetClosed(notebook.context.path); // open again: the panel shows its streams
         const created = model;
         notebook.disposed.connect(() => {
           const active = created.lastActiveCount;
+          const path = notebook.context.path;
           if (active > 0) {
-            panel.setClosedNote(
-              `${notebook.context.path} was closed while ${active} ` +
+            if (created.kernelId) {
+              closed.set(path, created.kernelId);
+            }
+            panel.addClosedNote(
+              path,
+              `${path} was closed while ${active} ` +
                 `${active === 1 ? 'stream was' : 'streams were'} running; they keep running in its ` +
                 'kernel unless it was shut down. Open the notebook again to see or stop them.'
             );
           }
           models.delete(notebook);
+          names.release(name);
           created.dispose();
         });
       }
@@ -111,12 +130,19 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
 
     tracker.widgetAdded.connect((_, notebook) => void modelOf(notebook));
     tracker.forEach((notebook) => void modelOf(notebook));
+    // A closed notebook's kernel shut down (the running kernels are polled): its streams are gone.
+    const kernels = app.serviceManager.kernels;
+    kernels.runningChanged.connect(() => {
+      const running = new Set(Array.from(kernels.running(), (kernel) => kernel.id));
+      for (const [path, kernel] of closed) {
+        if (!running.has(kernel)) {
+          forgetClosed(path);
+        }
+      }
+    });
     const follow = (): void => {
       const notebook = tracker.currentWidget;
       const model = notebook && !notebook.isDisposed ? modelOf(notebook) : null;
-      if (notebook) {
-        panel.setClosedNote('');
-      }
       panel.setCurrent(notebook, model);
       status.setModel(model);
     };

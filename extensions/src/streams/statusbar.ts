@@ -9,11 +9,16 @@ export function countLabel(active: number): string {
   return `\u23F5 ${active} ${active === 1 ? 'stream' : 'streams'}`;
 }
 
+const COUNT_TITLE = 'Active streams of this kernel: click to show the Streams panel';
+/** While the kernel runs a cell and has not answered yet (a page loaded during the cell). */
+const WAITING_LABEL = '\u23F5 streams after this cell';
+const WAITING_TITLE = 'The kernel is running a cell: its streams show once the cell ends';
+
 export class StreamsStatus extends Widget {
   constructor(onClick: () => void) {
     super();
     this.addClass('jp-workbench-StreamsStatus');
-    this.node.title = 'Active streams of this kernel: click to show the Streams panel';
+    this.node.title = COUNT_TITLE;
     this.node.addEventListener('click', onClick);
     this._update();
   }
@@ -25,9 +30,12 @@ export class StreamsStatus extends Widget {
     this._update();
   }
 
-  /** Whether there is anything to show: the workbench runs in the current kernel. */
+  /**
+   * Whether there is anything to show: the workbench runs in the current kernel, or the
+   * kernel is running a cell and will say once it ends.
+   */
   get relevant(): boolean {
-    return this._model !== null && this._model.state === 'ready';
+    return this._model !== null && (this._model.state === 'ready' || this._model.state === 'waiting');
   }
 
   dispose(): void {
@@ -36,11 +44,13 @@ export class StreamsStatus extends Widget {
   }
 
   private _update(): void {
-    const active = this._model?.state === 'ready' ? this._model.activeCount : 0;
+    const waiting = this._model?.state === 'waiting';
+    const active = this._model?.state === 'ready' ? String(this._model.activeCount) : waiting ? 'waiting' : '0';
     // The kernel reports every batch: the status bar changes (a layout) only when the count does.
-    if (this.node.dataset.active !== String(active)) {
-      this.node.textContent = countLabel(active);
-      this.node.dataset.active = String(active);
+    if (this.node.dataset.active !== active) {
+      this.node.textContent = waiting ? WAITING_LABEL : countLabel(Number(active));
+      this.node.title = waiting ? WAITING_TITLE : COUNT_TITLE;
+      this.node.dataset.active = active;
     }
     if (this.relevant !== this._relevant) {
       this._relevant = this.relevant;
