@@ -571,14 +571,12 @@ def test_stream_magic_runs_a_processor_with_nothing_set_by_hand(shell, magics, s
     assert dict(zip(state["k"], state["n"])) == handle.result().groupby("k")["n"].max().to_dict()
 
 
-class RowCount(StatefulProcessor):
-    def init(self, handle):
-        self.n = handle.getValueState("n", "n long")
-
-    def handleInputRows(self, key, rows, timerValues):
-        n = (self.n.get()[0] if self.n.exists() else 0) + sum(len(frame) for frame in rows)
-        self.n.update((n,))
-        yield pd.DataFrame({"k": [int(key[0])], "n": [n]})
+def cell_processor(name: str) -> type:
+    """A processor of PROCESSOR_CELL, defined as the cell defines it (outside an importable module,
+    so that pyspark ships it to its workers by value)."""
+    namespace: dict = {"__name__": "processor_cell"}
+    exec(PROCESSOR_CELL, namespace)
+    return namespace[name]
 
 
 def test_stream_test_steps_processors_in_processing_time(env, spark):
@@ -595,7 +593,8 @@ def test_stream_test_steps_processors_in_processing_time(env, spark):
         yield pd.DataFrame({"k": [int(key[0])], "n": [n]})
 
     for processor in (
-        lambda grouped: grouped.transformWithStateInPandas(RowCount(), "k long, n long", "Update", "ProcessingTime"),
+        lambda grouped: grouped.transformWithStateInPandas(cell_processor("PandasCounter")(), "k long, n long", "Update",
+                                                           "ProcessingTime"),
         lambda grouped: grouped.applyInPandasWithState(count_rows, "k long, n long", "n long", "update",
                                                        GroupStateTimeout.ProcessingTimeTimeout),
     ):
