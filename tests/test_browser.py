@@ -73,6 +73,9 @@ FRAME_BUDGET = 300_000
 RUN_BUDGET = 2_000_000
 SAVED_BUDGET = 1_000_000
 NARROW_WIDTH = 1280
+#: A window too narrow for the monitor's status line and its buttons side by side (and for two
+#: charts): the buttons go under the line rather than past the output's edge.
+NARROWER_WIDTH = 800
 
 #: Right edge of each monitor chart as drawn (its SVG) and of the output area showing it.
 JS_CHART_EDGES = """(monitor) => [...monitor.querySelectorAll('.js-plotly-plot')].map(plot => ({
@@ -144,6 +147,8 @@ def test_quickstart_in_jupyterlab(quickstart: tuple[LabServer, Any, Traffic]) ->
     with evidence_on_failure(page, lab, "quickstart"):
         clipped = _charts_clipped_when_narrow(page)
         assert not clipped, f"at {NARROW_WIDTH} px with the file browser open the monitor clips its charts: {clipped}"
+        cut = _buttons_cut_off_when_narrower(page)
+        assert not cut, f"at {NARROWER_WIDTH} px with the file browser open the monitor cuts off its buttons: {cut}"
 
         # plotly.js reached the page once, as the extension's static file, not per chart.
         assert len(traffic.plotly_files) == 1 and "/spark-streaming-workbench/" in traffic.plotly_files[0], (
@@ -351,3 +356,17 @@ def _charts_clipped_when_narrow(page: Any) -> list[dict[str, int]]:
     time.sleep(1.0)  # relayout
     edges = _cell(page, MONITOR_CELL).locator(".workbench-monitor").evaluate(JS_CHART_EDGES)
     return [e for e in edges if e["drawn"] > e["visible"] + 1]
+
+
+def _buttons_cut_off_when_narrower(page: Any) -> list[str]:
+    """The monitor's buttons past its output's right edge at :data:`NARROWER_WIDTH`, or []; the
+    window is put back at :data:`NARROW_WIDTH`."""
+    page.set_viewport_size({"width": NARROWER_WIDTH, "height": VIEWPORT["height"]})
+    try:
+        time.sleep(1.0)  # relayout
+        return _cell(page, MONITOR_CELL).locator(".workbench-monitor").evaluate(
+            """monitor => { const edge = monitor.closest('.jp-OutputArea-output').getBoundingClientRect().right;
+                return [...monitor.querySelectorAll(':scope > .widget-hbox button')]
+                    .filter(b => b.getBoundingClientRect().right > edge + 1).map(b => b.textContent.trim()); }""")
+    finally:
+        page.set_viewport_size({"width": NARROW_WIDTH, "height": VIEWPORT["height"]})

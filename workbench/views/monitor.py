@@ -8,10 +8,9 @@ thread per monitor sends the new points to its charts. The four charts are one
 extension (plotly.js reaches the page once, as the extension's static file); each update
 carries only the batches that are new, and the page keeps the last ``window`` of them.
 
-What the charts draw is built by ``workbench.views.monitor_charts`` and the header's text
-by ``workbench.views.monitor_header``; this module owns the widget, its threads and the
-user's buttons. The view never imports Spark: it reads the stream through
-:class:`~workbench.views.protocol.MonitoredStream`.
+What the charts draw is built by ``workbench.views.monitor_charts`` and the header's text by
+``workbench.views.monitor_header``; this module owns the widget, its threads and the user's
+buttons. It never imports Spark: it reads the stream through ``MonitoredStream``.
 """
 
 from __future__ import annotations
@@ -201,9 +200,10 @@ class StreamMonitor(widgets.VBox):
             port=ui_port(getattr(handle, "spark_ui_url", None)),
             path=statistics_path(run_id) if run_id else "/StreamingQuery/", title=f"{name}: Spark UI",
         )
-        controls = widgets.HBox([self.stop_button, self.pause_button, self.spark_ui_button],
-                                layout=widgets.Layout(flex="0 0 auto"))  # the status line wraps, not them
-        children: list[widgets.Widget] = [widgets.HBox([self.header, controls]), self.diagnosis, self.charts]
+        controls = widgets.HBox([self.stop_button, self.pause_button, self.spark_ui_button],  # in a narrow output
+                                layout=widgets.Layout(flex="0 1 auto", flex_flow="row wrap"))  # under the line
+        row = widgets.HBox([self.header, controls], layout=widgets.Layout(flex_flow="row wrap"))
+        children: list[widgets.Widget] = [row, self.diagnosis, self.charts]
         if self._has_preview:
             children.append(self.preview)
         super().__init__(children)

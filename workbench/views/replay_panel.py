@@ -107,13 +107,14 @@ class ReplayPanel(widgets.VBox):
         self._with_monitor = monitor
         self.monitor: Any = None
         self.monitor_box = widgets.Box()
-        buttons = widgets.HBox([self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed])
+        buttons = widgets.HBox([self.play_button, self.pause_button, self.step_button, self.reset_button, self.speed],
+                              layout=widgets.Layout(flex_flow="row wrap"))  # onto more lines in a narrow output
         #: The file "Save as test" writes (see :meth:`to_test`); empty: ``test_<name>.py`` here.
         self.test_path = widgets.Text(placeholder=f"test_{run.name}.py", description="Test file",
                                       layout=widgets.Layout(width="420px"))
         self.test_button = widgets.Button(description="Save as test", icon="save",
                                           tooltip="Write this run as a pytest module that repeats it batch by batch")
-        saving = widgets.HBox([self.test_path, self.test_button])
+        saving = widgets.HBox([self.test_path, self.test_button], layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__([buttons, saving, self.counters, self.late, self.message, self.monitor_box])
         self.add_class("workbench-replay-panel")
         #: The "State" view, beside the monitor's results: refreshed after every step and pause
