@@ -301,6 +301,9 @@ query = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 3).l
 deadline = time.time() + 90
 while (not query.lastProgress or query.lastProgress["batchId"] < 2) and time.time() < deadline:
     time.sleep(0.2)
+from workbench.spark import current_env
+# The Streams panel's way in: a session without the listener is asked for its new queries.
+started = [h.name for h in current_env().watch_started()]
 handle = workbench.watch("files")
 seen = handle.progress.total
 while handle.progress.total < seen + 2 and time.time() < deadline:
@@ -312,6 +315,7 @@ print(json.dumps({
     "kind": type(spark).__module__, "sink": handle.sink, "started_by": str(listed["started_by"]),
     "batches": history["batch_id"].tolist(), "rows": history["num_input_rows"].tolist(),
     "note": handle.history_note, "status": handle.status, "active": len(spark.streams.active),
+    "started": started,
 }))
 """
 
@@ -334,6 +338,8 @@ def test_watching_a_plain_parquet_query_on_spark_connect(spark_processes, tmp_pa
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["kind"].startswith("pyspark.sql.connect")
     assert (report["sink"], report["started_by"], report["status"], report["active"]) == ("file", "user", "stopped", 0)
+    # The Streams panel lists it without a %stream list first.
+    assert report["started"] == ["files"], report
     # Back-filled from Spark's recent reports: complete from batch 0, nothing said missing.
     assert report["batches"][:4] == [0, 1, 2, 3] and report["note"] is None
     assert set(report["rows"]) == {3}

@@ -27,6 +27,10 @@ __all__ = ["StreamRegistry", "SessionOwner", "STREAM_COLUMNS"]
 
 log = logging.getLogger(__name__)
 
+#: How often, at most, :meth:`StreamRegistry.watch_started` asks a session that has no
+#: listener (Spark Connect) for its active queries, in seconds.
+ACTIVE_ASKED_EVERY = 5.0
+
 #: Columns of :meth:`StreamRegistry.streams` (and ``workbench.streams()``).
 STREAM_COLUMNS = (
     "name", "id", "run_id", "status", "sink", "output_mode", "trigger", "batches",
@@ -81,6 +85,7 @@ class StreamRegistry:
         self.lock = lock
         self._handles: dict[str, StreamHandle] = {}
         self._tried: set[str] = set()  # runs watch_started() watched, or could not
+        self._asked = -ACTIVE_ASKED_EVERY  # when watch_started() last asked a session without a listener
         #: Called with a handle whenever one of its queries ends (views subscribe here).
         self.on_stream_finished: list[Callable[[StreamHandle], None]] = []
         #: Called with each new handle, on the starting thread, right after its query starts.
@@ -167,22 +172,30 @@ class StreamRegistry:
 
         For views that list every stream (the Streams panel): no Spark call unless the listener
         heard of a new run, and each run is tried once. A ``StreamTest``'s queries are its own.
-        A Spark Connect session has no listener: its queries are watched when listed.
+        A session without the listener (Spark Connect) is asked for its active queries instead,
+        at most every :data:`ACTIVE_ASKED_EVERY` seconds.
         """
         watcher = self._owner.watcher
-        if watcher is None:
+        if watcher is not None:
+            runs = [(run.query_id, run.run_id, run.name) for run in watcher.recorder.runs() if not run.ended]
+        elif time.monotonic() - self._asked < ACTIVE_ASKED_EVERY:
             return []
+        else:
+            self._asked = time.monotonic()
+            spark = self._owner.adopt_active()
+            # Spark Connect's queries carry their ids and name: no further call for them.
+            runs = [(query, str(query.runId), query.name) for query in (spark.streams.active if spark else [])]
         with self.lock:
             known = {handle.run_id for handle in self._handles.values()} | self._tried
-        new = [run for run in watcher.recorder.runs() if not run.ended and run.run_id not in known
-               and not (run.name or "").startswith(TEST_QUERY_PREFIX)]
         handles = []
-        for run in new:
-            self._tried.add(run.run_id)
+        for query, run_id, name in runs:
+            if run_id in known or (name or "").startswith(TEST_QUERY_PREFIX):
+                continue
+            self._tried.add(run_id)
             try:
-                handles.append(self.watch(run.query_id))
+                handles.append(self.watch(query))
             except Exception:  # it ended meanwhile, or runs on another session
-                log.debug("watching %s failed", run.name or run.query_id, exc_info=True)
+                log.debug("watching %s failed", name or run_id, exc_info=True)
         return handles
 
     def get(self, name: str) -> StreamHandle:
