@@ -7,15 +7,19 @@ line; the full text always stays available as ``details``.
 
 from __future__ import annotations
 
+import logging
 import re
+from types import CodeType
 
 __all__ = [
     "summarize_error", "error_line", "WorkbenchError", "StreamStartError", "StreamStopError", "query_failed",
     "ReplayError", "replay_failed", "REFUSAL_HINTS", "refusal_hint", "refusal_line", "InterruptionNoiseFilter",
-    "CheckpointWarning",
+    "CheckpointWarning", "CallbackFailureFilter",
 ]
 
-_PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
+#: A Python exception's line: ``ValueError: message``, or its name alone (a bare ``assert``'s
+#: ``AssertionError``), never a word such as ``Error`` on its own.
+_PY_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))(?:: ?(.*))?$")
 #: An exception named otherwise, by its module's path (``pyarrow.lib.ArrowInvalid: ...``).
 _PY_OTHER_ERROR_LINE = re.compile(r"^((?:[a-z_]\w*\.)+[A-Z]\w*): ?(.*)$")
 _ERROR_CLASS = re.compile(r"^\s*\[[A-Z0-9_.]+\]\s*")
@@ -75,7 +79,7 @@ def summarize_error(text: str) -> str:
         for match in [*map(_PY_ERROR_LINE.match, lines), *map(_PY_OTHER_ERROR_LINE.match, lines)]:
             if match:
                 name = match.group(1).rsplit(".", 1)[-1]
-                message = _SQLSTATE.sub("", match.group(2)).strip()
+                message = _SQLSTATE.sub("", match.group(2) or "").strip()
                 if message.startswith("An error occurred while calling"):  # a Py4JJavaError: the Java one's line
                     return summarize_error(tail[tail.index(message):])
                 return f"{name}: {message}" if message else name
@@ -353,3 +357,42 @@ class InterruptionNoiseFilter:
                 continue
             out.append(line)
         return "".join(out)
+
+
+class CallbackFailureFilter(logging.Filter):
+    """Drops py4j's log record of a Python callback's failure when it failed in one of ``functions``.
+
+    py4j logs "There was an exception while executing the Python Proxy" with the callback's
+    whole traceback whenever a callback raises, e.g. a ``foreachBatch`` function whose batch
+    failed (a UDF's error). The caller reports that failure itself, in one line, and keeps
+    the full text as ``details``: in a test's log the traceback through the caller's function
+    would make the user's error look like the caller's. Every other record passes.
+
+    Examples
+    --------
+    >>> def save(): raise ValueError("bad")
+    >>> quiet = CallbackFailureFilter(save)
+    >>> try:
+    ...     save()
+    ... except ValueError:
+    ...     import sys
+    ...     record = logging.LogRecord("py4j.clientserver", logging.ERROR, "", 0, quiet.MESSAGE, None, sys.exc_info())
+    >>> quiet.filter(record), quiet.filter(logging.LogRecord("py4j", logging.ERROR, "", 0, "other", None, None))
+    (False, True)
+    """
+
+    MESSAGE = "There was an exception while executing the Python Proxy on the Python Side."
+
+    def __init__(self, *functions: object) -> None:
+        super().__init__()
+        self.codes: set[CodeType] = {getattr(f, "__code__") for f in functions}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.exc_info or record.exc_info[2] is None or record.getMessage() != self.MESSAGE:
+            return True
+        frame = record.exc_info[2]
+        while frame is not None:
+            if frame.tb_frame.f_code in self.codes:
+                return False
+            frame = frame.tb_next
+        return True

@@ -8,7 +8,7 @@ files, batch ``(start, end]`` reads files ``start + 1 .. end``. :func:`batch_sav
 
 Spark runs them in Python workers it starts itself: the driver's (``latestOffset``,
 ``partitions``), the executors' (``read``), a Spark Connect server's (``foreachBatch``).
-This module is pickled by value, so those workers need pyspark and pandas, not the
+This module is pickled by value, so those workers need pyspark and pyarrow, not the
 workbench; it imports nothing of the workbench for that reason.
 """
 
@@ -19,7 +19,6 @@ import os
 import pickle
 import sys
 import tempfile
-import warnings
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
@@ -209,18 +208,48 @@ class MemoryDataSource(DataSource):
 def batch_saver(folder: str) -> Callable[[Any, int], None]:
     """A ``foreachBatch`` function keeping each batch's rows in ``folder/<batch id>.pkl``.
 
-    A batch replayed after a restart replaces its own file instead of counting twice.
+    A batch replayed after a restart replaces its own file instead of counting twice. Rows
+    are kept as tuples of Python values read through Arrow, not pandas: a whole-number
+    column with a null stays whole numbers (pandas made it floats, rounding big ones), NaN
+    stays apart from null, a decimal stays a Decimal, a map is a dict.
     """
 
     def save(batch: Any, batch_id: int) -> None:
-        with warnings.catch_warnings():
-            # A failing batch fails the query, which says why; pyspark's warning about
-            # Arrow would only repeat it.
-            warnings.simplefilter("ignore", UserWarning)
-            records = batch.toPandas().to_dict("records")
-        write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), records)
+        table = batch.toArrow()
+        columns = [[_from_arrow(value, column.type) for value in column.to_pylist()] for column in table.columns]
+        rows = list(zip(*columns)) if columns else [()] * table.num_rows
+        write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), rows)
 
     return save
+
+
+def _from_arrow(value: Any, arrow_type: Any) -> Any:
+    """An Arrow value as Python has it, with each map (a list of pairs there) as a dict."""
+    import pyarrow as pa
+
+    if value is None or not _has_map(arrow_type):
+        return value
+    if pa.types.is_map(arrow_type):
+        pairs = [(_from_arrow(k, arrow_type.key_type), _from_arrow(v, arrow_type.item_type)) for k, v in value]
+        try:
+            return dict(pairs)
+        except TypeError:  # a key Python cannot hash: the answer says what is wrong
+            return pairs
+    if pa.types.is_struct(arrow_type):
+        return {field.name: _from_arrow(value[field.name], field.type) for field in arrow_type}
+    return [_from_arrow(item, arrow_type.value_type) for item in value]  # a list
+
+
+def _has_map(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_has_map(field.type) for field in arrow_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _has_map(arrow_type.value_type)
+    return False
 
 
 def batches_added(offset: Any) -> int:
@@ -239,8 +268,8 @@ def saved_batches(folder: str) -> list[int]:
     return sorted(int(name[:-len(SUFFIX)]) for name in os.listdir(folder) if name.endswith(SUFFIX))
 
 
-def saved_rows(folder: str, batch_id: int) -> list[dict[str, Any]]:
-    """The rows :func:`batch_saver` kept of batch ``batch_id`` (none for a batch it did not see)."""
+def saved_rows(folder: str, batch_id: int) -> list[tuple[Any, ...]]:
+    """The rows :func:`batch_saver` kept of batch ``batch_id``, in column order (none for a batch it did not see)."""
     path = os.path.join(folder, f"{batch_id}{SUFFIX}")
     if not os.path.exists(path):
         return []

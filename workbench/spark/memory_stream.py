@@ -18,12 +18,13 @@ pickled by value, so Spark's Python workers need pyspark, not the workbench.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import shutil
 import weakref
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from pyspark.sql.types import (
@@ -32,10 +33,12 @@ from pyspark.sql.types import (
 )
 
 from ..errors import error_line
-from .memory_source import SOURCE_NAME, MemoryDataSource, batch_count, batch_file, drop_stale_gates, write_atomically
-from .private_folders import private_folder
+from .memory_source import (
+    SOURCE_NAME, MemoryDataSource, batch_count, batch_file, drop_stale_gates, release, write_atomically,
+)
+from .private_folders import private_folder, remove_folder
 
-__all__ = ["MemoryStream", "register_memory_source"]
+__all__ = ["MemoryStream", "register_memory_source", "as_decimal", "end_stream_test"]
 
 #: The file beside the rows that keeps the stream's schema (Spark's JSON form).
 SCHEMA_FILE = "schema.json"
@@ -61,7 +64,28 @@ def _parse_schema(spark: Any, schema: Any) -> StructType:
                          "'event_time timestamp, word string'") from None
     if not isinstance(parsed, StructType) or not parsed.fields:
         raise ValueError(f"schema {schema!r} has no columns; write it like 'event_time timestamp, word string'")
+    _check_names(schema, parsed)
     return parsed
+
+
+def _check_names(given: Any, schema: StructType) -> None:
+    """Refuse a schema naming a column (or a struct's field) twice: Spark reads names ignoring case."""
+    shown = given if isinstance(given, str) else schema.simpleString()
+    pending: list[tuple[str, DataType]] = [("", schema)]
+    while pending:
+        prefix, dtype = pending.pop()
+        while isinstance(dtype, (ArrayType, MapType)):
+            dtype = dtype.elementType if isinstance(dtype, ArrayType) else dtype.valueType
+        if not isinstance(dtype, StructType):
+            continue
+        seen: dict[str, str] = {}
+        for field in dtype.fields:
+            if field.name.lower() in seen:
+                case = "" if seen[field.name.lower()] == field.name else " (column names ignore case)"
+                raise ValueError(f"schema {shown!r} names column {prefix + field.name!r} twice{case}: give each "
+                                 "column its own name")
+            seen[field.name.lower()] = field.name
+            pending.append((f"{prefix}{field.name}.", field.dataType))
 
 
 def _time(value: Any, field: str, as_date: bool) -> Any:
@@ -87,10 +111,54 @@ _PLAIN: list[tuple[type[DataType], tuple[type, ...], str]] = [
     (BooleanType, (bool,), "True or False"),
     (IntegralType, (int,), "a whole number"),
     (FractionalType, (float, int), "a number"),
-    (DecimalType, (Decimal, int), "a Decimal"),
     (StringType, (str,), "a string"),
     (BinaryType, (bytes, bytearray), "bytes"),
 ]
+
+
+#: Enough digits for any decimal Spark holds (38), so that rounding never happens unseen.
+_EXACT = Context(prec=100)
+
+
+def as_decimal(value: Any, name: str, dtype: DecimalType) -> Decimal:
+    """``value`` of a decimal column as a Decimal: a Decimal, an int, a string, or a float as written.
+
+    A float is taken as its shortest form (``0.1`` is ``Decimal('0.1')``, not the binary
+    fraction it holds).
+
+    >>> from pyspark.sql.types import DecimalType
+    >>> as_decimal(0.1, "d", DecimalType(10, 2)), as_decimal("3.50", "d", DecimalType(10, 2))
+    (Decimal('0.1'), Decimal('3.50'))
+    """
+    if isinstance(value, Decimal):
+        number = value
+    elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = Decimal(repr(value) if isinstance(value, float) else value)
+        except InvalidOperation:
+            number = Decimal("NaN")
+    else:
+        raise TypeError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not a number; give a Decimal, an "
+                        "int, a float or a string such as '3.50'")
+    if not number.is_finite():
+        raise ValueError(f"column {name!r} is {dtype.simpleString()}: {value!r} is not a number; give a Decimal, an "
+                         "int, a float or a string such as '3.50'")
+    return number
+
+
+def _decimal(value: Any, name: str, dtype: DecimalType) -> Decimal:
+    """``value`` as the column's Decimal, at its scale; refused when it does not fit exactly."""
+    number = as_decimal(value, name, dtype)
+    step = Decimal(1).scaleb(-dtype.scale)
+    fitted = number.quantize(step, context=_EXACT)
+    if fitted != number:
+        raise ValueError(f"column {name!r} is {dtype.simpleString()}: {value!r} has more than {dtype.scale} decimal "
+                         "places")
+    largest = Decimal(10 ** (dtype.precision - dtype.scale)) - step
+    if abs(fitted) > largest:
+        raise ValueError(f"column {name!r} is {dtype.simpleString()}: {value!r} is out of its range (-{largest} to "
+                         f"{largest})")
+    return fitted
 
 
 #: Bits of each whole-number type (a long's 64 otherwise).
@@ -115,6 +183,8 @@ def _value(value: Any, name: str, dtype: DataType) -> Any:
         return _time(value, name, as_date=False)
     if isinstance(dtype, DateType):
         return _time(value, name, as_date=True)
+    if isinstance(dtype, DecimalType):  # before the fractional types: it is one of them in pyspark
+        return _decimal(value, name, dtype)
     for spark_type, python_types, words in _PLAIN:
         if isinstance(dtype, spark_type):
             wrong = isinstance(value, bool) and spark_type is not BooleanType
@@ -204,6 +274,9 @@ class MemoryStream:
 
     def __init__(self, spark: Any, schema: str | StructType, *, folder: str | os.PathLike[str] | None = None,
                  _reopen: bool = False) -> None:
+        if not hasattr(spark, "readStream") or not hasattr(spark, "dataSource"):
+            raise TypeError("MemoryStream needs a SparkSession (workbench.session(), or the pytest plugin's spark "
+                            f"fixture), got {'None' if spark is None else 'a ' + type(spark).__name__}")
         self.schema = _parse_schema(spark, schema)
         if folder is None:
             self.folder = str(private_folder("memory-stream-"))
@@ -321,3 +394,20 @@ class MemoryStream:
 
     def __repr__(self) -> str:
         return f"<MemoryStream {self.schema.simpleString()} offset={self.offset}>"
+
+
+def end_stream_test(running: list[Any], gated: list[str], name: str, folder: str, quiet: logging.Filter) -> None:
+    """What a StreamTest leaves when closed or collected: its query stopped, its gates lifted
+    (a live query on its streams reads everything again), its folder removed."""
+    for query in running:
+        try:
+            query.stop()
+        except Exception:
+            pass  # the session is gone: nothing runs any more
+    running.clear()
+    logging.getLogger("py4j.clientserver").removeFilter(quiet)
+    for stream_folder in gated:
+        if os.path.isdir(stream_folder):
+            release(stream_folder, None, name)
+    gated.clear()
+    remove_folder(folder)

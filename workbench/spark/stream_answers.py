@@ -4,22 +4,49 @@ Rows are compared as multisets (order ignored). Each column is read by its Spark
 the way down: timestamps compare as times and dates as days (strings such as
 ``"2024-01-01 12:07"`` and ``"2024-01-01"`` allowed), a struct (a window too) as a tuple of its
 fields (given as a tuple or a dict), an array as a tuple, a map as its pairs, floats after
-rounding to 9 places.
+rounding to 9 places (NaN equals NaN, and is not null), whole numbers exactly, decimals
+exactly (given as a Decimal, an int, a string such as ``"3.50"`` or a float as written).
 :func:`row_diff` returns the rows missing and unexpected; :func:`describe_rows` prints
 rows short enough for an assertion message.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from datetime import date, datetime
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
-from pyspark.sql.types import ArrayType, DataType, DateType, MapType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import (
+    ArrayType, DataType, DateType, DecimalType, MapType, StructType, TimestampNTZType, TimestampType,
+)
 
-__all__ = ["Columns", "row_diff", "describe_rows", "show_time", "as_time", "state_row", "loose_rows"]
+from .memory_stream import as_decimal
+
+__all__ = ["Columns", "row_diff", "describe_rows", "show_time", "as_time", "state_row", "loose_rows", "NAN"]
+
+
+class _NaN:
+    """NaN as a check compares it: equal to NaN (unlike the float), not to null or to any number."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __hash__(self) -> int:
+        return hash(_NaN)
+
+    def __repr__(self) -> str:
+        return "nan"
+
+
+#: What a NaN compares as (``float("nan")`` in an expected row, a NaN in the query's rows).
+NAN = _NaN()
+
 
 def show_time(value: Any) -> str:
     """A time as ``2024-01-01 12:07`` (seconds and fractions only when not zero).
@@ -95,9 +122,14 @@ def _typed(value: Any, dtype: DataType, name: str) -> Any:
     >>> _typed(["2024-01-01", None], ArrayType(DateType()), "days")
     ('2024-01-01', None)
     """
-    if value is None or (not isinstance(value, (list, tuple, dict)) and not hasattr(value, "__len__")
-                         and pd.isna(value) is True):
-        return None
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return NAN
+    elif value is None or (not isinstance(value, (list, tuple, dict)) and not hasattr(value, "__len__")
+                           and pd.isna(value) is True):
+        return None  # pd.NA, NaT
+    if isinstance(dtype, DecimalType):
+        return as_decimal(value.item() if isinstance(value, np.generic) else value, name, dtype)
     if isinstance(dtype, (TimestampType, TimestampNTZType)):
         return _Time(value, name)
     if isinstance(dtype, DateType):
@@ -148,7 +180,7 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()  # a numpy scalar, or an array column's value from toPandas
     if isinstance(value, float):
-        return round(value, 9)
+        return NAN if math.isnan(value) else round(value, 9)
     if isinstance(value, dict):
         return tuple(sorted((key, _plain(item)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
@@ -200,8 +232,9 @@ class Columns:
         raise TypeError(f"row {row!r} must be a tuple or a dict; the result's columns are {self.names}")
 
     def rows(self, rows: Iterable[Any]) -> list[tuple[Any, ...]]:
-        if isinstance(rows, pd.DataFrame):
-            rows = rows.to_dict("records")
+        if isinstance(rows, pd.DataFrame):  # a missing value (NaN, None, NaT) in a DataFrame is null
+            rows = [{k: None if pd.api.types.is_scalar(v) and pd.isna(v) else v for k, v in r.items()}
+                    for r in rows.to_dict("records")]
         elif isinstance(rows, (str, bytes, dict)) or not hasattr(rows, "__iter__"):
             raise TypeError(f"rows must be a list of tuples or dicts, got {rows!r}")
         return [self.row(r) for r in rows]

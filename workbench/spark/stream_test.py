@@ -11,6 +11,7 @@ unexpected.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import weakref
@@ -19,16 +20,16 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..errors import summarize_error
+from ..errors import CallbackFailureFilter, summarize_error
 from ..options import check_output_mode
 from ..progress import BatchProgress
 from ..replay.late import input_column
 from .checkpoint_log import next_watermark_ms
 from .frames import check_utc_session
 from .memory_source import batch_saver, release, batches_added, saved_batches, saved_rows
-from .memory_stream import MemoryStream
+from .memory_stream import MemoryStream, end_stream_test
 from .plan import output_mode_problem, plan_facts, runs_by_the_clock
-from .private_folders import private_folder, remove_folder
+from .private_folders import private_folder
 from .progress_source import progress_json
 from .starting import check_streaming_frame
 from .stream_record import memory_late_rows
@@ -101,9 +102,14 @@ class StreamTest:
         # too, before its folder goes: else the query ran on without its checkpoint.
         self._running: list[Any] = []
         self._gated: list[str] = []  # the memory streams' folders this test holds a gate in
-        self._cleanup = weakref.finalize(self, _end_test, self._running, self._gated, self.name, self._folder)
         self.checkpoint = os.path.join(self._folder, "checkpoint")
         self._results = os.path.join(self._folder, "batches")
+        self._saver = batch_saver(self._results)
+        # While the query runs, py4j's log of its batch failing (a UDF's error) with a traceback
+        # through the saver is dropped: the step says it in one line, with the whole text in details.
+        self._quiet = CallbackFailureFilter(self._saver)
+        self._cleanup = weakref.finalize(self, end_stream_test, self._running, self._gated, self.name, self._folder,
+                                         self._quiet)
         os.makedirs(self._results)
         self._query: Any = None
         self._streams: list[MemoryStream] = []
@@ -125,8 +131,9 @@ class StreamTest:
     def _start(self, once: bool = False) -> None:
         if self._query is not None and self._query.isActive:
             return
+        logging.getLogger("py4j.clientserver").addFilter(self._quiet)  # once: addFilter skips one it has
         writer = (self.df.writeStream.queryName(self.name).outputMode(self.output_mode)
-                  .option("checkpointLocation", self.checkpoint).foreachBatch(batch_saver(self._results)))
+                  .option("checkpointLocation", self.checkpoint).foreachBatch(self._saver))
         if once:  # one batch, then the query ends: Spark's watermark-only batch never follows it
             writer = writer.trigger(once=True)
         if self.no_data_batches or once:
@@ -257,8 +264,9 @@ class StreamTest:
         try:
             self._run(once=not no_data_batch and self.no_data_batches)
         except Exception as exc:
-            reason = summarize_error(str(exc))
-            raise AssertionError(f"{self._where(failing=True)}: the query failed: {reason}") from None
+            error = AssertionError(f"{self._where(failing=True)}: the query failed: {summarize_error(str(exc))}")
+            error.details = str(exc)  # Spark's whole text: the Python traceback, the plan
+            raise error from None
         return self
 
     def expect_failure(self, match: str) -> StreamTest:
@@ -285,8 +293,10 @@ class StreamTest:
             text = str(exc)
             searched = [summarize_error(text), *re.findall(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", text)]
             if not any(pattern.search(part) for part in searched):
-                raise AssertionError(f"{self._where(failing=True)}: the query failed, but not with {match!r}: "
-                                     f"{summarize_error(text)}") from None
+                error = AssertionError(f"{self._where(failing=True)}: the query failed, but not with {match!r}: "
+                                       f"{summarize_error(text)}")
+                error.details = text
+                raise error from None
             self._stop()
             return self
         raise AssertionError(f"{self._where()}: expected the query to fail with {match!r}, but it processed "
@@ -308,10 +318,11 @@ class StreamTest:
                 self._collect_progress()
                 self._query = None
                 self._running.clear()
+                logging.getLogger("py4j.clientserver").removeFilter(self._quiet)
 
     # -- what happened ---------------------------------------------------------------------
 
-    def _batch_rows(self, batch_id: int) -> list[dict[str, Any]]:
+    def _batch_rows(self, batch_id: int) -> list[tuple[Any, ...]]:
         return saved_rows(self._results, batch_id)
 
     def _batches(self) -> list[int]:
@@ -343,7 +354,8 @@ class StreamTest:
         __tracebackhide__ = True
         missing, unexpected = row_diff(expected, actual)
         if missing or unexpected:
-            raise AssertionError(f"{self._where()}: {what} differs\n  missing:\n{describe_rows(missing)}\n"
+            verb = "differ" if what.endswith("rows") else "differs"
+            raise AssertionError(f"{self._where()}: {what} {verb}\n  missing:\n{describe_rows(missing)}\n"
                                  f"  unexpected:\n{describe_rows(unexpected)}")
 
     # -- checks ----------------------------------------------------------------------------
@@ -444,10 +456,7 @@ class StreamTest:
         columns = list(table.columns)
         normal = loose_rows([state_row(r, columns) for r in rows], columns)
         actual = loose_rows([tuple(r) for r in table.itertuples(index=False, name=None)], columns)
-        missing, unexpected = row_diff(normal, actual)
-        if missing or unexpected:
-            raise AssertionError(f"{self._where()}: the state {columns} differs\n  missing:\n"
-                                 f"{describe_rows(missing)}\n  unexpected:\n{describe_rows(unexpected)}")
+        self._check(f"the state {columns}", normal, actual)
         return self
 
     def late_rows(self) -> pd.DataFrame:
@@ -497,6 +506,9 @@ class StreamTest:
             raise ValueError(f"unknown fate {fate!r}: use one of {', '.join(FATES_CHECKED)}")
         if not self._streams:
             raise ValueError("check_late needs rows added through test.add(stream, rows)")
+        if self.plan is not None and not self.plan.has_watermark:  # else every check of rows said "missing"
+            raise ValueError("check_late: this query has no watermark: no row can be late (give it one with "
+                             "withWatermark, or check its answer with check_answer)")
         stream = self._streams[0]
         inputs = Columns(stream.schema)
         late = self.late_rows()
@@ -528,18 +540,3 @@ class StreamTest:
     def __repr__(self) -> str:
         return f"<StreamTest {self.name} {self.output_mode} last_batch={self.last_batch}>"
 
-
-def _end_test(running: list[Any], gated: list[str], name: str, folder: str) -> None:
-    """What a StreamTest leaves when closed or collected: its query stopped, its gates lifted
-    (a live query on its streams reads everything again), its folder removed."""
-    for query in running:
-        try:
-            query.stop()
-        except Exception:
-            pass  # the session is gone: nothing runs any more
-    running.clear()
-    for stream_folder in gated:
-        if os.path.isdir(stream_folder):
-            release(stream_folder, None, name)
-    gated.clear()
-    remove_folder(folder)
