@@ -706,5 +706,5 @@ def test_a_query_functions_globals_go_into_the_written_module_or_are_refused_in_
         _names_used(namespace["parsed"])
     with pytest.raises(ValueError, match=r"^the query function uses CUTOFF, which the test module cannot define"):
         _names_used(namespace["cut"])
-    with pytest.raises(ValueError, match="cannot read the query function's source"):
+    with pytest.raises(ValueError, match=r"^cannot read the source of query=counts \(defined in a notebook cell"):
         query_function_source(namespace["counts"])

@@ -178,3 +178,128 @@ def test_the_input_is_found_when_spark_hides_its_folder_in_the_plans_it_prints(s
     finally:
         workbench.stop_all()
         events.close()
+
+
+def delayed_counts(df, delay="10 minutes"):
+    return df.withWatermark("event_time", delay).groupBy(window("event_time", "10 minutes"), "word").count()
+
+
+def counts_needing_delay(df, delay):
+    return df.withWatermark("event_time", delay).groupBy(window("event_time", "10 minutes"), "word").count()
+
+
+class Counts:
+    def build(self, df):
+        return df
+
+
+FIVE_MINUTES = ('def query(df):\n    return (df.withWatermark("event_time", "5 minutes")\n'
+                '            .groupBy(F.window("event_time", "10 minutes"), "word").count())\n')
+
+
+def refusals(call, cases):
+    """``{case: (its message or "written", the words expected)}`` for the cases whose message lacks them."""
+    out = {}
+    for case, (options, expected) in cases.items():
+        try:
+            call(**options)
+            message = "written"
+        except (TypeError, ValueError) as error:
+            message = str(error)
+        except Exception as error:  # not a refusal: shown with its type
+            message = f"{type(error).__name__}: {error}"
+        if any(words not in message for words in expected) or "\n" in message:
+            out[case] = (message, expected)
+    return out
+
+
+def test_record_refuses_in_one_line_what_would_fail_the_modules_first_run(spark, env, tmp_path):
+    # Each of these was written, and the module failed on its first run (or was never collected).
+    import functools
+
+    import workbench
+    from workbench.testing import MemoryStream, record
+
+    events, other = MemoryStream(spark, SCHEMA), MemoryStream(spark, "id int")
+    try:
+        other.add([(1,)])
+        events.add([(t("12:07"), "dog"), (t("12:08"), "owl")])
+        # Observing the inputs adds nodes to the stream's plan, which the query's comparison leaves out.
+        handle = workbench.start(delayed_counts(events.df, "5 minutes"), "five_minutes", trigger="available-now",
+                                 input_watermarks=True)
+        assert handle.wait_finished(60) and handle.status == "stopped"
+        (tmp_path / "folder").mkdir()
+        good = {"query_source": FIVE_MINUTES}
+        cases = {
+            "the function's default delay, not the stream's": ({"query": delayed_counts}, [
+                "query=delayed_counts builds another query than stream 'five_minutes' ran: its plan has "
+                "'EventTimeWatermark event_time: timestamp, 10 minutes' where the stream's has 'EventTimeWatermark "
+                "event_time: timestamp, 5 minutes'; pass the function and arguments the stream ran with"]),
+            "a function of two arguments": ({"query": counts_needing_delay}, [
+                "query=counts_needing_delay takes (df, delay), but the test calls query(df) with the input alone: "
+                "give delay a default"]),
+            "a partial": ({"query": functools.partial(delayed_counts, delay="5 minutes")}, [
+                "query= is functools.partial(delayed_counts, ...), whose source the test module cannot copy"]),
+            "a bound method": ({"query": Counts().build}, [
+                "query= is the bound method Counts.build of a Counts object, whose source"]),
+            "a lambda": ({"query": lambda df: df}, ["query= is a lambda, whose source"]),
+            "both": ({"query": delayed_counts, **good}, ["record takes query= or query_source=, not both"]),
+            "source that is not Python": ({"query_source": "return df.groupBy("}, [
+                "query_source is not Python (line 1: '(' was never closed)"]),
+            "source without query": ({"query_source": "def counts(df):\n    return df"}, [
+                "query_source defines no function query (it defines SCHEMA, counts, test_five_minutes)"]),
+            "a query the input cannot run": ({"query_source": "def query(df):\n    return df.select('nope')"}, [
+                "query_source fails on the input (AnalysisException: ", "nope"]),
+            "another stream's input": ({"stream": other, **good}, [
+                f"stream= is the MemoryStream in {other.folder!r}, which stream 'five_minutes' does not read "
+                f"(it reads {events.folder}): pass the one it reads, or leave stream= out"]),
+            "a folder": ({"path": tmp_path / "folder", **good}, [
+                f"path {str(tmp_path / 'folder')!r} is a folder: name the file to write in it"]),
+            "a name pytest does not collect": ({"path": tmp_path / "five_check.py", **good}, [
+                "file name 'five_check.py' is not one pytest collects: name it test_*.py or *_test.py"]),
+        }
+        assert refusals(lambda path=tmp_path / "test_five.py", **options: record(handle, path, **options),
+                        cases) == {}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+
+        # Written once; again only with overwrite=True: the file may be a test edited since.
+        path = record(handle, tmp_path / "test_five.py", **good)
+        path.write_text(path.read_text() + "# edited\n")
+        assert refusals(lambda **options: record(handle, path, **good, **options), {
+            "again": ({}, [f"file {str(path)!r} exists (a test written before, maybe edited since): pass "
+                           "overwrite=True to replace it, or name another file"]),
+        }) == {}
+        assert path.read_text().endswith("# edited\n")
+        assert record(handle, path, overwrite=True, **good) == path and "# edited" not in path.read_text()
+        run_written_test(path, spark, "five_minutes")
+        # The stream's own function, given its arguments in a def query(df), is the same query.
+        assert record(handle, tmp_path / "five_test.py", query_source=(
+            "def query(df):\n    return df.withWatermark('event_time', '5 minutes')"
+            ".groupBy(F.window('event_time', '10 minutes'), 'word').count()")).exists()
+    finally:
+        workbench.stop_all()
+        events.close()
+        other.close()
+
+
+def test_a_saved_replay_is_refused_the_same_way(env, tmp_path):
+    # to_test, which the replay panel's "Save as test" runs, shares record's rules for the file.
+    import workbench
+    from workbench.testing import to_test
+
+    panel = workbench.replay_panel(workbench.scenarios.guide_word_count(), monitor=False)
+    try:
+        panel.step()
+        (tmp_path / "test_guide.py").write_text("# my test\n")
+        assert refusals(lambda path, **options: to_test(panel, path, **options), {
+            "a name pytest does not collect": ({"path": tmp_path / "guide.py"}, [
+                "file name 'guide.py' is not one pytest collects: name it test_*.py or *_test.py"]),
+            "a file that exists": ({"path": tmp_path / "test_guide.py"}, ["exists (a test written before"]),
+            "a folder": ({"path": tmp_path}, ["is a folder: name the file to write in it"]),
+            "source that is not Python": ({"path": tmp_path / "test_new.py", "query_source": "def query(df"}, [
+                "query_source is not Python (line 1: '(' was never closed)"]),
+        }) == {}
+        assert [p.name for p in tmp_path.iterdir()] == ["test_guide.py"]
+        assert to_test(panel, tmp_path / "test_guide.py", overwrite=True).read_text().startswith('"""Recorded')
+    finally:
+        panel.close()

@@ -36,7 +36,7 @@ from ..errors import CheckpointWarning
 from ..options import check_settings
 from .private_folders import private_folder, remove_folder, sweep_orphans, sweep_removed
 from .registry import StreamRegistry
-from .session import build_session, is_connect_session, quiet_dead_gateway_errors, session_target
+from .session import build_session, is_connect_session, is_stopped, quiet_dead_gateway_errors, session_target
 from .session_end import discard_dead_session, spark_is_gone
 from .starting import start_stream
 from .handle import StreamHandle
@@ -109,7 +109,7 @@ class Workbench:
         with self._lock:
             if self._spark is not None and spark_is_gone(self._spark):
                 self._forget_dead_session()
-            if self._spark is None or _is_stopped(self._spark):
+            if self._spark is None or is_stopped(self._spark):
                 self._keep_scratch(self._spark)
                 fresh_temp = self._temp_dir is None
                 try:
@@ -147,7 +147,7 @@ class Workbench:
         """
         spark = self._spark
         try:
-            return None if spark is None or _is_stopped(spark) else spark.sparkContext.uiWebUrl
+            return None if spark is None or is_stopped(spark) else spark.sparkContext.uiWebUrl
         except Exception:  # Spark Connect sessions have no sparkContext
             return None
 
@@ -178,7 +178,7 @@ class Workbench:
         with self._lock:
             if self._spark is not None and spark_is_gone(self._spark):
                 return None  # its JVM died: nothing to list; the next session() builds a new one
-            if self._spark is not None and not _is_stopped(self._spark):
+            if self._spark is not None and not is_stopped(self._spark):
                 return self._spark
             if "pyspark.sql" not in sys.modules:
                 return None
@@ -222,7 +222,7 @@ class Workbench:
         """After the JVM died: mark every stream failed and let pyspark build a new JVM."""
         for handle in self.handles():
             handle.stop()  # no Spark call: it only settles the status and ends the poller
-        if not _is_stopped(self._spark):
+        if not is_stopped(self._spark):
             log.warning("the Spark JVM has ended; starting a new Spark session")
             discard_dead_session(self._spark)
         self._keep_scratch(self._spark)
@@ -271,14 +271,14 @@ class Workbench:
     def _driver_elsewhere(self) -> bool:
         """Whether the session's driver is a Spark Connect server on another machine (its paths are its own)."""
         spark = self._spark
-        if spark is None or _is_stopped(spark):
+        if spark is None or is_stopped(spark):
             return False
         target = session_target(spark)
         return target.kind == "connect" and not all(is_loopback(host) for host, _ in target.endpoints)
 
     def _warn_local_checkpoints(self) -> None:
         spark = self._spark
-        if self._warned_local_checkpoints or spark is None or _is_stopped(spark):
+        if self._warned_local_checkpoints or spark is None or is_stopped(spark):
             return
         target = session_target(spark)
         if target.on_this_machine:
@@ -432,14 +432,6 @@ class Workbench:
                 # Removed again later if the JVM's state store maintenance writes into it.
                 remove_folder(self._temp_dir)
                 self._temp_dir = None
-
-
-def _is_stopped(spark: Any) -> bool:
-    # Classic sessions lose their JVM context when stopped; Connect sessions report it.
-    context = getattr(spark, "_sc", None)
-    if context is not None:
-        return getattr(context, "_jsc", None) is None
-    return bool(getattr(spark, "is_stopped", False))
 
 
 class _EnvHolder:

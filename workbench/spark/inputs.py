@@ -19,11 +19,12 @@ from typing import Any, Callable
 
 from ..progress.input_watermarks import InputSpec
 
-__all__ = ["observe_inputs", "watermark_policy"]
+__all__ = ["observe_inputs", "watermark_policy", "OBSERVED_PREFIX"]
 
 log = logging.getLogger(__name__)
 
-_PREFIX = "workbench_input_"
+#: The name of each input's observation (``<prefix><index>``): a node of the workbench's, not the query's.
+OBSERVED_PREFIX = "workbench_input_"
 
 
 def _children(node: Any) -> list[Any]:
@@ -112,7 +113,7 @@ def observe_inputs(df: Any) -> tuple[Any, tuple[InputSpec, ...]]:
         found.append((name, column, delay))
         # Observing right above the watermark sees every row of the input, late ones included.
         child = DataFrame(dataset.ofRows(spark._jsparkSession, node), spark)
-        observed = child.observe(f"{_PREFIX}{index}", F.unix_micros(F.max(F.col(f"`{column}`"))).alias(
+        observed = child.observe(f"{OBSERVED_PREFIX}{index}", F.unix_micros(F.max(F.col(f"`{column}`"))).alias(
             "max_event_time_us"), F.count(F.lit(1)).alias("rows"))
         return observed._jdf.logicalPlan()
 
@@ -128,6 +129,6 @@ def observe_inputs(df: Any) -> tuple[Any, tuple[InputSpec, ...]]:
     names = [name or "input" for name, _, _ in found]
     labels = [f"{n}.{c}" if names.count(n) > 1 else n for n, (_, c, _) in zip(names, found)]
     labels = [f"{label}#{i + 1}" if labels.count(label) > 1 else label for i, label in enumerate(labels)]
-    specs = [InputSpec(label, f"{_PREFIX}{i}", column, delay) for i, (label, (_, column, delay)) in
+    specs = [InputSpec(label, f"{OBSERVED_PREFIX}{i}", column, delay) for i, (label, (_, column, delay)) in
              enumerate(zip(labels, found))]
     return DataFrame(dataset.ofRows(spark._jsparkSession, plan), spark), tuple(specs)

@@ -15,7 +15,8 @@ from typing import Any
 from ..progress.diagnosis import PlanFacts
 from .progress_source import jvm_query
 
-__all__ = ["plan_facts", "plan_text", "query_plan_facts", "output_mode_problem", "runs_by_the_clock"]
+__all__ = ["plan_facts", "plan_text", "query_plan_facts", "query_plan_text", "analyzed_plan_text",
+           "output_mode_problem", "runs_by_the_clock"]
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +88,34 @@ def query_plan_facts(query: Any) -> PlanFacts | None:
     >>> query_plan_facts(spark.streams.active[0]).has_aggregation      # doctest: +SKIP
     True
     """
+    return _parsed(query_plan_text(query))
+
+
+def query_plan_text(query: Any) -> str | None:
+    """The analysed plan a running ``StreamingQuery`` was started with, as text; None on Spark
+    Connect (its queries do not show theirs) or when Spark cannot give it."""
     jsq = jvm_query(query)
     if jsq is None:
         return None
     try:
         # The plan given at the start: ``logicalPlan`` may only be built on the query's own thread.
-        text = str(jsq.streamingQuery().analyzedPlan().toString())
+        return str(jsq.streamingQuery().analyzedPlan().toString())
     except Exception:
         log.debug("could not read the running query's plan", exc_info=True)
         return None
-    return _parsed(text)
+
+
+def analyzed_plan_text(df: Any) -> str | None:
+    """``df``'s analysed plan as text, as :func:`query_plan_text` gives a running query's; None
+    on Spark Connect or when Spark cannot analyse it."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        return str(jdf.queryExecution().analyzed().toString())
+    except Exception:
+        log.debug("could not read the plan", exc_info=True)
+        return None
 
 
 def _parsed(text: str | None) -> PlanFacts | None:

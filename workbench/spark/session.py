@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 import shutil
+import sys
 import uuid
 import zipfile
 from pathlib import Path
@@ -38,6 +39,7 @@ from .python_workers import use_for_workers
 __all__ = [
     "build_session", "default_conf", "is_local_master", "is_connect", "is_connect_session", "session_target",
     "classic_session", "CHECKPOINT_MANAGER", "local_checkpoint_manager", "with_user_conf", "loopback_local_ip",
+    "is_stopped", "built_here", "running_session",
 ]
 
 log = logging.getLogger(__name__)
@@ -518,3 +520,30 @@ def classic_session() -> Any:
     from pyspark.sql import SparkSession
 
     return SparkSession._instantiatedSession
+
+
+def is_stopped(spark: Any) -> bool:
+    """Whether ``spark`` was stopped: a classic session loses its JVM context, a Connect one says so."""
+    context = getattr(spark, "_sc", None)
+    if context is not None:
+        return getattr(context, "_jsc", None) is None
+    return bool(getattr(spark, "is_stopped", False))
+
+
+def built_here(spark: Any) -> bool:
+    """Whether :func:`build_session` (or the local Connect server's start) built ``spark``, rather than its user."""
+    return hasattr(spark, "_workbench_log")
+
+
+def running_session() -> Any:
+    """The SparkSession running in this process (a Spark Connect client's or a classic one), or None;
+    starts nothing and imports no pyspark that is not imported yet."""
+    if "pyspark.sql" not in sys.modules:
+        return None
+    connect = sys.modules.get("pyspark.sql.connect.session")  # loaded only once a Connect session was made
+    if connect is not None:
+        remote = connect.SparkSession.getActiveSession() or getattr(connect.SparkSession, "_default_session", None)
+        if remote is not None and not is_stopped(remote):
+            return remote
+    classic = classic_session()
+    return classic if classic is not None and not is_stopped(classic) else None

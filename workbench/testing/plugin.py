@@ -8,7 +8,10 @@ conftest::
         test = stream_test(events.df.groupBy("word").count(), output_mode="complete")
         test.add(events, [("dog",), ("dog",)]).process().check_answer([("dog", 2)])
 
-A project's own ``spark`` fixture (in its conftest) wins over this one.
+A project's own ``spark`` fixture (in its conftest) wins over this one. The plugin never
+changes or stops a session it did not build: when one is already running (a project's
+``spark_session`` fixture, say), the tests get a new session on its JVM with a SQL conf of
+their own (:func:`session_for_tests`), and the running one is left as it was.
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ from typing import Any, Iterator
 
 import pytest
 
-__all__ = ["spark", "stream_test", "StreamTests"]
+__all__ = ["spark", "stream_test", "StreamTests", "session_for_tests", "TEST_SETTINGS"]
+
+#: The runtime SQL settings (with the state store's) of the tests' session on a session the workbench
+#: did not build; :func:`workbench.session` gives its own sessions these and more, which only a new JVM takes.
+TEST_SETTINGS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+}
 
 
 class StreamTests:
@@ -64,22 +76,105 @@ class StreamTests:
             raise errors[0]
 
 
+def _workbench_session() -> Any:
+    """The session :func:`workbench.session` built and still runs, or None (also for one it only adopted)."""
+    from ..spark import current_env
+    from ..spark.session import built_here, is_stopped
+    from ..spark.session_end import spark_is_gone
+
+    own = current_env().peek_session()
+    if own is None or spark_is_gone(own) or is_stopped(own):
+        return None
+    return own if built_here(own) else None
+
+
+def session_for_tests(running: Any) -> Any:
+    """A new session on ``running``'s JVM (or Connect server) with :data:`TEST_SETTINGS`; ``running`` keeps its own.
+
+    Spark's ``newSession()`` shares the SparkContext (on Spark Connect, the server) and the
+    table cache, with a SQL conf, temporary views and UDFs of its own. Static settings (the
+    master, the warehouse folder, the JVM's options) are the running session's: no session
+    can change them on a running JVM. On an embedded Spark the state store and checkpoint file
+    manager :func:`workbench.session` uses are set too.
+    """
+    from ..spark.session import (
+        CHECKPOINT_MANAGER, STATE_STORE_CONF, is_connect_session, is_local_master, local_checkpoint_manager,
+    )
+
+    try:
+        session = running.newSession()
+    except NotImplementedError:  # a Spark Connect client before pyspark 4.3
+        raise RuntimeError(
+            "the pytest plugin needs a new session on the running Spark Connect session, which this pyspark's "
+            "client cannot make (newSession() came in pyspark 4.3): it leaves your session as it is; build none "
+            "before the plugin's spark fixture, or use pyspark 4.3 or later") from None
+    settings = {**TEST_SETTINGS, **STATE_STORE_CONF}
+    if not is_connect_session(running) and is_local_master(running.sparkContext.master) \
+            and local_checkpoint_manager():
+        settings[CHECKPOINT_MANAGER] = local_checkpoint_manager()
+    for key, value in settings.items():
+        session.conf.set(key, value)
+    return session
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local SparkSession for the whole test run, with the workbench's settings."""
+    """The tests' SparkSession, with the workbench's settings, where ``SPARK_REMOTE`` or ``WORKBENCH_MASTER`` say.
+
+    - a session :func:`workbench.session` built is running: that one, left running afterwards;
+    - another session is running (a project's fixture built it): :func:`session_for_tests` of it,
+      and the running one is neither changed nor stopped;
+    - none: :func:`workbench.session` builds one, stopped after the last test.
+    """
     import workbench
 
     from ..spark import current_env
 
+    own = _workbench_session()
+    if own is not None:
+        own._workbench_plugin_shares = True
+        yield own
+        return
+    from ..spark.session import running_session
+
+    running = running_session()
+    if running is not None:
+        yield session_for_tests(running)
+        return
     session = workbench.session()
+    session._workbench_plugin_shares = True
     yield session
     current_env().close()
     session.stop()
 
 
+def _check_still_utc(spark: Any) -> None:
+    """Fail, saying why, when the workbench's session the ``spark`` fixture gave the tests has left UTC.
+
+    Any ``getOrCreate()`` returns that session. A session of the tests' own (:func:`session_for_tests`),
+    which none returns, or a project's own ``spark`` fixture is left to StreamTest's own check.
+    """
+    if not getattr(spark, "_workbench_plugin_shares", False):
+        return
+    from ..spark.frames import check_utc_session
+
+    try:
+        check_utc_session(spark, "stream_test")
+        return
+    except ValueError:
+        zone = spark.conf.get("spark.sql.session.timeZone")
+    pytest.fail(
+        f"the spark fixture's session is in time zone {zone!r}, not UTC: a SparkSession.builder...getOrCreate() "
+        "run after that session was built (a fixture of yours set up after the plugin's) returns that same "
+        "session and sets its settings on it. Build your session first (a session-scoped autouse fixture, or "
+        "ask for it before stream_test): the plugin then gives its tests a session of their own on its JVM",
+        pytrace=False)
+
+
 @pytest.fixture
 def stream_test(spark: Any) -> Iterator[StreamTests]:
     """A factory of StreamTests (``stream_test(df, output_mode=...)``), all cleaned up after the test."""
+    _check_still_utc(spark)
     tests = StreamTests(spark)
     yield tests
     tests.close()

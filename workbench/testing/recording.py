@@ -24,7 +24,8 @@ from ..replay.late import FATES
 from ..replay.spec import WindowCount
 from ..replay.values import duration_text
 
-__all__ = ["to_test", "module_source", "ddl_text", "query_function_source", "result_row", "function_name"]
+__all__ = ["to_test", "module_source", "ddl_text", "query_function_source", "result_row", "function_name",
+           "check_one_argument", "check_target", "write_module", "module_query"]
 
 
 def _literal(value: Any) -> str:
@@ -129,18 +130,154 @@ def _window_count_source(query: WindowCount) -> str:
 
 
 def query_function_source(query: Any) -> str:
-    """The source of a query function, as ``query(df)`` (a ``def`` in a file or a notebook cell; no lambda)."""
+    """The source of a query function, as ``query(df)`` (a ``def`` in a file or a notebook cell; no lambda).
+
+    Raises
+    ------
+    ValueError
+        For what is not a ``def`` whose source Python can read, saying what it is, and for a
+        function that cannot be called with the input alone (``query(df)``).
+    """
+    name = getattr(query, "__name__", "")
+    problem = _not_a_function(query)
+    if problem is not None:
+        raise ValueError(f"query= is {problem}, whose source the test module cannot copy: pass "
+                         "query_source='def query(df):\\n    return ...'")
     try:
         source = textwrap.dedent(inspect.getsource(query))
     except (OSError, TypeError):
         source = ""
-    name = getattr(query, "__name__", "")
-    if not source.startswith("def ") or not name.isidentifier() or name == "<lambda>":
-        raise ValueError("cannot read the query function's source (a lambda, or defined in a notebook cell "
-                         "Python cannot read back): pass query_source='def query(df):\\n    return ...'")
+    if not source.startswith("def "):
+        raise ValueError(f"cannot read the source of query={name} (defined in a notebook cell Python cannot read "
+                         "back, or made by exec): pass query_source='def query(df):\\n    return ...'")
+    check_one_argument(query, f"query={name}")
     prelude = _names_used(query)
     body = source if name == "query" else f"{source.rstrip()}\n\n\nquery = {name}"
     return f"{prelude}\n\n{body}" if prelude else body
+
+
+def _not_a_function(query: Any) -> str | None:
+    """What ``query`` is when it is not a plain ``def`` function (None when it is one).
+
+    >>> import functools
+    >>> _not_a_function(functools.partial(print, "x")), _not_a_function(lambda df: df)
+    ('functools.partial(print, ...)', 'a lambda')
+    """
+    import functools
+
+    if isinstance(query, functools.partial):
+        return f"functools.partial({getattr(query.func, '__name__', type(query.func).__name__)}, ...)"
+    if inspect.ismethod(query):
+        return f"the bound method {query.__qualname__} of a {type(query.__self__).__name__} object"
+    if not inspect.isfunction(query):
+        return f"a {type(query).__name__} object, not a function"
+    if query.__name__ == "<lambda>":
+        return "a lambda"
+    return None
+
+
+def check_one_argument(query: Any, what: str) -> None:
+    """Refuse ``query`` unless ``query(df)`` can call it: the test module passes the input alone.
+
+    Examples
+    --------
+    >>> def counts(df, delay):
+    ...     return df
+    >>> check_one_argument(counts, "query=counts")
+    Traceback (most recent call last):
+    ...
+    ValueError: query=counts takes (df, delay), but the test calls query(df) with the input alone: give delay a ...
+    """
+    try:
+        signature = inspect.signature(query)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: the call will tell
+    try:
+        signature.bind(None)
+    except TypeError:
+        missing = [p.name for p in list(signature.parameters.values())[1:] if p.default is p.empty
+                   and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        remedy = f"give {', '.join(missing)} a default" if missing else "make it take one argument, the input"
+        raise ValueError(f"{what} takes ({', '.join(signature.parameters)}), but the test calls query(df) with the "
+                         f"input alone: {remedy}, or pass query_source='def query(df):\\n    return ...'") from None
+
+
+def module_query(text: str, query_source: str) -> Any:
+    """The ``query`` a written module's ``text`` defines, run as pytest would import it.
+
+    Raises
+    ------
+    ValueError
+        When ``query_source`` is not Python, the module fails on import, or it defines no
+        ``query`` that ``query(df)`` can call; in one line.
+
+    Examples
+    --------
+    >>> module_query("def query(df):\\n    return df", "return df.groupBy(")
+    Traceback (most recent call last):
+    ...
+    ValueError: query_source is not Python (line 1: '(' was never closed): give the source of def query(df): ...
+    """
+    try:
+        compile(query_source, "query_source", "exec")
+    except SyntaxError as exc:
+        raise ValueError(f"query_source is not Python (line {exc.lineno}: {exc.msg}): give the source of "
+                         "def query(df): ...") from None
+    namespace: dict[str, Any] = {"__name__": "workbench_recorded_test"}
+    try:
+        exec(compile(text, "the test module", "exec"), namespace)
+    except Exception as exc:  # what pytest would report when it imports the module
+        raise ValueError(f"the test module fails when imported ({type(exc).__name__}: {exc}): fix query_source "
+                         "or the names it uses") from None
+    query = namespace.get("query")
+    if not callable(query):
+        raise ValueError(f"query_source defines no function query (it defines "
+                         f"{', '.join(n for n in namespace if not n.startswith('__') and n != 'F') or 'nothing'}): "
+                         "give the source of def query(df): ...")
+    check_one_argument(query, "query_source's query" if getattr(query, "__name__", "query") == "query"
+                       else f"query={query.__name__}")
+    return query
+
+
+_TEST_FILE = re.compile(r"(test_.*|.*_test)\.py")
+
+
+def check_target(path: Any, *, overwrite: bool) -> Path:
+    """The file a written test goes to: a ``test_*.py`` (or ``*_test.py``) file pytest collects, in
+    a folder that exists, not there yet unless ``overwrite``.
+
+    Examples
+    --------
+    >>> check_target("checks.py", overwrite=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: file name 'checks.py' is not one pytest collects: name it test_*.py or *_test.py
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path such as 'tests/test_counts.py', got {path!r}")
+    target = Path(os.fspath(path))
+    if target.is_dir():
+        raise ValueError(f"path {str(target)!r} is a folder: name the file to write in it, such as "
+                         f"{str(target / 'test_counts.py')!r}")
+    if not _TEST_FILE.fullmatch(target.name):
+        raise ValueError(f"file name {target.name!r} is not one pytest collects: name it test_*.py or *_test.py")
+    if not target.parent.is_dir():
+        raise ValueError(f"folder {str(target.parent)!r} does not exist: create it or write the test elsewhere")
+    if target.exists() and not overwrite:
+        raise ValueError(f"file {str(target)!r} exists (a test written before, maybe edited since): pass "
+                         "overwrite=True to replace it, or name another file")
+    return target
+
+
+def write_module(target: Path, text: str, *, overwrite: bool) -> Path:
+    """Write ``text`` to ``target``; without ``overwrite``, only as a new file."""
+    try:
+        with open(target, "w" if overwrite else "x", encoding="utf-8") as out:
+            out.write(text)
+    except FileExistsError:
+        raise ValueError(f"file {str(target)!r} exists (a test written before, maybe edited since): pass "
+                         "overwrite=True to replace it, or name another file") from None
+    return target
 
 
 _CONSTANTS = (str, int, float, bool, type(None))
@@ -278,7 +415,7 @@ def function_name(text: str) -> str:
 
 
 def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None = None,
-            name: str | None = None) -> Path:
+            name: str | None = None, overwrite: bool = False) -> Path:
     """Write a pytest module that replays ``run``'s input batch by batch and checks what it saw.
 
     Parameters
@@ -290,13 +427,16 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
         Script's batches after its last scripted one read no rows: each is an empty batch,
         ``test.add(events, [], empty_batch=True)``).
     path : str or path
-        The file to write (``test_*.py`` for pytest to collect it); its folder must exist.
+        The file to write, ``test_*.py`` or ``*_test.py`` (the names pytest collects); its
+        folder must exist.
     query_source : str, optional
         Source defining ``query(df)``, for a query function whose source Python cannot
         read (a lambda). A :class:`~workbench.replay.WindowCount` and a ``def`` in a file
         need none.
     name : str, optional
         The test is ``test_<name>``; defaults to the run's name.
+    overwrite : bool, default False
+        Replace ``path`` when it exists (else that is refused: it may be a test edited since).
 
     Returns
     -------
@@ -306,8 +446,9 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
     Raises
     ------
     TypeError, ValueError
-        For something that is not a replay, a run with no batches, or a folder that
-        does not exist; nothing is written then.
+        For something that is not a replay, a run with no batches, a folder that does not
+        exist, a file name pytest does not collect, or a file that exists (without
+        ``overwrite``); nothing is written then.
 
     Examples
     --------
@@ -320,9 +461,7 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
     run = getattr(run, "run", run)
     if not all(hasattr(run, attr) for attr in ("raw_progress", "inputs", "batch_results", "late_rows", "input_df")):
         raise TypeError(f"to_test needs a replay panel or run (workbench.replay_panel(...)), got {type(run).__name__}")
-    target = Path(os.fspath(path))
-    if not target.parent.is_dir():
-        raise ValueError(f"folder {str(target.parent)!r} does not exist: create it or write the test elsewhere")
+    target = check_target(path, overwrite=overwrite)
     records = run.raw_progress.records()
     if not records:
         raise ValueError(f"replay {run.name!r} has run no batch yet: step it first")
@@ -352,5 +491,5 @@ def to_test(run: Any, path: str | os.PathLike[str], *, query_source: str | None 
     text = module_source(name=function_name(name or run.name), schema=ddl_text(run.input_df.schema),
                               query_source=query_source, output_mode=run.output_mode or "append",
                               steps=steps, origin=f"replay {run.name!r}")
-    target.write_text(text)
-    return target
+    module_query(text, query_source)
+    return write_module(target, text, overwrite=overwrite)

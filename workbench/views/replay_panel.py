@@ -1,16 +1,17 @@
 """The replay panel: Play, Pause, Step, Reset, speed, counters and the live monitor.
 
-The panel drives a replay controller passed in (duck-typed: ``step``, ``play``, ``pause``,
-``reset``, ``late_rows``, ``late_summary``, ``stream``, ``progress``, ``on_report``, ``on_failed``,
-``on_reset``; see ``workbench.spark.replay_run.ReplayRun``); it never calls Spark itself.
-Button clicks run the controller's action on a background thread so that the kernel's
-comm handler is never blocked, and the buttons are disabled while an action runs.
+The panel drives a replay controller passed in (duck-typed like ``workbench.spark.replay_run.ReplayRun``:
+``step``, ``play``, ``pause``, ``reset``, ``late_rows``, ``late_summary``, ``stream``, ``progress``,
+``on_report``, ``on_failed``, ``on_reset``); it never calls Spark itself. Button clicks run the
+controller's action on a background thread so that the kernel's comm handler is never blocked,
+and the buttons are disabled while an action runs.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -50,8 +51,7 @@ PLAYING_PICTURE_EVERY_S = 10.0
 class ReplayPanel(widgets.VBox):
     """Controls and live monitor of one replay experiment.
 
-    Build it with ``workbench.replay_panel(...)``. The methods do what the buttons do,
-    synchronously.
+    Build it with ``workbench.replay_panel(...)``. The methods do what the buttons do, synchronously.
 
     Parameters
     ----------
@@ -64,20 +64,20 @@ class ReplayPanel(widgets.VBox):
 
     Notes
     -----
-    Step restarts the query for one batch on its checkpoint. A query with several
-    watermarks (a stream-stream join) keeps only the global watermark across restarts, not
-    each input's maximum event time, so a step whose batch has rows on one input only cannot
-    move the watermark (with the default ``min`` policy) where playing would; the step report
-    then says the next watermark is ``unknown``.
+    Step restarts the query for one batch on its checkpoint. A query with several watermarks
+    (a stream-stream join) keeps only the global watermark across restarts, not each input's
+    maximum event time, so a step whose batch has rows on one input only cannot move the
+    watermark (with the default ``min`` policy) where playing would (the step report then says
+    the next watermark is ``unknown``).
     ``late_rows()`` follows Spark's rules for windowed, session-window and plain
     aggregations and for deduplication (none are dropped in complete mode); for joins and
     ``applyInPandasWithState`` it applies the plain rule (event time behind the watermark).
 
-    Shown in a notebook, the panel's output also gains a picture of its charts and its
-    counters as text, for a saved notebook and front ends without widgets: after each cell
-    (or button) that stepped, paused or reset the run; while it plays, at most every
-    :data:`PLAYING_PICTURE_EVERY_S` seconds (each picture costs the kernel about 0.4 s of CPU,
-    and a page without the workbench's extension a new view of the panel).
+    Shown in a notebook, the panel's output also gains a picture of its charts and its counters
+    as text, for a saved notebook and front ends without widgets: after each cell (or button)
+    that stepped, paused or reset the run; while it plays, at most every
+    :data:`PLAYING_PICTURE_EVERY_S` seconds (a picture costs the kernel about 0.4 s of CPU, and
+    a page without the workbench's extension a new view of the panel).
 
     Examples
     --------
@@ -93,8 +93,7 @@ class ReplayPanel(widgets.VBox):
         self._worker: threading.Thread | None = None
         self.play_button = widgets.Button(description="Play", icon="play", tooltip="Run batches continuously")
         self.pause_button = widgets.Button(description="Pause", icon="pause", tooltip="Stop; state is kept")
-        self.step_button = widgets.Button(description="Step", icon="step-forward",
-                                          tooltip="Run exactly one more micro-batch")
+        self.step_button = widgets.Button(description="Step", icon="step-forward", tooltip="Run one more micro-batch")
         self.reset_button = widgets.Button(description="Reset", icon="undo", button_style="warning",
                                            tooltip="Start over: fresh checkpoint, history and results")
         # index=0, not value=None: None is the first choice's value, and a Dropdown given
@@ -115,6 +114,7 @@ class ReplayPanel(widgets.VBox):
         self.test_button = widgets.Button(description="Save as test", icon="save",
                                           tooltip="Write this run as a pytest module that repeats it batch by batch")
         saving = widgets.HBox([self.test_path, self.test_button], layout=widgets.Layout(flex_flow="row wrap"))
+        self._replace: str | None = None  # the existing file a second click on "Save as test" replaces
         super().__init__([buttons, saving, self.counters, self.late, self.message, self.monitor_box])
         self.add_class("workbench-replay-panel")
         #: The "State" view, beside the monitor's results: refreshed after every step and pause
@@ -414,7 +414,7 @@ class ReplayPanel(widgets.VBox):
     def to_test(self, path: Any, **options: Any) -> Any:
         """Write a pytest module that replays this run batch by batch and checks what it showed.
 
-        See :func:`workbench.testing.to_test` (``options``: ``query_source``, ``name``).
+        See :func:`workbench.testing.to_test` (``options``: ``query_source``, ``name``, ``overwrite``).
 
         Examples
         --------
@@ -427,8 +427,14 @@ class ReplayPanel(widgets.VBox):
         return to_test(self.run, path, **options)
 
     def _save_test(self) -> None:
-        """What "Save as test" does: write the run to the file named in the box, and say where."""
-        written = self.to_test(self.test_path.value.strip() or self.test_path.placeholder)
+        """"Save as test": the run written to the box's file (one that exists, at a second click)."""
+        path = self.test_path.value.strip() or self.test_path.placeholder
+        replace, self._replace = self._replace == path, None
+        if not replace and os.path.isfile(path):
+            self._replace = path
+            self.message.value = f"{html.escape(path)} exists: click <i>Save as test</i> again to replace it"
+            return
+        written = self.to_test(path, overwrite=replace)
         self.message.value = f"Saved the run as a test: {html.escape(str(written))}"
 
     def close(self) -> None:
