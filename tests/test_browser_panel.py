@@ -6,13 +6,15 @@ serve the whole module; the tests run in order on two small notebooks written he
 without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the workbench.
 
 * a kernel without the workbench: the panel says to run ``%load_ext workbench`` and the
-  status bar shows no count;
+  status bar shows no count; restarted, it had no streams to lose; a page loaded while it
+  runs a cell shows no "streams after this cell" in the status bar;
 * the panel lists both streams of the notebook's kernel and their batch counts grow; the
   status bar says ``⏵ 2 streams``; after clearing every output the panel keeps updating;
 * Stop in the panel stops ``numbers`` (the row says stopped, the kernel agrees) and the
   count drops to one; clicked while a cell runs, the row says it stops once the cell ends;
-* while the panel is hidden the kernel sends its page no snapshot per batch (the count
-  stays); shown again, it says the newest batch count at once and keeps updating;
+* while the panel is hidden, or shown in a browser tab in the background, the kernel sends
+  its page no snapshot per batch (the count stays); shown again, it says the newest batch
+  count at once and keeps updating;
 * clicking a row activates the cell that started the stream; once that cell is deleted the
   row says so;
 * the Spark UI button opens the query's statistics page in a tab through the Jupyter
@@ -21,11 +23,13 @@ without monitors and shows a Spark UI button; ``plain.ipynb`` never loads the wo
   opens its page in a tab too;
 * the Spark UI tab follows Spark's root link (a redirect that leaves the proxy) back under
   the proxy, and a job's "(kill)" link asks to confirm and kills the job;
-* closing the notebook while a stream runs says so in the panel, also while another
+* closing the notebook while a stream runs says so in the panel (closing one of two views
+  of it does not), also while another
   notebook is active (until dismissed, or the notebook is opened again); reopening it shows
   the stream again; a page back from a lost connection has one comm with the kernel;
 * the Streams panel shows again after a page reload; reloads leave the kernel one Streams
-  reader per page; a page reloaded while a cell runs says
+  reader per page, and none of the old pages' kernel subshells; a window opened by a page
+  reloaded with no notebook has comms of its own; a page reloaded while a cell runs says
   the panel waits for the cell to end, then lists the streams;
 * once the Spark session is stopped, the rows' Spark UI buttons are disabled, the panel says
   there is no Spark UI, and a tab opened on the old port says nothing answers there;
@@ -100,14 +104,10 @@ def lab(tmp_path_factory) -> Iterator[LabServer]:
         yield server
 
 
-#: JupyterLab's own debugger logs the first when a notebook closes while it asks the kernel for
+#: JupyterLab's own debugger logs this when a notebook closes while it asks the kernel for
 #: its debug state; it happens without the workbench too. JupyterLab 4.0 leaves the same
-#: cancelled request as an uncaught page error. The second: when a page's Streams comm is
-#: replaced (a reload, a notebook opened again) and the old page's close did not reach the
-#: kernel, the kernel closes the old comm as the new one takes its place and tells every page,
-#: and JupyterLab logs that it has no such comm.
-JUPYTERLAB_NOISE = ("Could not restore the debugger state: Canceled future for debug_request",
-                    "Comm not found for comm id")
+#: cancelled request as an uncaught page error.
+JUPYTERLAB_NOISE = ("Could not restore the debugger state: Canceled future for debug_request",)
 JUPYTERLAB_PAGE_NOISE = ("Canceled future for debug_request message before replies were done",)
 
 
@@ -165,6 +165,9 @@ def _open(page: Any, lab: LabServer, name: str) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('workbench:show-streams')")
 
 
+JS_KERNEL_STATUS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+
+
 def _panel_text(page: Any) -> str:
     return page.locator(PANEL).inner_text()
 
@@ -208,6 +211,27 @@ def test_a_kernel_without_the_workbench(page, lab):
              text=lambda: f"the panel says {_panel_text(page)!r}")
     assert page.locator(PANEL).get_attribute("data-state") == "not-loaded"
     assert _status_text(page) == ""
+    # Restarted, it had no streams to lose: the panel says nothing of streams gone.
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart(); }")
+    wait_for(lambda: page.locator(PANEL).get_attribute("data-state") == "restarting", 30, 0.05,
+             text=lambda: f"the kernel did not restart: {_panel_text(page)!r}")
+    wait_for(lambda: page.locator(PANEL).get_attribute("data-state") == "not-loaded", 60, 0.25,
+             text=lambda: f"after the restart the panel says {_panel_text(page)!r}")
+    lost = page.locator(f"{PANEL} .jp-workbench-StreamsPanel-lost")
+    assert lost.is_hidden() and "streams are gone" not in _panel_text(page), _panel_text(page)
+    # A page loaded while it runs a cell: nothing says it will have streams once the cell ends.
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                  ".requestExecute({code: 'import time; time.sleep(8)', silent: false, store_history: false}); }")
+    wait_for(lambda: page.evaluate(JS_KERNEL_STATUS) == "busy", 10, 0.05, text="the kernel never went busy")
+    _reload(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('workbench:show-streams')")
+    wait_for(lambda: page.locator(PANEL).get_attribute("data-state") == "waiting", 30, 0.25,
+             text=lambda: f"reloaded while a cell runs, the panel says {_panel_text(page)!r}")
+    assert _status_text(page) == ""
+    page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+    wait_for(lambda: page.locator(PANEL).get_attribute("data-state") == "not-loaded", 30, 0.25,
+             text=lambda: f"once the cell ended the panel says {_panel_text(page)!r}")
+    assert _status_text(page) == ""
 
 
 def test_the_panel_lists_the_kernels_streams_live(page, lab):
@@ -244,7 +268,6 @@ JS_BUSY_KERNEL = """() => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
   kernel.requestExecute({code: 'import time; time.sleep(4)', silent: false, store_history: false});
 }"""
-JS_KERNEL_STATUS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
 
 
 def test_stop_in_the_panel(page, lab):
@@ -325,6 +348,39 @@ def test_a_hidden_panel_is_not_sent_each_batch(page, lab):
     wait_for(lambda: _batches(page, "letters") >= now, 5, 0.1,
              text=lambda: f"the shown panel says {_batches(page, 'letters')} batches, the kernel {now}")
     wait_for(lambda: _batches(page, "letters") >= now + 2, 20, 0.25, text="the shown panel stopped updating")
+
+    # The panel shown in a browser tab in the background (headless Chromium never hides its
+    # tabs: the page is told so, as the browser would): no snapshot per batch, no drawing.
+    page.evaluate(JS_TAB_HIDDEN, True)
+    try:
+        wait_for(lambda: page.evaluate(JS_KERNEL_PRINT, DETAIL) == "[False]", 10, 0.25,
+                 text=lambda: f"in a background tab the page's detail is {page.evaluate(JS_KERNEL_PRINT, DETAIL)}")
+        page.wait_for_timeout(1000)
+        sent, batches = sent_and_batches()
+        drawn = _batches(page, "letters")
+        wait_for(lambda: sent_and_batches()[1] >= batches + 4, 30, 0.25, text="letters ran no further batches")
+        assert sent_and_batches()[0] == sent, "the kernel sent a background tab's page a snapshot per batch"
+        assert _batches(page, "letters") == drawn, "the panel of a background tab drew the batches"
+    finally:
+        page.evaluate(JS_TAB_HIDDEN, False)
+    now = sent_and_batches()[1]
+    wait_for(lambda: _batches(page, "letters") >= now, 5, 0.1,
+             text=lambda: f"the tab in front again, the panel says {_batches(page, 'letters')} batches, the kernel {now}")
+
+
+#: The browser tab goes to the background (true) or comes back to the front (false).
+JS_TAB_HIDDEN = """(hidden) => {
+  if (hidden) {
+    Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+    Object.defineProperty(document, 'hidden', {value: true, configurable: true});
+  } else {
+    delete document.visibilityState;
+    delete document.hidden;
+  }
+  document.dispatchEvent(new Event('visibilitychange'));
+}"""
+#: Whether the kernel sends each page's reader a snapshot per batch.
+DETAIL = "print([r.detail for r in get_ipython().magics_manager.registry['StreamMagics'].streams_panel._comms])"
 
 
 def test_clicking_a_stream_activates_its_cell(page, lab):
@@ -540,6 +596,17 @@ def test_a_notebook_closed_while_another_is_active(page, lab):
     wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
     note = page.locator(f"{PANEL} .jp-workbench-StreamsPanel-closedNote")
     said = "panel.ipynb was closed while 1 stream was running; they keep running in its kernel"
+    # A second view of the notebook (File > New View), closed: the first still shows it.
+    views = "() => [...window.jupyterapp.shell.widgets('main')].filter(w => w.context && w.context.path === 'panel.ipynb').length"
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:clone')")
+    wait_for(lambda: page.evaluate(views) == 2, 15, 0.25, text="no second view of panel.ipynb")
+    wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the second view's panel says {_panel_text(page)!r}")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.close()")
+    wait_for(lambda: page.evaluate(views) == 1, 15, 0.25, text="the second view did not close")
+    page.wait_for_timeout(1000)
+    assert note.count() == 0, f"closing one of two views, the panel says {_panel_text(page)!r}"
+    page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", "panel.ipynb")
+    wait_for(lambda: page.evaluate(JS_CURRENT_PATH) == "panel.ipynb", 15, 0.25, text="panel.ipynb is not current")
     page.evaluate(JS_CLOSE_CURRENT)
     wait_for(lambda: page.evaluate(JS_CURRENT_PATH) == "plain.ipynb", 15, 0.25, text="plain.ipynb did not become current")
     # The panel shows plain.ipynb's kernel, and says what became of panel.ipynb's stream.
@@ -616,14 +683,92 @@ def _comms(page: Any) -> str:
     return page.evaluate(JS_KERNEL_PRINT, COMMS)
 
 
+#: The kernel's subshells: JupyterLab sends each comm target's messages over one of its own
+#: (a thread of the kernel's), deleted when the page's last comm of that target closes.
+SUBSHELLS = ("k = get_ipython().kernel; t = getattr(k, 'shell_channel_thread', None)\n"
+             "print(*(t.manager.list_subshell() if t is not None else []))")
+#: The subshell of the page's Streams comm (null while it has none).
+JS_STREAMS_SUBSHELL = """() => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const comm = [...kernel._comms.values()].find(c => c.targetName === 'workbench.streams');
+  return comm ? comm.subshellId : null;
+}"""
+
+
 def test_reloads_leave_one_reader_per_page(page, lab):
     _open(page, lab, "panel.ipynb")
+    left: list[str] = []
     for _ in range(3):
+        wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+        subshell = wait_for(lambda: page.evaluate(JS_STREAMS_SUBSHELL), 15, 0.25, text="the Streams comm has no subshell")
         _reload(page)
         _open(page, lab, "panel.ipynb")
-        wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+        left.append(subshell)
+    wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
     wait_for(lambda: _comms(page) == "1", 15, 0.5,
              text=lambda: f"after 3 reloads of one page the kernel has {_comms(page)} Streams comms")
+    # Nor the subshells of the pages before (each a thread of the kernel's, kept for its life),
+    # those loaded in this test: the module's first page has a history of its own (a lost
+    # connection...). The widget manager's jupyter.widget subshells stay, no doing of the panel.
+    left = left[1:]
+    wait_for(lambda: not set(left) & set(page.evaluate(JS_KERNEL_PRINT, SUBSHELLS).split()), 15, 0.5,
+             text=lambda: f"after 3 reloads the kernel keeps the Streams subshells "
+                          f"{sorted(set(left) & set(page.evaluate(JS_KERNEL_PRINT, SUBSHELLS).split()))}")
+
+
+PUBLISHER = "p = get_ipython().magics_manager.registry['StreamMagics'].streams_panel"
+#: The id of the page's Streams comm.
+JS_STREAMS_COMM = """() => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  return [...kernel._comms.values()].find(c => c.targetName === 'workbench.streams').commId;
+}"""
+
+
+def test_a_window_opened_after_a_reload_has_its_own_comm(page, lab):
+    # The page reloaded with no notebook open, then opens a window (which copies the tab's
+    # sessionStorage): each window's comm has a name of its own, and neither replaces the other's.
+    page.evaluate("""async () => {
+        for (const widget of [...window.jupyterapp.shell.widgets('main')]) {
+            if (widget.context) { await widget.context.save(); }
+            widget.close();
+        }
+    }""")
+
+    def saved_notebooks() -> list[str]:
+        return [key for value in lab.api("GET", "/lab/api/workspaces")["workspaces"]["values"]
+                for key in value.get("data", {}) if key.startswith("notebook:")]
+
+    wait_for(lambda: not saved_notebooks(), 20, 0.25, text=lambda: f"the saved layout still opens {saved_notebooks()}")
+    _reload(page)
+    assert page.evaluate("() => [...window.jupyterapp.shell.widgets('main')].filter(w => w.context).length") == 0
+    # The tab's id is taken out of its storage as the page starts, not when a notebook opens.
+    assert page.evaluate("() => sessionStorage.getItem('spark-streaming-workbench:tab')") is None
+    with page.expect_popup() as popup_info:
+        page.evaluate("(url) => { window.open(url); }", lab.url + "/lab")
+    popup = popup_info.value
+    popup_console = Console(popup)
+    try:
+        wait_for(lambda: _restored(popup), 60, 0.1, text="JupyterLab did not load in the second window")
+        _open(page, lab, "panel.ipynb")
+        wait_for(lambda: _batches(page, "letters") >= 1, 30, 0.25, text=lambda: f"the panel says {_panel_text(page)!r}")
+        _open(popup, lab, "panel.ipynb")
+        wait_for(lambda: _batches(popup, "letters") >= 1, 30, 0.25,
+                 text=lambda: f"the second window's panel says {_panel_text(popup)!r}")
+        wait_for(lambda: _comms(page) == "2", 15, 0.5, text=lambda: f"two windows, the kernel has {_comms(page)} comms")
+        before = _batches(page, "letters")
+        wait_for(lambda: _batches(page, "letters") >= before + 2, 20, 0.25,
+                 text=lambda: f"the first window's panel stopped: {_panel_text(page)!r}")
+        pages = page.evaluate(JS_KERNEL_PRINT, f"{PUBLISHER}\nprint(len({{r.page for r in p._comms}}))")
+        assert pages == "2", f"the two windows' comms have {pages} names"
+        popup_comm = popup.evaluate(JS_STREAMS_COMM)
+    finally:
+        popup.close()
+    # The kernel forgets every reader but this page's: a close sent as a window or notebook goes
+    # may be lost with its connection, and the reader would stay for the kernel's life.
+    mine = page.evaluate(JS_STREAMS_COMM)
+    page.evaluate(JS_KERNEL_PRINT, f"{PUBLISHER}\nfor r in p._readers():\n"
+                                   f"    if r.comm.comm_id != {mine!r}: p._forget(r.comm); p._detach(r.comm)\nprint('ok')")
+    assert not popup_console.take()
 
 
 JS_RUN_UNTIL_FLAG = """(code) => {

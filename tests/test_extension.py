@@ -492,13 +492,28 @@ def test_a_page_back_from_a_lost_connection_has_one_comm():
     # it is back; the kernel never heard the first closed and sent every snapshot twice.
     stream, clock = RecordedStream("numbers"), Clock()
     publisher = publisher_for(Streams(stream), clock)
+
+    class Manager:  # the kernel's comm manager
+        def __init__(self):
+            self.unregistered = []
+
+        def unregister_comm(self, comm):
+            self.unregistered.append(comm)
+
+        def unregister_target(self, name, callback):
+            pass
+
+    publisher._target_manager = manager = Manager()
     first, other_page, again = RecordingComm(), RecordingComm(), RecordingComm()
     publisher.attach(first, page="page-1")
     publisher.attach(other_page, page="page-2")
     publisher.attach(RecordingComm())  # an older extension names no page: nothing replaces it
     publisher.pump()
     publisher.attach(again, page="page-1")
-    assert first.closed and not other_page.closed and not again.closed
+    # The old comm is dropped from the kernel's comm manager, not closed: a close goes to every
+    # page on the kernel, and each page that never had that comm logs "Comm not found".
+    assert manager.unregistered == [first] and first._closed
+    assert not first.closed and not other_page.closed and not again.closed
     assert publisher.comms == 3
     stream.progress.extend([batch(0)])
     clock.now += 1

@@ -156,7 +156,7 @@ class StreamsPublisher:
 
         ``page`` names the page model that opened it (the open message's ``"page"``): a page
         that lost its connection opens a new comm without closing the old one, which is
-        closed here, so that each page has one reader.
+        dropped here (:meth:`_forget`), so that each page has one reader.
         """
         if self._closed.is_set():
             comm.close()
@@ -173,8 +173,25 @@ class StreamsPublisher:
                 self._thread = threading.Thread(target=self._run, name="workbench-streams-panel", daemon=True)
                 self._thread.start()
         for old in replaced:
-            old.close()  # its page forgot it; closing it also frees the kernel's comm manager of it
+            self._forget(old)
         self._wake.set()
+
+    def _forget(self, comm: Any) -> None:
+        """Drop ``comm``, whose page forgot it, from the kernel's comm manager, telling no page.
+
+        Closing it would send ``comm_close`` on IOPub, which reaches every page connected to
+        the kernel: each page that never had the comm logs "Comm not found for comm id".
+        """
+        try:
+            comm._closed = True  # nothing to send when it is closed or collected later
+        except AttributeError:
+            pass
+        manager = self._target_manager
+        if manager is not None:
+            try:
+                manager.unregister_comm(comm)
+            except (KeyError, AttributeError):  # not (or no longer) registered
+                log.debug("the replaced Streams panel comm was not registered", exc_info=True)
 
     def _detach(self, comm: Any) -> None:
         with self._lock:

@@ -37,6 +37,27 @@ export type StreamsState =
 /** How long the kernel may take to answer before the model says it waits for a running cell. */
 const WAIT_NOTICE_MS = 1000;
 
+/**
+ * Send the kernel's main shell a `comm_close` for comm `commId`, with no comm object of the
+ * page: one created just to close it would be counted for ever among the comms of its
+ * target's kernel subshell, which then outlives the page. False if it could not be sent.
+ */
+function sendCommClose(kernel: Kernel.IKernelConnection, commId: string): boolean {
+  try {
+    const msg = KM.createMessage<KM.ICommCloseMsg<'shell'>>({
+      msgType: 'comm_close',
+      channel: 'shell',
+      username: kernel.username,
+      session: kernel.clientId,
+      content: { comm_id: commId, data: {} }
+    });
+    kernel.sendShellMessage(msg, false, true);
+    return true;
+  } catch {
+    return false; // the kernel connection is closed: nothing to tell the kernel
+  }
+}
+
 export class KernelStreams {
   /**
    * `page` names this model's comms to the kernel, which keeps one comm per name: the same
@@ -48,6 +69,8 @@ export class KernelStreams {
   ) {
     this._page = page;
     this._kept = takeKeptComm(page);
+    // The page before this one (a reload) had a comm on that kernel: it has the workbench.
+    this._workbenchKernel = this._kept?.kernel ?? '';
     window.addEventListener('pagehide', this._onPageHide);
     window.addEventListener('pageshow', this._onPageShow);
     sessionContext.kernelChanged.connect(this._onKernelChanged, this);
@@ -117,6 +140,15 @@ export class KernelStreams {
 
   get isDisposed(): boolean {
     return this._disposed;
+  }
+
+  /**
+   * Whether this kernel was seen with the workbench loaded (by this page, or by the page
+   * before a reload) and not seen without it since: while a kernel that never had it runs a
+   * cell, nothing says that it will have streams once the cell ends.
+   */
+  get workbenchSeen(): boolean {
+    return this._workbenchKernel !== '' && this._workbenchKernel === this._kernelId;
   }
 
   /**
@@ -307,16 +339,17 @@ export class KernelStreams {
     }
   }
 
-  /** Close the comm this model had in the page before a reload, if it was on this kernel. */
+  /**
+   * Close the comm this model had in the page before a reload, if it was on this kernel: a
+   * plain `comm_close` message, not a comm object of this page (one created and closed at
+   * once leaves JupyterLab's count of the comms on its per-target kernel subshell one too
+   * high, and that subshell, a kernel thread, is then never deleted).
+   */
   private _closeKept(kernel: Kernel.IKernelConnection): void {
     const kept = this._kept;
     this._kept = null;
     if (kept && kept.kernel === kernel.id && !kernel.hasComm(kept.comm)) {
-      try {
-        kernel.createComm(COMM_TARGET, kept.comm).close();
-      } catch {
-        // not fatal: the kernel closes that comm when the new one takes its place
-      }
+      sendCommClose(kernel, kept.comm); // if it fails, the kernel drops that comm when the new one takes its place
     }
   }
 
@@ -360,6 +393,9 @@ export class KernelStreams {
 
   /** Say what a restart or a death did to the streams (counted before they are dropped). */
   private _noteLoss(how: 'died' | 'restarted'): void {
+    if (!this.workbenchSeen) {
+      return; // a kernel that never had the workbench here had no streams to lose
+    }
     const running = this._state === 'ready' ? this.activeCount : this._lostRunning;
     this._lostRunning = running;
     const streams = running === 1 ? '1 stream was' : `${running} streams were`;
@@ -402,6 +438,7 @@ export class KernelStreams {
     this._lastActive = this.activeCount;
     this._sparkUIPort = message.spark_ui_port;
     this._lastError = '';
+    this._workbenchKernel = this._kernelId;
     if (message.streams.length > 0) {
       this._lostNote = '';
       this._lostRunning = 0;
@@ -416,8 +453,13 @@ export class KernelStreams {
     }
   }
 
-  /** Forget the comm without closing it (the kernel is gone or restarting). */
-  private _dropComm(): void {
+  /**
+   * Forget the comm without closing it (the kernel is gone or restarting, or the connection
+   * lost: a page back opens another, which takes the old one's place in the kernel).
+   * `dispose`: let the kernel connection forget it too (else JupyterLab counts it among the
+   * comms of the target's kernel subshell, which then outlives the page).
+   */
+  private _dropComm(dispose = true): void {
     const comm = this._comm;
     this._comm = null;
     this._probing = false;
@@ -425,15 +467,18 @@ export class KernelStreams {
     if (comm && !comm.isDisposed) {
       comm.onClose = () => undefined;
       comm.onMsg = () => undefined;
+      if (dispose) {
+        comm.dispose();
+      }
     }
   }
 
   private _closeComm(): void {
     const comm = this._comm;
-    this._dropComm();
+    this._dropComm(false);
     if (comm && !comm.isDisposed && this._kernel !== null) {
       try {
-        comm.close();
+        comm.close(); // over the comm's subshell: read during a running cell too
       } catch {
         // the kernel connection is already closed: nothing to tell the kernel
       }
@@ -449,6 +494,9 @@ export class KernelStreams {
     }
     if (state === 'restarting' || state === 'dead' || state === 'not-loaded') {
       this._lastActive = 0;
+    }
+    if (state === 'not-loaded') {
+      this._workbenchKernel = ''; // the kernel (a new process after a restart) answered without it
     }
     this._state = state;
     this._changed.emit();
@@ -477,6 +525,8 @@ export class KernelStreams {
   private _stopErrors = new Map<string, string>();
   private _lostNote = '';
   private _lostRunning = 0;
+  /** The id of the kernel last seen with the workbench loaded ('' when none). */
+  private _workbenchKernel: string;
   private _disposed = false;
   private _changed = new Signal<this, void>(this);
 }

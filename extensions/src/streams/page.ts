@@ -4,8 +4,9 @@
  * A kernel keeps one comm per name (the newest), so a page that reloads, or a notebook
  * opened again in the same tab, takes the place of the comm it had rather than leaving one
  * more reader that gets every snapshot. The tab's part of the name lives in
- * `sessionStorage` only between the page's `pagehide` and the next load: a tab duplicated
- * while the page lives (which copies `sessionStorage`) gets a name of its own.
+ * `sessionStorage` only between the page's `pagehide` and the next load, where it is taken
+ * as the plugin starts (`PageNames`), not when the first notebook opens: a tab duplicated or
+ * opened by the page while it lives (which copies `sessionStorage`) gets a name of its own.
  */
 import { UUID } from '@lumino/coreutils';
 
@@ -26,8 +27,7 @@ export function keepComm(name: string, kept: IKeptComm): void {
 /**
  * The comm that `name` had in the page before (a reload), taken out of the tab's storage:
  * the new page closes it, should the old page's close not have reached the kernel. (The
- * kernel would otherwise close it when the new comm takes its place, and tell every page:
- * one that never had the comm logs "Comm not found".)
+ * kernel would otherwise drop it only when the new comm takes its place.)
  */
 export function takeKeptComm(name: string): IKeptComm | null {
   try {
@@ -58,6 +58,11 @@ export function tabId(): string {
  * page's live models of that notebook (two views of one notebook share its kernel).
  */
 export class PageNames {
+  /** Takes the tab's id now: a copy of the tab's storage made from here on does not hold it. */
+  constructor() {
+    this._tab = tabId();
+  }
+
   take(path: string): string {
     let slot = 0;
     while (this._taken.has(`${path}:${slot}`)) {
@@ -65,13 +70,14 @@ export class PageNames {
     }
     const key = `${path}:${slot}`;
     this._taken.add(key);
-    return `${tabId()}:${key}`;
+    return `${this._tab}:${key}`;
   }
 
   release(name: string): void {
-    this._taken.delete(name.slice(tabId().length + 1));
+    this._taken.delete(name.slice(this._tab.length + 1));
   }
 
+  private readonly _tab: string;
   private _taken = new Set<string>();
 }
 

@@ -190,7 +190,24 @@ export class StreamsPanel extends Widget {
     this.node.append(header, this._closed, this._lost, this._message, this._error, this._noSparkUI, this._list);
     this._renderClosed();
     this._render();
+    document.addEventListener('visibilitychange', this._onVisibility);
   }
+
+  /**
+   * Whether anyone can see the panel: shown in its side bar, in a browser tab in front (a
+   * tab in the background, or a minimised window, needs no snapshot per batch).
+   */
+  private _seen(): boolean {
+    return this.isVisible && document.visibilityState !== 'hidden';
+  }
+
+  /** The browser tab went to the background, or came back: the kernel is told, the panel drawn. */
+  private _onVisibility = (): void => {
+    this._model?.setDetail(this._seen());
+    if (this._stale && this._seen()) {
+      this._render();
+    }
+  };
 
   /** Show the streams of `notebook` (null: no notebook is active). */
   setCurrent(notebook: NotebookPanel | null, model: KernelStreams | null): void {
@@ -204,7 +221,7 @@ export class StreamsPanel extends Widget {
     this._model = model;
     if (model) {
       model.changed.connect(this._render, this);
-      model.setDetail(this.isVisible);
+      model.setDetail(this._seen());
     }
     this._clearRows();
     this._render();
@@ -247,6 +264,7 @@ export class StreamsPanel extends Widget {
   }
 
   dispose(): void {
+    document.removeEventListener('visibilitychange', this._onVisibility);
     if (this._model) {
       this._model.changed.disconnect(this._render, this);
     }
@@ -256,8 +274,8 @@ export class StreamsPanel extends Widget {
   /** Shown (the side bar opened on it): draw what changed while it was hidden. */
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    this._model?.setDetail(true); // the kernel sends the newest snapshot, then one per batch
-    if (this._stale) {
+    this._model?.setDetail(this._seen()); // the kernel sends the newest snapshot, then one per batch
+    if (this._stale && this._seen()) {
       this._render();
     }
   }
@@ -270,15 +288,15 @@ export class StreamsPanel extends Widget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    this._model?.setDetail(this.isVisible);
-    if (this._stale && this.isVisible) {
+    this._model?.setDetail(this._seen());
+    if (this._stale && this._seen()) {
       this._render();
     }
   }
 
   private _render(): void {
     // The kernel reports every batch: a closed panel keeps the news for when it shows.
-    this._stale = !this.isVisible;
+    this._stale = !this._seen();
     if (this._stale) {
       return;
     }

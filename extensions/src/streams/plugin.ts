@@ -109,7 +109,11 @@ export const streamsPlugin: JupyterFrontEndPlugin<void> = {
         notebook.disposed.connect(() => {
           const active = created.lastActiveCount;
           const path = notebook.context.path;
-          if (active > 0) {
+          // One of two views of the notebook (File > New View) closed: the other still shows it.
+          const otherView = [...models.keys()].some(
+            (other) => other !== notebook && !other.isDisposed && other.context === notebook.context
+          );
+          if (active > 0 && !otherView) {
             if (created.kernelId) {
               closed.set(path, created.kernelId);
             }

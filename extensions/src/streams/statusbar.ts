@@ -32,10 +32,10 @@ export class StreamsStatus extends Widget {
 
   /**
    * Whether there is anything to show: the workbench runs in the current kernel, or the
-   * kernel is running a cell and will say once it ends.
+   * kernel, seen with the workbench before, is running a cell and will say once it ends.
    */
   get relevant(): boolean {
-    return this._model !== null && (this._model.state === 'ready' || this._model.state === 'waiting');
+    return this._model !== null && (this._model.state === 'ready' || this._waiting());
   }
 
   dispose(): void {
@@ -44,7 +44,7 @@ export class StreamsStatus extends Widget {
   }
 
   private _update(): void {
-    const waiting = this._model?.state === 'waiting';
+    const waiting = this._waiting();
     const active = this._model?.state === 'ready' ? String(this._model.activeCount) : waiting ? 'waiting' : '0';
     // The kernel reports every batch: the status bar changes (a layout) only when the count does.
     if (this.node.dataset.active !== active) {
@@ -56,6 +56,11 @@ export class StreamsStatus extends Widget {
       this._relevant = this.relevant;
       this._onUpdate?.();
     }
+  }
+
+  /** A kernel that had the workbench runs a cell: its streams show once the cell ends. */
+  private _waiting(): boolean {
+    return this._model !== null && this._model.state === 'waiting' && this._model.workbenchSeen;
   }
 
   /** Called when `relevant` changes (the plugin tells the status bar to re-check it). */
