@@ -216,7 +216,8 @@ def batch_saver(folder: str) -> Callable[[Any, int], None]:
 
     def save(batch: Any, batch_id: int) -> None:
         table = batch.toArrow()
-        columns = [[_from_arrow(value, column.type) for value in column.to_pylist()] for column in table.columns]
+        columns = [[_from_arrow(value, column.type) for value in column.to_pylist()] if _has_map(column.type)
+                   else column.to_pylist() for column in table.columns]  # the type looked at once per column
         rows = list(zip(*columns)) if columns else [()] * table.num_rows
         write_atomically(os.path.join(folder, f"{batch_id}{SUFFIX}"), rows)
 

@@ -264,9 +264,13 @@ def check_target(path: Any, *, overwrite: bool) -> Path:
     if not target.parent.is_dir():
         raise ValueError(f"folder {str(target.parent)!r} does not exist: create it or write the test elsewhere")
     if target.exists() and not overwrite:
-        raise ValueError(f"file {str(target)!r} exists (a test written before, maybe edited since): pass "
-                         "overwrite=True to replace it, or name another file")
+        raise _exists(target)
     return target
+
+
+def _exists(target: Path) -> ValueError:
+    return ValueError(f"file {str(target)!r} exists (a test written before, maybe edited since): pass "
+                      "overwrite=True to replace it, or name another file")
 
 
 def write_module(target: Path, text: str, *, overwrite: bool) -> Path:
@@ -275,8 +279,7 @@ def write_module(target: Path, text: str, *, overwrite: bool) -> Path:
         with open(target, "w" if overwrite else "x", encoding="utf-8") as out:
             out.write(text)
     except FileExistsError:
-        raise ValueError(f"file {str(target)!r} exists (a test written before, maybe edited since): pass "
-                         "overwrite=True to replace it, or name another file") from None
+        raise _exists(target) from None
     return target
 
 
