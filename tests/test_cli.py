@@ -552,7 +552,7 @@ def test_quick_runs_the_everyday_tier_without_chromium(monkeypatch, execs):
         cli.main(["test", "--quick", "-x"])
     assert [argv for argv, _, _ in execs] == [[
         sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder",
-        "-m", "not browser and not cluster and not kernel", "tests", "-x"]]
+        "-m", "not browser and not cluster and not kernel and not slow", "tests", "-x"]]
 
 
 def test_chromium_is_checked_only_when_browser_tests_can_run(monkeypatch, execs):
@@ -610,7 +610,7 @@ def test_quick_with_named_tests_runs_only_those(execs):
     with pytest.raises(Execed):
         cli.main(["test", "--quick", "-n", "0", "tests/test_cli.py"])
     [(argv, _, _)] = execs
-    assert argv[3:] == ["-m", "not browser and not cluster and not kernel", "-n", "0", "tests/test_cli.py"]
+    assert argv[3:] == ["-m", "not browser and not cluster and not kernel and not slow", "-n", "0", "tests/test_cli.py"]
 
 
 def test_paths_are_read_from_the_callers_folder(execs, tmp_path):
@@ -786,7 +786,7 @@ def test_the_quick_tier_is_selected_by_markers_that_exist():
     with open(REPO / "pyproject.toml", "rb") as file:
         registered = {m.split(":")[0] for m in tomllib.load(file)["tool"]["pytest"]["ini_options"]["markers"]}
     named = set(re.findall(r"not (\w+)", cli.QUICK_ARGS[1]))
-    assert named == {"browser", "cluster", "kernel"} and named <= registered
+    assert named == {"browser", "cluster", "kernel", "slow"} and named <= registered
 
 
 # --- Chromium for the browser tests ----------------------------------------------------------

@@ -169,6 +169,7 @@ def _clean_up(shell) -> None:  # noqa: F811  (the fixture's value)
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=_name)
 def test_page_examples_run(page, shell, env, spark, tmp_path, monitor_settings, monkeypatch):  # noqa: F811
     # Folders an example makes with tempfile go under the test's own temporary folder.

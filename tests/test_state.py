@@ -213,6 +213,7 @@ def test_deduplication_state_with_and_without_watermark(env, spark):
     assert within.state_summary()["kind"].tolist() == ["dropDuplicatesWithinWatermark"]
 
 
+@pytest.mark.slow
 def test_session_window_and_apply_in_pandas_with_state(env, spark):
     sessions = (rate(spark, 4).withWatermark("timestamp", "1 minute")
                 .groupBy(F.session_window("timestamp", "90 seconds"), (F.col("value") % 2).alias("user")).count())
@@ -328,6 +329,7 @@ def test_bad_arguments_are_one_clear_line_before_spark_reads(env, spark):
     assert not spark.streams.active
 
 
+@pytest.mark.slow
 def test_rocksdb_change_feed_needs_and_gets_a_change_log(env, spark):
     provider = "spark.sql.streaming.stateStore.providerClass"
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"

@@ -45,6 +45,7 @@ def run_written_test(path, spark, name):
     assert not spark.streams.active
 
 
+@pytest.mark.slow
 def test_a_stream_cell_reads_rows_added_live_and_record_saves_the_run(shell, magics, spark, env, tmp_path):
     from workbench.testing import MemoryStream, record
 

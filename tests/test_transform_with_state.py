@@ -175,6 +175,7 @@ def assert_monitor_draws_timers(monitor, history) -> None:
 WORKER_LINE = "TransformWithStateInPandas Python worker"
 
 
+@pytest.mark.slow
 def test_event_time_processor_state_and_timers_batch_by_batch(env, spark):
     log = spark._workbench_log
     worker_lines = log.read_text().count(WORKER_LINE)

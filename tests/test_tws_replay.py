@@ -124,6 +124,7 @@ def check_spark_40_counts_keys_in_the_wrong_family_after_a_restart(stepped, play
     assert stepped_keys == played_keys
 
 
+@pytest.mark.slow
 def test_a_processor_steps_deterministically_with_state_and_timers_after_each_step(env):
     first = workbench.replay_panel(SCRIPT, sessions, name="page_sessions", output_mode="update")
     second = workbench.replay_panel(SCRIPT, sessions, name="page_sessions_again", output_mode="update",

@@ -158,9 +158,10 @@ def _lab_refusal(extra: Sequence[str], config_paths: Sequence[str] | None = None
 
 
 #: What ``workbench test --quick`` selects: the pure, magic and core Spark tests in
-#: ``tests/`` (one shared local Spark), without notebooks, browsers, clusters, or kernels and
-#: processes that start a Spark of their own. ``tests`` only when no files or tests are named.
-QUICK_ARGS = ("-m", "not browser and not cluster and not kernel")
+#: ``tests/`` (one shared local Spark), without notebooks, browsers, clusters, kernels and
+#: processes that start a Spark of their own, or the ``slow`` tests (long Spark tests of cases
+#: shorter ones cover too). ``tests`` only when no files or tests are named.
+QUICK_ARGS = ("-m", "not browser and not cluster and not kernel and not slow")
 #: How ``workbench test`` spreads the suite over pytest-xdist workers: each file (and each
 #: notebook) stays on one worker, in order, and the groups go out in the order the suite
 #: lists them, the long ones first (see tests/suite.py).
@@ -191,9 +192,9 @@ def pytest_command(extra: Sequence[str], *, quick: bool = False) -> list[str]:
     >>> pytest_command(["-n", "0", "tests/test_cli.py"])[1:]
     ['-m', 'pytest', '-n', '0', 'tests/test_cli.py']
     >>> pytest_command([], quick=True)[3:]
-    ['-n', '2', '--dist', 'loadgroup', '--no-loadscope-reorder', '-m', 'not browser and not cluster and not kernel', 'tests']
+    ['-n', '2', '--dist', 'loadgroup', '--no-loadscope-reorder', '-m', 'not browser and not cluster and not kernel and not slow', 'tests']
     >>> pytest_command(["-n0", "tests/test_cli.py"], quick=True)[3:]
-    ['-m', 'not browser and not cluster and not kernel', '-n0', 'tests/test_cli.py']
+    ['-m', 'not browser and not cluster and not kernel and not slow', '-n0', 'tests/test_cli.py']
     """
     workers = [] if _chooses_workers(extra) else ["-n", str(WORKERS), *_PARALLEL]
     tier = [*QUICK_ARGS, *([] if _named_paths(extra)[1] else ["tests"])] if quick else []
