@@ -168,6 +168,30 @@ def test_late_fates_of_session_windows_and_complete_mode_match_sparks_output(env
         complete.close()
 
 
+def test_a_join_replays_empty_batch_keeps_its_watermark_and_a_batch_with_rows_says_unknown(env):
+    # Two watermarked inputs: progress reports neither input's own maximum, so after a batch
+    # with rows the next watermark cannot be told; a batch without rows moves no watermark.
+    script = Script([[("12:00", "impression", "ad1"), ("12:04", "click", "ad1")], []],
+                    ["event_time", "kind", "ad_id"], day="2024-01-01")
+
+    def joined(stream):
+        views = (stream.where("kind = 'impression'").select(F.col("ad_id").alias("view_ad"), F.col("event_time").alias("view_time"))
+                 .withWatermark("view_time", "2 minutes"))
+        clicks = (stream.where("kind = 'click'").select(F.col("ad_id").alias("click_ad"), F.col("event_time").alias("click_time"))
+                  .withWatermark("click_time", "3 minutes"))
+        return views.join(clicks, F.expr("click_ad = view_ad AND click_time BETWEEN view_time AND view_time + interval 10 minutes"))
+
+    panel = workbench.replay_panel(script, joined, name="joined_steps", output_mode="append", monitor=False)
+    try:
+        assert str(panel.step()).startswith("batch 0: watermark none yet -> unknown, 2 rows in, 1 rows out")
+        assert "watermark none yet → unknown" in panel.counters.value
+        # min(12:00 - 2 minutes, 12:04 - 3 minutes) after batch 0; batch 1 brings no row.
+        assert str(panel.step()).startswith("batch 1: watermark 2024-01-01 11:58:00 -> 2024-01-01 11:58:00, 0 rows in")
+        assert "watermark 2024-01-01 11:58:00 → 2024-01-01 11:58:00" in panel.counters.value
+    finally:
+        panel.close()
+
+
 def _spec() -> Replay:
     return Replay(rows_per_batch=4, start="2024-01-01 12:00", advance="1 minute", seed=3,
                   keys=(KeyColumn("key", 3),), disorder=Disorder(0.3, "1 minute", "4 minutes"))
@@ -342,6 +366,7 @@ def test_a_play_run_that_fails_says_so_at_once_and_leaves_only_reset(env):
         panel.close()
 
 
+@pytest.mark.slow
 def test_compare_watermark_delays_dropped_rows_state_and_output_delay(env, tmp_path):
     # The guide's batches with an 11:50 eel next to the donkey, then a batch at 12:40 that
     # pushes both watermarks past every window, and an empty batch to emit them.

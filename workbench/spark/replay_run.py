@@ -459,12 +459,12 @@ class ReplayRun(ReplayState):
     def next_watermark(self) -> datetime | None:
         """The watermark the next batch will use (Spark reports it one batch late).
 
-        ``max(last watermark, latest max event time - delay)``: Spark's rule for one
-        watermark; None when the query has none, no batch ran, or it has several watermarks
-        (Spark then takes the minimum over the inputs, whose own maximum event times
-        progress does not report).
+        :func:`next_watermark`'s; a batch without scripted rows (padding is none) leaves it as it was.
         """
-        return next_watermark(self.raw_progress.last(), self.plan)
+        last, scripted = self.raw_progress.last(), self.progress.last()
+        if last is not None and last.watermark is not None and scripted is not None and not scripted.num_input_rows:
+            return last.watermark  # however many inputs
+        return next_watermark(last, self.plan)
 
     def history(self) -> pd.DataFrame:
         """Every batch since the last reset; ``num_input_rows`` counts scripted rows and

@@ -210,12 +210,12 @@ class ReplayPanel(widgets.VBox):
         """The counters line after the name and status (plain text)."""
         records = self.run.progress.records()
         last = records[-1] if records else None
-        rows_in = sum(r.num_input_rows for r in records)
-        rows_out = sum(r.num_output_rows or 0 for r in records)
+        rows_in, rows_out = sum(r.num_input_rows for r in records), sum(r.num_output_rows or 0 for r in records)
         before = last.watermark if last else None
-        after = self.run.next_watermark()
+        after = self.run.next_watermark()  # None after a watermark: several inputs' (the step report's "unknown")
         return (f"batch {last.batch_id if last else '–'} ({self.run.data_batches} data batches) · "
-                f"watermark {_time(before)} → {_time(after)} · rows in {rows_in} · rows emitted {rows_out}")
+                f"watermark {_time(before)} → {_time(after) if after is not None or before is None else 'unknown'} · "
+                f"rows in {rows_in} · rows emitted {rows_out}")
 
     def _update_counters(self, report: Any = None) -> None:
         line = f"<b>{html.escape(self.run.name)}</b> · {html.escape(self.run.status)}"
