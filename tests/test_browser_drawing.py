@@ -14,7 +14,14 @@ attribute counts its drawn updates; the chart's plotly data (``div.data``) is wh
 * grids fed points in turn, faster than the page's draw passes: they draw together in
   passes ``PASS_GAP`` ms apart while two draw (fewer frames for the page, each point still
   drawn within a pass or two), ``MAX_PASS_GAP`` ms apart once eight do (one frame a second
-  for them all), and each ends showing its latest window.
+  for them all), and each ends showing its latest window;
+* a grid about to scroll into the notebook's view (a margin under it) is told to the kernel,
+  whose latest window is then in the page when it shows;
+* a view that goes (its output cleared while hidden, its page reloaded) is forgotten by the
+  kernel, which then counts only the views that live;
+* the monitor's watermark chart with one time (a first batch without a watermark) has an axis
+  of a minute around it, not of years whose every tick reads 00:00:00; a chart that fails to
+  draw leaves the others of its grid drawing.
 
 Not timed: the settling waits only give the page time to do something it must not do.
 """
@@ -22,6 +29,7 @@ Not timed: the settling waits only give the page time to do something it must no
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,6 +67,13 @@ GRIDS_CELL = (f'import ipywidgets\nfrom workbench.views.charts import ChartGrid\
 #: one or two grids draw, and once eight or more do; the grids counted are those that drew in
 #: the last ``RECENT_S`` seconds.
 PASS_GAP, MAX_PASS_GAP, RECENT_S = 250, 1000, 2.0
+#: The grid between two tall outputs: the notebook can scroll it to anywhere in its view.
+BETWEEN = "between.ipynb"
+#: The monitor's four charts in a grid (watermark first, rates last).
+MONITOR = "monitor.ipynb"
+MONITOR_CELL = ('from workbench.views.charts import ChartGrid\n'
+                'from workbench.views.monitor_charts import chart_specs\n'
+                f'grid = ChartGrid(chart_specs(), window={WINDOW})\ngrid')
 SPACER_CELL = ('from IPython.display import HTML\n'
                'HTML(\'<div style="height: 4000px">spacer</div>\')')
 #: Seconds given to the page to do what it must not (draw while hidden) before checking.
@@ -116,6 +131,8 @@ def lab(tmp_path: Path) -> Iterator[LabServer]:
     write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
     write_notebook(tmp_path / REPUBLISHED, PUBLISHED_CELL)
     write_notebook(tmp_path / PASSES, GRIDS_CELL)
+    write_notebook(tmp_path / MONITOR, MONITOR_CELL)
+    write_notebook(tmp_path / BETWEEN, SPACER_CELL, GRID_CELL, SPACER_CELL)
     with served(tmp_path) as server:
         yield server
 
@@ -317,3 +334,118 @@ def test_grids_draw_together_in_passes_apart(lab: LabServer, page: Any) -> None:
         assert len(gaps) >= 4 and min(gaps[2:]) >= MAX_PASS_GAP / 2, \
             f"eight grids' passes closer than {MAX_PASS_GAP} ms: {gaps}"
         assert any(len(drawn) == GRIDS for _, drawn in eight), f"no pass drew all eight grids: {eight}"
+
+
+#: Scroll the notebook so that the grid's top is the argument's pixels under the bottom of the
+#: notebook's visible part (its scrolling box, not the window); where the grid and that are.
+JS_PLACE = """(below) => {
+  const grid = window.drawingGrid;
+  let box = grid.parentElement;  // the first box round the grid that scrolls
+  while (!['auto', 'scroll'].includes(getComputedStyle(box).overflowY) || box.scrollHeight <= box.clientHeight) {
+    box = box.parentElement;
+  }
+  box.scrollTop += grid.getBoundingClientRect().top - (box.getBoundingClientRect().bottom + below);
+  return {top: grid.getBoundingClientRect().top, visibleBottom: box.getBoundingClientRect().bottom};
+}"""
+
+
+def test_a_grid_about_to_scroll_into_view_has_its_points_before_it_shows(lab: LabServer, page: Any) -> None:
+    # The notebook scrolls in a box of its own, inside the window, and JupyterLab skips the
+    # content of a cell out of that box's view: a grid 100 px under it is told to the kernel,
+    # which sends its latest window then, and the grid shows it as it scrolls in (not the
+    # charts it had when it scrolled away, until the kernel has heard and answered).
+    with evidence_on_failure(page, lab, "about-to-show"):
+        _open_and_run_all(page, lab, BETWEEN)
+        wait_for(lambda: _drawn(page)["draws"] >= 0, 60, 0.2, text="the grid never showed up in the page")
+        _kernel(page, COUNT_SENT)
+        page.evaluate(JS_PLACE, 2000)  # far under the notebook's view
+        wait_for(lambda: _kernel(page, "print(grid.seen)") == "False", 10, 0.2,
+                 text="the kernel was not told the grid is hidden")
+        _send(page, 0, 2 * WINDOW)
+        assert _kernel(page, "print(dict(sent))") == "{}", "the kernel sent points to a hidden grid"
+        placed = page.evaluate(JS_PLACE, 100)
+        assert placed["top"] > placed["visibleBottom"], f"the grid is in view: {placed}"
+        wait_for(lambda: _kernel(page, "print(grid.seen, dict(sent))") == "True {'data': 1}", 10, 0.2,
+                 text=lambda: f"a grid 100 px under the notebook's view: {_kernel(page, 'print(grid.seen, dict(sent))')}"
+                              f" at {placed}")
+        page.evaluate(JS_PLACE, -350)  # in view
+        _wait_drawn(page, 2 * WINDOW, "scrolled into view")
+        assert _kernel(page, "print(dict(sent))") == "{'data': 1}", "the kernel was asked again once the grid showed"
+
+
+#: Each chart grid's views the kernel counts: what each last said (can it be seen?).
+VIEWS = "print(sorted(grid._views.values()))"
+
+
+def test_a_view_that_goes_is_forgotten_by_the_kernel(lab: LabServer, page: Any) -> None:
+    # Each view says when it goes, whatever it said before: the kernel keeps no entry for a
+    # view of a page reloaded (its page went) or of an output cleared while it was hidden.
+    with evidence_on_failure(page, lab, "views-gone"):
+        _open_and_run_all(page, lab, NOTEBOOK)
+        wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the grid never drew: {_drawn(page)}")
+        wait_for(lambda: _kernel(page, VIEWS) == "[True]", 10, 0.2,
+                 text=lambda: f"the kernel's views of the shown grid: {_kernel(page, VIEWS)}")
+        # The page reloads: its view goes with it, the new page's view is the only one.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function("() => !window.drawingPanel.context.model.dirty", timeout=30_000, polling=200)
+        page.reload()
+        page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
+        page.evaluate("() => { window.drawingPanel = window.jupyterapp.shell.currentWidget; }")
+        wait_for(lambda: _drawn(page)["draws"] >= 1, 60, 0.2, text=lambda: f"the reloaded grid never drew: {_drawn(page)}")
+        wait_for(lambda: _kernel(page, VIEWS) == "[True]", 10, 0.2,
+                 text=lambda: f"the kernel's views after a reload: {_kernel(page, VIEWS)}")
+        # Scrolled away, then its output cleared: the hidden view goes, and nobody sees the grid.
+        page.evaluate(f"() => ({JS_SCROLL})(true)")
+        wait_for(lambda: _kernel(page, VIEWS) == "[False]", 10, 0.2,
+                 text=lambda: f"the kernel's views of the hidden grid: {_kernel(page, VIEWS)}")
+        page.evaluate("() => window.drawingPanel.content.widgets[0].model.outputs.clear()")
+        wait_for(lambda: _kernel(page, VIEWS + "\nprint(grid.seen)") == "[]\nFalse", 10, 0.2,
+                 text=lambda: f"the kernel's views once the output is cleared: {_kernel(page, VIEWS)}")
+
+
+#: Where chart ``key`` of the page's grid stands: its plotly x values, its y axis's range and
+#: tick labels.
+JS_CHART = """(key) => {
+  const plot = document.querySelector(`.workbench-chart[data-chart="${key}"]`);
+  const layout = plot && plot._fullLayout;
+  return {x: plot && plot.data ? plot.data.map(trace => Array.from(trace.x || [])) : null,
+          range: layout && layout.yaxis ? layout.yaxis.range : null,
+          ticks: plot ? [...plot.querySelectorAll('.ytick text')].map(tick => tick.textContent) : []};
+}"""
+
+
+def test_a_date_axis_of_one_time_spans_a_minute_around_it(lab: LabServer, page: Any) -> None:
+    # A first batch whose rows all had one event time, before any watermark: every time the
+    # watermark chart holds is the same. Its axis spans a minute around that time, and its
+    # ticks read the seconds around it (not years, every tick reading 00:00:00).
+    with evidence_on_failure(page, lab, "one-time"):
+        _open_and_run_all(page, lab, MONITOR)
+        time_text = "2026-01-01 12:00:00.000000"
+        page.evaluate(JS_KERNEL_RUN, f'grid.extend({{"watermark": ([0], [["{time_text}"], ["{time_text}"], '
+                                     f'[None], [None]])}})')
+        chart = wait_for(lambda: (lambda c: c if c["x"] and c["x"][0] == [0] and c["ticks"] else None)(
+            page.evaluate(JS_CHART, "watermark")), 60, 0.2,
+            text=lambda: f"the watermark chart drew {page.evaluate(JS_CHART, 'watermark')}")
+        low, high = (datetime.fromisoformat(value) for value in chart["range"])
+        assert timedelta(seconds=30) <= high - low <= timedelta(minutes=5), f"the time axis spans {chart['range']}"
+        assert low < datetime(2026, 1, 1, 12) < high, f"the time axis {chart['range']} misses the time"
+        assert "12:00:00" in chart["ticks"] and len(set(chart["ticks"])) == len(chart["ticks"]) > 1, (
+            f"the time axis' ticks read {chart['ticks']}")
+
+
+def test_a_chart_that_fails_to_draw_leaves_the_others_drawing(lab: LabServer, page: Any) -> None:
+    # The grid's first chart gets a value it cannot draw (an object on its time axis): it
+    # fails, says so in the browser's console, and the grid's other charts draw each point.
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text) if message.type == "error" else None)
+    with evidence_on_failure(page, lab, "one-fails"):
+        _open_and_run_all(page, lab, MONITOR)
+        page.evaluate(JS_KERNEL_RUN, 'grid.extend({"watermark": ([0], [[{"not": "a time"}], [None], [None], [None]]), '
+                                     '"rates": ([0], [[1.0], [2.0]])})')
+        for last in range(0, WINDOW + 2):
+            if last:
+                page.evaluate(JS_KERNEL_RUN, f'grid.extend({{"rates": ([{last}], [[1.0], [{last}.0]])}})')
+            expected = list(range(max(0, last - WINDOW + 1), last + 1))
+            wait_for(lambda: page.evaluate(JS_CHART, "rates")["x"] == [expected, expected], 30, 0.2,
+                     text=lambda: f"the rates chart drew {page.evaluate(JS_CHART, 'rates')}, expected x = {expected}")
+        assert any("the chart watermark failed to draw" in line for line in console), console

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
 import pytest
 
-from workbench.progress import BatchProgress
+from workbench.progress import BatchProgress, ProgressHistory
 from workbench.views.charts import EMPTY_MESSAGE, ChartGrid
+from workbench.views.monitor import StreamMonitor
 from workbench.views.monitor_charts import chart_points, chart_specs, operator_traces
+from tests.helpers import wait_for
 
 
 def grid_with_outbox(window: int = 3) -> tuple[ChartGrid, list[dict[str, Any]]]:
@@ -70,6 +73,21 @@ def test_a_grid_nobody_sees_sends_nothing_and_catches_up_once_seen():
     assert not grid.seen  # nobody left to send to
     grid.extend({"a": ([5], [[1], [2]])})
     assert len(sent) == 2 and woken == [True]
+
+
+def test_the_kernel_forgets_each_view_that_goes():
+    # A monitor's output re-rendered (a cell re-run, a page reloaded) again and again: each view
+    # says it goes, and the kernel holds only the views that live, however many came and went.
+    grid, sent = grid_with_outbox()
+    for view in range(10):
+        grid._on_page_message(grid, {"kind": "seen", "view": f"v{view}", "visible": True}, [])
+        assert grid.seen
+        grid._on_page_message(grid, {"kind": "seen", "view": f"v{view}", "visible": False}, [])
+        grid._on_page_message(grid, {"kind": "seen", "view": f"v{view}", "visible": False, "gone": True}, [])
+        assert not grid.seen  # nobody left to send to
+    assert grid._views == {}
+    grid._on_page_message(grid, {"kind": "seen", "view": "last", "visible": True}, [])
+    assert grid.seen and grid._views == {"last": True}
 
 
 def test_the_caption_travels_with_the_points_only_when_it_changed():
@@ -178,6 +196,53 @@ def test_monitor_points_match_the_specs_and_stay_small():
     grid.send = sent.append
     grid.extend(chart_points([record(2)], operators=2))
     assert len(json.dumps(sent[-1])) < 2_000
+
+
+class _Stream:
+    """What a monitor reads of a stream (``workbench.views.protocol.MonitoredStream``), without Spark."""
+
+    name, sink, output_mode, started_at, plan, status, error = "demo", "console", "append", None, None, "active", None
+
+    def __init__(self, history: ProgressHistory) -> None:
+        self.progress = history
+
+    def stop(self) -> None:
+        pass
+
+    def on_finished(self, callback: Any) -> None:
+        pass
+
+
+def test_a_redraw_while_a_batch_is_on_its_way_draws_that_batch_once():
+    # A batch is in the history, but the monitor's listener has yet to hear of it (another
+    # listener runs first) when the monitor redraws its whole window (refresh(), Resume, a
+    # replay's step): the batch is drawn once, not twice (a point twice, a bar twice as high).
+    history = ProgressHistory()
+    history.extend([record(0), record(1)])
+    told, release = threading.Event(), threading.Event()
+    history.subscribe(lambda added: (told.set(), release.wait(30)))  # before the monitor's listener
+    monitor = StreamMonitor(_Stream(history), interval=3600)
+    sent: list[dict[str, Any]] = []
+    monitor.charts.send = lambda content, buffers=None: sent.append(content)  # the page's messages
+    try:
+        adding = threading.Thread(target=history.extend, args=([record(2)],))
+        adding.start()
+        assert told.wait(30), "batch 2 never reached the history's listeners"
+        monitor.refresh()
+        release.set()
+        adding.join(30)
+        # The monitor's thread sends what its listener queued: batch 2, appended.
+        wait_for(lambda: any(not m["reset"] and 2 in m["charts"].get("latency", {}).get("x", [])
+                             for m in sent if m.get("kind") == "data"), timeout=30, message="batch 2 appended")
+    finally:
+        release.set()
+        monitor.close()
+    page: list[Any] = []  # the latency chart's batches in the page: each reset, then what is appended
+    for message in (m for m in sent if m.get("kind") == "data" and "latency" in m["charts"]):
+        page = ([] if message["reset"] else page) + message["charts"]["latency"]["x"]
+    assert page == [0, 1, 2]
+    assert monitor.charts.data("latency")[0] == [0, 1, 2]
+    assert list(monitor.figures["latency"].data[0].x) == [0, 1, 2]
 
 
 # ---------------------------------------------------------------------------------------------

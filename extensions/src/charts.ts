@@ -67,6 +67,17 @@ class ChartGridView {
   /** Whether the grid intersects the viewport (true where IntersectionObserver is missing). */
   private onScreen = typeof IntersectionObserver === 'undefined';
   private observer: IntersectionObserver | null = null;
+  /**
+   * The grid and the notebook cell holding it, watched in the box the notebook scrolls in
+   * (`near`, with a margin), and whether each is near its view. JupyterLab's boxes round the
+   * notebook contain their paint, which clips what the window's observer sees to the view,
+   * margin or not; and a cell out of view gets `content-visibility: auto`, which skips its
+   * content, so that nothing in it intersects anything until the cell shows.
+   */
+  private near: IntersectionObserver | null = null;
+  private gridNear = false;
+  private cell: Element | null = null;
+  private cellNear = false;
   private draws = 0;
   /** This view's name in its "seen" messages, and what it last said (null: nothing yet). */
   private viewId = Math.random().toString(36).slice(2);
@@ -103,14 +114,17 @@ class ChartGridView {
     // The kernel answers with the whole rolling window (a reload, a second view).
     model.send({ kind: 'ready' });
     if (!this.onScreen) {
-      // A node with no box (display: none, a hidden tab) never intersects; the margin
-      // draws a grid just before it scrolls in.
-      this.observer = new IntersectionObserver(this.onIntersection, { rootMargin: '200px' });
+      // A node with no box (display: none, a hidden tab) never intersects; the margins
+      // draw a grid just before it scrolls in.
+      this.observer = new IntersectionObserver(this.onIntersection, MARGINS);
       this.observer.observe(this.grid); // its first call says whether the grid is in view
+      requestAnimationFrame(this.watchNear); // the view's element is in the page by then
     } else {
       this.report();
     }
     document.addEventListener('visibilitychange', this.onVisibility);
+    window.addEventListener('pagehide', this.onPageHide);
+    window.addEventListener('pageshow', this.onPageShow);
     this.unwatch = watchHolder(model, el, 'these charts');
     loadPlotly()
       .then(plotly => {
@@ -146,6 +160,32 @@ class ChartGridView {
   private onIntersection = (entries: IntersectionObserverEntry[]): void => {
     // The last entry is the newest state of the one observed node.
     this.onScreen = entries[entries.length - 1].isIntersecting;
+    this.watchNear();
+    this.onVisibility();
+  };
+
+  /** Once in the page, watch the grid and its cell in the box the notebook scrolls in, if any. */
+  private watchNear = (): void => {
+    const box = this.near || this.removed ? null : scrollingBox(this.grid);
+    if (box) {
+      this.near = new IntersectionObserver(this.onNear, { root: box, rootMargin: '200px' });
+      this.near.observe(this.grid);
+      this.cell = this.grid.closest('.jp-Cell');
+      if (this.cell) {
+        this.near.observe(this.cell);
+      }
+    }
+  };
+
+  private onNear = (entries: IntersectionObserverEntry[]): void => {
+    for (const entry of entries) {
+      // In order, the newest last.
+      if (entry.target === this.grid) {
+        this.gridNear = entry.isIntersecting;
+      } else {
+        this.cellNear = entry.isIntersecting;
+      }
+    }
     this.onVisibility();
   };
 
@@ -154,10 +194,27 @@ class ChartGridView {
     this.schedule();
   };
 
-  /** Tell the kernel when whether this view can be seen changes. */
+  /** The page goes (a reload, a closed tab): the view goes with it, and the kernel is told. */
+  private onPageHide = (): void => {
+    this.report(true);
+  };
+
+  /** Back from the browser's page cache: the view lives again. */
+  private onPageShow = (event: PageTransitionEvent): void => {
+    if (event.persisted && !this.removed) {
+      this.reported = null;
+      this.onVisibility();
+    }
+  };
+
+  /**
+   * Tell the kernel when whether this view can be seen changes, and always when it goes
+   * (`gone`: disposed, or its page hidden for good), whatever it said before: the kernel
+   * forgets the view then, and a view that said it could be seen no longer counts as seen.
+   */
   private report(gone = false): void {
-    const visible = !gone && this.visible();
-    if (visible !== this.reported) {
+    const visible = !gone && (this.visible() || this.skippedNear());
+    if (gone || visible !== this.reported) {
       this.reported = visible;
       try {
         this.model.send({ kind: 'seen', view: this.viewId, visible, gone });
@@ -172,9 +229,23 @@ class ChartGridView {
     return Math.max(1, Number(this.model.get('window')) || 60);
   }
 
-  /** Whether a user could see the grid now. */
+  /**
+   * Whether the grid's cell is near the view with its content skipped: the grid cannot say
+   * where it is then, and the kernel is told it can be seen, so that its points are here when
+   * it shows (it draws once it does).
+   */
+  private skippedNear(): boolean {
+    return (
+      this.cellNear &&
+      document.visibilityState !== 'hidden' &&
+      !!this.cell &&
+      getComputedStyle(this.cell).contentVisibility === 'auto'
+    );
+  }
+
+  /** Whether a user could see the grid now, or will as it scrolls on. */
   private visible(): boolean {
-    return this.onScreen && document.visibilityState !== 'hidden';
+    return (this.onScreen || this.gridNear) && document.visibilityState !== 'hidden';
   }
 
   private specs(): IChartSpec[] {
@@ -230,13 +301,21 @@ class ChartGridView {
     try {
       const fallback = String(this.model.get('empty_message') ?? '');
       const window = this.window();
+      // Each chart on its own: one that fails stays due (tried again with the next update),
+      // and the others of the grid draw.
+      const failed = new Set<string>();
       for (const spec of this.specs()) {
         const div = this.plots.get(spec.key);
         if (div && this.dirty.has(spec.key)) {
-          drawChart(plotly, div, spec, this.series.get(spec.key), fallback, window);
+          try {
+            drawChart(plotly, div, spec, this.series.get(spec.key), fallback, window);
+          } catch (error) {
+            failed.add(spec.key);
+            console.error(`workbench: the chart ${spec.key} failed to draw`, error);
+          }
         }
       }
-      this.dirty.clear();
+      this.dirty = failed;
       this.grid.dataset.draws = String(++this.draws);
       this.grid.dataset.pass = String(pass);
     } finally {
@@ -267,8 +346,11 @@ class ChartGridView {
     this.model.off('change:empty_message', this.onCharts);
     this.model.off('msg:custom', this.onMessage);
     this.observer?.disconnect();
+    this.near?.disconnect();
     this.captionLine.dispose();
     document.removeEventListener('visibilitychange', this.onVisibility);
+    window.removeEventListener('pagehide', this.onPageHide);
+    window.removeEventListener('pageshow', this.onPageShow);
     this.unwatch();
     drawPasses().cancel(this.draw); // no pass draws it, nor counts it among the grids that draw
     this.queued = false;
@@ -278,6 +360,29 @@ class ChartGridView {
     }
     this.plots.clear();
   };
+}
+
+/**
+ * How near the window a grid counts as seen, so that it draws just before it scrolls in:
+ * `rootMargin` widens the window alone, `scrollMargin` each scrolling box the grid is in
+ * (`scrollMargin` is not in lib.dom of this TypeScript). Neither reaches past a box that
+ * contains its paint (JupyterLab's notebook is in some): `ChartGridView.near` does there.
+ */
+const MARGINS = { rootMargin: '200px', scrollMargin: '200px' } as IntersectionObserverInit;
+
+/** The box `node` scrolls in: JupyterLab's notebook's, or the first that scrolls; null: the window. */
+function scrollingBox(node: HTMLElement): Element | null {
+  const notebook = node.closest('.jp-WindowedPanel-outer');
+  if (notebook) {
+    return notebook;
+  }
+  for (let up = node.parentElement; up; up = up.parentElement) {
+    const overflow = getComputedStyle(up).overflowY;
+    if ((overflow === 'auto' || overflow === 'scroll') && up.scrollHeight > up.clientHeight) {
+      return up;
+    }
+  }
+  return null;
 }
 
 /**

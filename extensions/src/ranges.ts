@@ -123,6 +123,9 @@ function managed(axis: Record<string, any>): boolean {
   return axis.range === undefined && (axis.type === undefined || axis.type === 'linear' || axis.type === 'date');
 }
 
+/** The span of a date axis whose values are all one time, in milliseconds. */
+const ONE_TIME = 60_000;
+
 /**
  * A range showing `extent` with room to grow, so that new points mostly land inside it:
  * batch x axes span the chart's `window` of points from the first and a quarter more (a
@@ -145,6 +148,12 @@ function roomy(
     return [low - 0.5, end + 0.5 + Math.max(2, (end - low) / 4)];
   }
   const room = (step * window) / 4;
+  if (axis.type === 'date' && high === low) {
+    // One time (a first batch, a replay stepped one row): a minute around it, as the static
+    // picture has (pictures.py). A tenth of the time itself is a tenth of the epoch: an axis
+    // years long whose every tick reads 00:00:00.
+    return [low - ONE_TIME / 2, high + Math.max(ONE_TIME / 2, room)];
+  }
   if (axis.rangemode === 'tozero' && low >= 0) {
     return [0, high + Math.max(high / 4 || 1, room)];
   }

@@ -151,7 +151,7 @@ class ChartGrid(anywidget.AnyWidget):
         self._lock = threading.RLock()  # one writer of the buffers and the page at a time
         self._x: dict[str, deque[Any]] = {}
         self._y: dict[str, list[deque[Any]]] = {}
-        self._views: dict[str, bool] = {}  # each view's last word: can it be seen?
+        self._views: dict[str, bool] = {}  # each view's last word, until it goes: can it be seen?
         self._seen = True  # any view can be seen (views that never said count as seen); set with _views
         self._behind = False  # points were kept but not sent while no view could be seen
         self._seen_callbacks: list[Callable[[], None]] = []
@@ -318,12 +318,10 @@ class ChartGrid(anywidget.AnyWidget):
         with self._lock:
             was = self.seen
             if content.get("gone"):
-                self._views.pop(view, None)
-                if not self._views:
-                    self._views[view] = False  # its last view went: nobody to send to
+                self._views.pop(view, None)  # the last one gone: nobody to send to
             else:
                 self._views[view] = visible
-            self._seen = not self._views or any(self._views.values())
+            self._seen = any(self._views.values())  # once views speak, those that say so count
             back = self._seen and not was
             if back and self._behind:
                 self._behind = False

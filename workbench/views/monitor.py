@@ -326,9 +326,9 @@ class StreamMonitor(widgets.VBox):
                            and (self._finished or time.monotonic() - self._last_preview >= self.preview_every))
             if preview_due:
                 self._preview_due = False  # else it stays due: the thread looks again each interval
-            summary, finished = self._summary, self._finished
-        if reset:
-            self._draw(self.handle.progress.tail(self.window), reset=True)
+            summary, finished, taken = self._summary, self._finished, (self._last.batch_id if self._last else -1)
+        if reset:  # the batches _take saw: a newer one is on its way there, to be drawn once (not twice)
+            self._draw([r for r in self.handle.progress.tail(self.window) if r.batch_id <= taken], reset=True)
         elif fresh:
             self._draw(fresh[-self.window:], reset=False)
         if seen:
