@@ -127,6 +127,138 @@ def test_a_line_that_connects_its_gaps_is_drawn_across_them():
     assert middle_is_red(True) and not middle_is_red(False)
 
 
+def drawn(draw, monkeypatch):
+    """The matplotlib figure a picture was drawn on (``draw()`` draws one), after it was saved.
+
+    Its texts, tick labels, lines and legends are what a reader of the PNG sees.
+    """
+    from workbench.views import pictures
+
+    figures, chart = [], pictures._draw_chart
+
+    def recording(figure, *args, **kwargs):
+        figures.append(figure)
+        return chart(figure, *args, **kwargs)
+
+    monkeypatch.setattr(pictures, "_draw_chart", recording)
+    png = draw()
+    return figures[0], png
+
+
+def replay_record(batch: int, minute: int, operators=("stateStoreSave",), watermark: bool = True) -> BatchProgress:
+    """A replayed batch (a trigger-once run: Spark's input rate 0) with event times at 12:``minute``."""
+    data = {"batchId": batch, "numInputRows": 3, "inputRowsPerSecond": 0.0, "processedRowsPerSecond": 30.0,
+            "durationMs": {"addBatch": 30, "triggerExecution": 60},
+            "stateOperators": [{"operatorName": name, "numRowsTotal": index + batch, "numRowsUpdated": 1,
+                                "numRowsRemoved": 0, "numRowsDroppedByWatermark": 0, "memoryUsedBytes": 90_000 + index}
+                               for index, name in enumerate(operators)]}
+    if watermark:
+        day = "2024-01-01T12"
+        data["eventTime"] = {"min": f"{day}:{minute:02d}:00.000Z", "max": f"{day}:{minute + 2:02d}:00.000Z",
+                             "watermark": f"{day}:{max(0, minute - 5):02d}:00.000Z"}
+    return BatchProgress.from_json(data)
+
+
+def replay_grid(records: list[BatchProgress], operators=("stateStoreSave",)) -> ChartGrid:
+    grid = ChartGrid(chart_specs(), window=60)
+    if operators:
+        grid.add_traces("state", operator_traces(list(operators)))
+    grid.reset(chart_points(records, len(operators)))
+    return grid
+
+
+def shown_ticks(ax) -> list[str]:
+    """The y tick labels a reader sees: those inside the axis's range."""
+    low, high = ax.get_ylim()
+    return [label.get_text() for label, value in zip(ax.get_yticklabels(), ax.get_yticks()) if low <= value <= high]
+
+
+def test_a_time_axis_is_labelled_at_round_times(monkeypatch):
+    # DateFormatter over matplotlib's float ticks labelled evenly spaced days: 12:07:12, 12:14:24
+    # (notebooks 01, 04, 08) or 23:59:58, 00:00:00, 00:00:01, 00:00:03 (notebook 00).
+    grid = replay_grid([replay_record(b, 4 * b) for b in range(6)])  # event times 12:00 to 12:22
+    figure, _ = drawn(lambda: grid_picture(grid), monkeypatch)
+    labels = shown_ticks(figure.axes[0])  # the watermark chart's time axis
+    assert "12:10:00" in labels and len(labels) >= 3, labels
+    assert all(label.endswith(":00") and int(label[3:5]) % 5 == 0 for label in labels), labels
+
+    seconds = ChartGrid(chart_specs(), window=60)  # the quickstart's rate source: a second a batch
+    seconds.reset(chart_points([record(b) for b in range(6)], 0))
+    figure, _ = drawn(lambda: grid_picture(seconds), monkeypatch)
+    labels = shown_ticks(figure.axes[0])
+    assert "00:00:02" in labels and len(labels) == len(set(labels)) >= 3, labels
+    assert all(int(label[-2:]) % 2 == 0 for label in labels), labels
+
+
+def test_a_failed_streams_picture_shows_its_header_with_status_and_error(monkeypatch):
+    # Viewers without widgets show only the PNG: the header (status in colour, the error, "Why
+    # no output?") was missing, so a failed stream's picture did not say it failed.
+    from types import SimpleNamespace
+
+    from workbench.progress.diagnosis import OutputSummary
+    from workbench.views.monitor_header import diagnosis_html, summary_text
+
+    records = [replay_record(0, 0, operators=())]
+    error = "ValueError: could not convert string to float: 'n/a'"
+    header = summary_text(SimpleNamespace(name="priced", sink="memory"), "failed", error,
+                          OutputSummary().add(records), records[-1])
+    note = diagnosis_html("No input has arrived.")
+    figure, png = drawn(lambda: grid_picture(replay_grid(records, ()), header=header, note=note), monkeypatch)
+    texts = {text.get_text(): text.get_color() for text in figure.texts}
+    assert texts["failed"] == "#d62728", texts  # red, as in the live header
+    assert texts[f"error: {error}"] == "#d62728", texts
+    assert "Why no output? No input has arrived." in texts
+    assert any(text.startswith("Stream monitor: priced (memory sink)") for text in texts), texts
+    image = pixels(png)
+    assert image.shape[0] > 640 and share_of(image[:60], WATERMARK_RED) > 0.001  # the header's red, over the charts
+    # An error too long for the picture is wrapped and cut, never drawn past its edge.
+    long = summary_text(SimpleNamespace(name="priced", sink="memory"), "failed", "ValueError: " + "n/a " * 400,
+                        OutputSummary().add(records), records[-1])
+    figure, _ = drawn(lambda: grid_picture(replay_grid(records, ()), header=long), monkeypatch)
+    renderer = figure.canvas.get_renderer()
+    errors = [text for text in figure.texts if text.get_color() == "#d62728" and text.get_text() != "failed"]
+    assert len(errors) == 2 and errors[-1].get_text().endswith("…")
+    assert all(text.get_window_extent(renderer).x1 <= figure.bbox.width for text in errors)
+
+
+def test_state_rows_of_several_operators_have_a_colour_each_and_a_legend_inside_the_chart(monkeypatch):
+    # Notebook 05: four operators' traces took plotly's colours by index, so A and C were both
+    # blue, B and D both brown; the legend ran past the chart, under the neighbour's tick labels.
+    operators = ("dedupe", "dedupe", "dedupeWithinWatermark", "dedupe")
+    grid = replay_grid([replay_record(b, 4 * b, operators) for b in range(6)], operators)
+    figure, _ = drawn(lambda: grid_picture(grid), monkeypatch)
+    legend = next(legend for legend in figure.legends if legend.get_texts()[0].get_text().startswith("0:"))
+    keys = {text.get_text(): handle.get_color() for text, handle in zip(legend.get_texts(), legend.legend_handles)}
+    operator_colours = [keys.get(f"{index}:{name}") for index, name in enumerate(operators)]
+    assert None not in operator_colours and len(set(operator_colours)) == 4, keys
+    rows = figure.axes[2]  # the State chart's rows axis (after the watermark chart's two)
+    assert rows.get_ylabel() == "rows"
+    lines = rows.get_lines()
+    assert len(lines) == 16 and {line.get_color() for line in lines} == set(operator_colours)
+    assert len({line.get_linestyle() for line in lines}) == 4  # a line style per metric
+    renderer = figure.canvas.get_renderer()
+    for legend in figure.legends:
+        box = legend.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= figure.bbox.width, "a legend is cut off"
+        assert box.x1 - box.x0 <= figure.bbox.width / 2, "a legend wider than its chart"
+        labels = [label for ax in figure.axes for label in ax.get_xticklabels() + ax.get_yticklabels()
+                  if label.get_visible() and label.get_text()]
+        assert not any(box.overlaps(label.get_window_extent(renderer)) for label in labels), "a tick label on a legend"
+
+
+def test_a_query_without_a_watermark_says_so_in_its_watermark_chart(monkeypatch):
+    # Notebooks 04 and 08: batches without event times drew axes of nothing (x -0.045..0.045, y
+    # 23:02:24..00:57:36); the page shows the chart's message, as the State chart's "No state".
+    from workbench.views.monitor_charts import NO_WATERMARK
+
+    grid = replay_grid([replay_record(b, 0, operators=(), watermark=False) for b in range(2)], ())
+    grid.set_empty_message("watermark", NO_WATERMARK)  # as the monitor does
+    figure, _ = drawn(lambda: grid_picture(grid), monkeypatch)
+    assert NO_WATERMARK in [text.get_text() for text in figure.texts]
+    # No axes in the watermark chart's cell (the top left quarter): only latency and rates have any.
+    assert all(ax.get_position().y1 <= 0.5 for ax in figure.axes), [ax.get_position() for ax in figure.axes]
+
+
 # -- the monitor's display output on a real shell -------------------------------------------------
 
 

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
 #: A notebook saved with its outputs (pictures included) stays at most this large.
 SAVED_BUDGET = 1_000_000
-PICTURE_SIZE = (1120, 640)  # the monitor's four charts, two per row, as the page draws them
+PICTURE_SIZE = (1120, 682)  # the monitor's header (two lines) over its four charts, two per row, as the page draws them
 ERROR_TEXTS = ("Error displaying widget", "Click to show javascript error", "Loading widget")
 
 #: Every picture in the page: its size once loaded (0 x 0 when it failed).

@@ -208,8 +208,8 @@ class StreamMonitor(widgets.VBox):
             children.append(self.preview)
         super().__init__(children)
         self.add_class("workbench-monitor")
-        self._output = StaticOutput(self, text=self.summary, picture=lambda: grid_picture(self.charts),
-                                    after_cell=self._publish_if_ended)
+        self._output = StaticOutput(self, text=self.summary, after_cell=self._publish_if_ended,  # picture: header too
+                                    picture=lambda: grid_picture(self.charts, header=self.summary(), note=self.diagnosis.value))
         self._output.watch_page(self.charts)
         self.charts.on_seen(self._wake.set)  # header and preview catch up once it can be seen
 
