@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from workbench.magics.parser import (
-    HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand, detect_language,
+    HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StepCommand, StopCommand, WatchCommand, detect_language,
     help_text, parse, sql_typo_hint,
 )
 from workbench.options import parse_trigger
@@ -52,6 +52,8 @@ def test_cell_parses_into_a_start_command(line, body, expected):
         ("list", ListCommand()),
         ("stop counts", StopCommand("counts")),
         ("stop --all", StopCommand(None, all=True)),
+        ("step guide", StepCommand("guide")),
+        ("step guide 3", StepCommand("guide", 3)),
         ("show counts", ShowCommand("counts")),
         ("history counts", HistoryCommand("counts")),
         ("history counts --operators", HistoryCommand("counts", operators=True)),
@@ -105,7 +107,11 @@ def test_bad_cell_input_is_one_usage_line(line, body, fragment):
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
-        ("", "needs a subcommand: list, stop, show, history, result or watch"),
+        ("", "needs a subcommand: list, stop, step, show, history, result or watch"),
+        ("step", "required: NAME"),
+        ("step q 0", "N must be a whole number of batches from 1 to 1000, got '0'"),
+        ("step q two", "N must be a whole number of batches from 1 to 1000, got 'two'"),
+        ("step q 2 3", "unexpected argument '3'"),
         ("watch", "needs the name or id of an active streaming query, or --all"),
         ("watch q --all", "not both"),
         ("pause q", "unknown subcommand 'pause'"),
@@ -274,6 +280,8 @@ def test_python_cell_with_console_sink_prints_every_batch_in_order(shell, magics
     assert (handle.history()["num_output_rows"].iloc[:3] == 2).all()
     with pytest.raises(UsageError, match="console sink, which keeps no table"):
         shell.run_line_magic("stream", "result evens")
+    with pytest.raises(UsageError, match="'evens' is no replay: step runs the batches of a %%stream --replay panel"):
+        shell.run_line_magic("stream", "step evens")
 
 
 @pytest.mark.spark
@@ -437,6 +445,8 @@ def test_line_magics_on_unknown_streams(shell, magics, env):
         shell.run_line_magic("stream", "history nope")
     with pytest.raises(UsageError, match="no stream named 'nope'"):
         shell.run_line_magic("stream", "result nope")
+    with pytest.raises(UsageError, match=r"%stream step: no stream named 'nope'"):
+        shell.run_line_magic("stream", "step nope")
     assert shell.run_line_magic("stream", "list").empty
 
 
@@ -464,8 +474,14 @@ def test_replay_scenario_by_name_with_its_own_query(shell, magics, env):
     panel = magics.panels["guide"]
     assert isinstance(panel, ReplayPanel) and widget_views(captured) == [panel.model_id]
     panel.step()
-    panel.step()
+    with capture_output() as captured:
+        shell.run_line_magic("stream", "step guide")
+    assert captured.stdout.startswith("batch 1: watermark ") and captured.stdout.count("\n") == 1
     assert list(panel.history()["batch_id"]) == [0, 1]
+    with capture_output() as captured:
+        shell.run_line_magic("stream", "step guide 2")
+    assert [line.split(":")[0] for line in captured.stdout.splitlines()] == ["batch 2", "batch 3"]
+    assert list(panel.history()["batch_id"]) == [0, 1, 2, 3]
     shell.run_line_magic("stream", "stop guide")
     assert panel.run.status == "paused"
 

@@ -442,6 +442,7 @@ def test_the_widget_adds_typed_rows_and_says_why_it_refuses_one(spark, testing):
     events = testing.MemoryStream(spark, "event_time timestamp, word string, n int")
     form = events.widget()
     assert form is events.widget()
+    assert form._repr_mimebundle_()["text/plain"] == "<AddRowForm: one row of event_time, word, n at a time>"
     form.fields["event_time"].value, form.fields["word"].value, form.fields["n"].value = t("12:04"), "donkey", "3"
     form.button.click()
     assert events.rows() == [(pd.Timestamp(t("12:04")).to_pydatetime(), "donkey", 3)]

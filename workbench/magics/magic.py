@@ -32,7 +32,8 @@ from ..spark.version_gaps import missing_feature
 from ..spark.watch import is_streaming_query
 from ..views.console import CellConsole, cell_console
 from .parser import (
-    Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StopCommand, WatchCommand,
+    Command, HistoryCommand, ListCommand, ResultCommand, ShowCommand, StartCommand, StepCommand, StopCommand,
+    WatchCommand,
     help_text, parse, sql_typo_hint,
 )
 
@@ -133,6 +134,7 @@ class StreamMagics(Magics):
             StartCommand: self._start,
             ListCommand: lambda _c: current_env().streams(),
             StopCommand: self._stop,
+            StepCommand: self._step,
             ShowCommand: self._show,
             HistoryCommand: lambda c: self._handle(c.name, "history").history(operators=c.operators),
             ResultCommand: self._result,
@@ -160,6 +162,16 @@ class StreamMagics(Magics):
                 raise UsageError(f"%stream stop {command.name}: {exc}") from None
             return
         self._handle(command.name or "", "stop").stop()
+
+    def _step(self, command: StepCommand) -> None:
+        """Run the batches as the panel's Step button would, printing each step's report line."""
+        panel = self.panels.get(command.name)
+        if panel is None:
+            self._handle(command.name, "step")  # no stream of that name: its own line
+            raise UsageError(f"%stream step: {command.name!r} is no replay: step runs the batches of a "
+                             "%%stream --replay panel (a live stream's batches come with its trigger)")
+        for _ in range(command.batches):
+            print(panel.step())
 
     def _show(self, command: ShowCommand) -> None:
         if command.name in self.panels:

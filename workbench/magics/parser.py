@@ -27,7 +27,7 @@ from IPython.core.error import UsageError
 from ..options import MAX_ROWS, SINKS, OUTPUT_MODES, Trigger, check_name, check_output_mode, check_rows, check_sink, parse_trigger
 
 __all__ = [
-    "StartCommand", "ListCommand", "StopCommand", "ShowCommand", "HistoryCommand", "ResultCommand", "WatchCommand",
+    "StartCommand", "ListCommand", "StopCommand", "StepCommand", "ShowCommand", "HistoryCommand", "ResultCommand", "WatchCommand",
     "Command", "parse", "parse_cell", "parse_line", "detect_language", "sql_typo_hint", "help_text",
     "SQL_KEYWORDS", "SUBCOMMANDS",
 ]
@@ -35,7 +35,7 @@ __all__ = [
 #: First words that make a cell body SQL (see :func:`detect_language`).
 SQL_KEYWORDS: tuple[str, ...] = ("select", "with", "from", "values", "table")
 #: The ``%stream`` line-magic subcommands.
-SUBCOMMANDS: tuple[str, ...] = ("list", "stop", "show", "history", "result", "watch")
+SUBCOMMANDS: tuple[str, ...] = ("list", "stop", "step", "show", "history", "result", "watch")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,14 @@ class StopCommand:
 
 
 @dataclass(frozen=True)
+class StepCommand:
+    """``%stream step NAME [N]``: run N more data batches (default 1) of a ``%%stream --replay`` panel."""
+
+    name: str
+    batches: int = 1
+
+
+@dataclass(frozen=True)
 class ShowCommand:
     """``%stream show NAME``: display the stream's live view again."""
 
@@ -130,7 +138,7 @@ class WatchCommand:
     all: bool = False
 
 
-Command = Union[StartCommand, ListCommand, StopCommand, ShowCommand, HistoryCommand, ResultCommand, WatchCommand]
+Command = Union[StartCommand, ListCommand, StopCommand, StepCommand, ShowCommand, HistoryCommand, ResultCommand, WatchCommand]
 
 _EXAMPLES = """\
 The cell body is SQL when its first word (after blank lines and -- comments) is
@@ -161,6 +169,7 @@ Line magics
 %stream list                  every stream: status, batches, watermark, rates
 %stream stop NAME             stop one stream
 %stream stop --all            stop every stream
+%stream step NAME [N]         N more batches (default 1) of a --replay panel, a line each
 %stream show NAME             display the stream's live monitor again
 %stream history NAME          per-batch progress (a pandas DataFrame): h = %stream history counts
 %stream result NAME           the memory sink's table (a pandas DataFrame)
@@ -169,6 +178,10 @@ Line magics
 
 Settings: %config StreamMagics (e.g. %config StreamMagics.default_rows = 5)
 """
+
+
+#: The most batches one ``%stream step NAME N`` runs (each restarts the query: about a second).
+MAX_STEPS = 1000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -228,6 +241,9 @@ def _line_parser() -> _Parser:
     stop = commands.add_parser("stop", magic="%stream stop")
     stop.add_argument("name", nargs="?", default=None, metavar="NAME")
     stop.add_argument("--all", action="store_true")
+    step = commands.add_parser("step", magic="%stream step")
+    step.add_argument("name", metavar="NAME")
+    step.add_argument("batches", nargs="?", default="1", metavar="N")
     commands.add_parser("show", magic="%stream show").add_argument("name", metavar="NAME")
     history = commands.add_parser("history", magic="%stream history")
     history.add_argument("name", metavar="NAME")
@@ -453,7 +469,7 @@ def parse_line(line: str) -> Command:
     >>> parse_line("pause counts")
     Traceback (most recent call last):
     ...
-    IPython.core.error.UsageError: %stream: unknown subcommand 'pause': use list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)
+    IPython.core.error.UsageError: %stream: unknown subcommand 'pause': use list, stop, step, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)
     """
     magic = "%stream"
     tokens = _split(line, magic)
@@ -483,6 +499,11 @@ def parse_line(line: str) -> Command:
             return StopCommand(None, all=True)
         return StopCommand(str(_checked(check_name, args.name, sub)))
     name = str(_checked(check_name, args.name, sub))
+    if args.command == "step":
+        batches = args.batches.strip()
+        if not batches.isdigit() or not 1 <= int(batches) <= MAX_STEPS:
+            raise UsageError(f"{sub}: N must be a whole number of batches from 1 to {MAX_STEPS}, got {args.batches!r}")
+        return StepCommand(name, int(batches))
     if args.command == "show":
         return ShowCommand(name)
     if args.command == "history":

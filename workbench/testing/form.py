@@ -55,3 +55,7 @@ class AddRowForm(widgets.VBox):
             return None
         self.status.value = f"Added at offset {offset}: {row}"
         return offset
+
+    def __repr__(self) -> str:
+        # A notebook without widgets (or after the kernel) shows this, not the widget tree.
+        return f"<AddRowForm: one row of {', '.join(self.fields)} at a time>"
