@@ -384,7 +384,9 @@ def test_replay_panel_and_comparison_outputs_gain_pictures(env, shell, tmp_path)
         assert lines[0].startswith(f"Replay panel: {panel.run.name}, ")
         assert lines[1].startswith("batch 1 (2 data batches)") and lines[2].startswith("batch 1:")
         image = pixels(base64.b64decode(data["image/png"]))
-        assert image.shape == (640, 1120, 3) and share_of(image[:320, :560], WATERMARK_RED) > 0.0001
+        # The panel's three lines of text over the charts (name and status, counters, the last step).
+        assert image.shape == (640 + 8 + 3 * 17, 1120, 3) and share_of(image[59:379, :560], WATERMARK_RED) > 0.0001
+        assert (image[:59] < 128).any()  # dark text in the header
         shell.run_cell("pass")  # nothing moved: nothing published
         assert len([o for o in outputs if o["update"]]) == 1
 

@@ -194,7 +194,7 @@ class ReplayRun(ReplayState):
                 ratio = rows / record.num_input_rows
                 record = dataclasses.replace(
                     record, num_input_rows=rows,
-                    input_rows_per_second=None if record.input_rows_per_second is None
+                    input_rows_per_second=None if not record.input_rows_per_second  # 0: a run's first batch (each step's)
                     else record.input_rows_per_second * ratio,
                     processed_rows_per_second=None if record.processed_rows_per_second is None
                     else record.processed_rows_per_second * ratio,
@@ -467,8 +467,8 @@ class ReplayRun(ReplayState):
         return next_watermark(last, self.plan)
 
     def history(self) -> pd.DataFrame:
-        """Every batch since the last reset; ``num_input_rows`` counts scripted rows and
-        ``spark_num_input_rows`` keeps Spark's count (padding included)."""
+        """Every batch since the last reset; ``num_input_rows`` counts scripted rows, ``spark_num_input_rows``
+        Spark's (padding included); no input rate for a run's first batch (each step's: Spark says 0)."""
         frame = self.progress.to_frame()
         raw = {r.batch_id: r.num_input_rows for r in self.raw_progress.records()}
         frame.insert(4, "spark_num_input_rows", frame["batch_id"].map(raw).astype("int64"))

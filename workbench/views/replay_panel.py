@@ -242,7 +242,7 @@ class ReplayPanel(widgets.VBox):
     def _picture(self) -> bytes:
         if self.monitor is None:
             return b""
-        return grid_picture(self.monitor.charts)
+        return grid_picture(self.monitor.charts, header=self.summary())  # its text over the charts: all some viewers show
 
     def _publish_due(self) -> bool:
         """Publish the picture when the run moved since the last one (after a cell or an action).
