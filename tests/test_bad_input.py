@@ -125,10 +125,12 @@ CASES = [
     ("body refused by spark", cell("q", "SELECT value % 3 AS k, count(*) AS n FROM events GROUP BY 1"),
      UsageError, "%%stream q: Spark cannot start stream 'q': Invalid streaming output mode: append. This output mode is not supported for streaming aggregations without watermark on streaming DataFrames/DataSets. (hint: add .withWatermark(\"<event time column>\", \"10 minutes\") before the aggregation and group by a window of that column, or use update or complete mode)"),
     # -- %stream lines --------------------------------------------------------------------------------
-    ("line no subcommand", line_magic(""), UsageError, '%stream needs a subcommand: list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)'),
-    ("line unknown subcommand", line_magic("pause q"), UsageError, "%stream: unknown subcommand 'pause': use list, stop, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)"),
+    ("line no subcommand", line_magic(""), UsageError, '%stream needs a subcommand: list, stop, step, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)'),
+    ("line unknown subcommand", line_magic("pause q"), UsageError, "%stream: unknown subcommand 'pause': use list, stop, step, show, history, result or watch (to start a stream, use %%stream NAME with the query in the cell)"),
     ("line stop without name", line_magic("stop"), UsageError, '%stream stop needs a stream name, or --all to stop every stream'),
     ("line stop unknown", line_magic("stop nosuch"), UsageError, "%stream stop: no stream named 'nosuch' (streams: none started yet)"),
+    ("line step count", line_magic("step q 0"), UsageError, "%stream step: N must be a whole number of batches from 1 to 1000, got '0'"),
+    ("line step unknown", line_magic("step nosuch"), UsageError, "%stream step: no stream named 'nosuch' (streams: none started yet)"),
     ("line result bad name", line_magic("result my-q"), UsageError, "%stream result: bad stream name 'my-q': use letters, digits and underscores, starting with a letter or underscore (e.g. 'word_counts')"),
     ("line history option", line_magic("history q --ops"), UsageError, "%stream history: unknown option '--ops'; options: --operators"),
     # -- workbench.start -------------------------------------------------------------------------------
