@@ -326,7 +326,6 @@ def test_an_unreachable_url_is_one_line_within_seconds(variable, scheme, server)
     assert took < 30
 
 
-@pytest.mark.slow
 def test_a_port_that_is_no_connect_server_is_one_line_within_seconds():
     # A master's port, or a web UI's, accepts the connection: pyspark's client then retried for
     # about ten minutes before it said anything.

@@ -111,6 +111,7 @@ def test_bad_cell_input_is_one_usage_line(line, body, fragment):
         ("step", "required: NAME"),
         ("step q 0", "N must be a whole number of batches from 1 to 1000, got '0'"),
         ("step q two", "N must be a whole number of batches from 1 to 1000, got 'two'"),
+        ("step q ²", "N must be a whole number of batches from 1 to 1000, got '²'"),
         ("step q 2 3", "unexpected argument '3'"),
         ("watch", "needs the name or id of an active streaming query, or --all"),
         ("watch q --all", "not both"),
@@ -280,7 +281,7 @@ def test_python_cell_with_console_sink_prints_every_batch_in_order(shell, magics
     assert (handle.history()["num_output_rows"].iloc[:3] == 2).all()
     with pytest.raises(UsageError, match="console sink, which keeps no table"):
         shell.run_line_magic("stream", "result evens")
-    with pytest.raises(UsageError, match="'evens' is no replay: step runs the batches of a %%stream --replay panel"):
+    with pytest.raises(UsageError, match="'evens' is not a %%stream --replay panel, which step runs"):
         shell.run_line_magic("stream", "step evens")
 
 

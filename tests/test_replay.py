@@ -353,6 +353,16 @@ def test_a_play_run_that_fails_says_so_at_once_and_leaves_only_reset(env):
         assert message.endswith("Call reset() to start over.") and "\n" not in message
         assert panel.run.status == "failed" and "replay boom" in panel.run.error
         assert "replay boom" in panel.message.value and "failed" in panel.counters.value
+        # The text a viewer without widgets reads (and the picture's header): an error line, no HTML.
+        assert panel.summary().splitlines()[-1] == f"error: {message}"
+        # %stream step says the same in one line.
+        from IPython.core.error import UsageError
+        from workbench.magics.magic import StreamMagics
+        from workbench.magics.parser import parse
+        magics = StreamMagics(shell=None)
+        magics.panels["boom_play"] = panel
+        with pytest.raises(UsageError, match=r"^%stream step boom_play: replay 'boom_play' failed: .*replay boom"):
+            magics.execute(parse("step boom_play"))
         assert panel.play_button.disabled and panel.step_button.disabled and panel.pause_button.disabled
         assert not panel.reset_button.disabled
         # The monitor under the panel says so too, and its Stop (which pauses) goes disabled.

@@ -168,10 +168,13 @@ class StreamMagics(Magics):
         panel = self.panels.get(command.name)
         if panel is None:
             self._handle(command.name, "step")  # no stream of that name: its own line
-            raise UsageError(f"%stream step: {command.name!r} is no replay: step runs the batches of a "
-                             "%%stream --replay panel (a live stream's batches come with its trigger)")
+            raise UsageError(f"%stream step: {command.name!r} is not a %%stream --replay panel, which step runs "
+                             "(a panel built in Python steps with panel.step(); a live stream with its trigger)")
         for _ in range(command.batches):
-            print(panel.step())
+            try:
+                print(panel.step())
+            except RuntimeError as exc:  # ReplayError: the run failed, was closed, or its batch timed out
+                raise UsageError(f"%stream step {command.name}: {exc}") from None
 
     def _show(self, command: ShowCommand) -> None:
         if command.name in self.panels:

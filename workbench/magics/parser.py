@@ -501,7 +501,7 @@ def parse_line(line: str) -> Command:
     name = str(_checked(check_name, args.name, sub))
     if args.command == "step":
         batches = args.batches.strip()
-        if not batches.isdigit() or not 1 <= int(batches) <= MAX_STEPS:
+        if not (batches.isascii() and batches.isdigit()) or not 1 <= int(batches) <= MAX_STEPS:
             raise UsageError(f"{sub}: N must be a whole number of batches from 1 to {MAX_STEPS}, got {args.batches!r}")
         return StepCommand(name, int(batches))
     if args.command == "show":

@@ -462,7 +462,7 @@ class ReplayRun(ReplayState):
         :func:`next_watermark`'s; a batch without scripted rows (padding is none) leaves it as it was.
         """
         last, scripted = self.raw_progress.last(), self.progress.last()
-        if last is not None and last.watermark is not None and scripted is not None and not scripted.num_input_rows:
+        if last and scripted and last.batch_id == scripted.batch_id and last.watermark and not scripted.num_input_rows:
             return last.watermark  # however many inputs
         return next_watermark(last, self.plan)
 

@@ -234,9 +234,8 @@ class ReplayPanel(widgets.VBox):
     def summary(self) -> str:
         """The panel as plain text: name, status, counters and the last step's report."""
         lines = [f"Replay panel: {self.run.name}, {self.run.status}", self._counters()]
-        last = self.message.value
-        if last:
-            lines.append(html.unescape(last))
+        if last := self.message.value:  # a failure's line is a red span: an error line, as a monitor's summary has
+            lines.append(html.unescape(f"error: {last.split('>', 1)[1].rsplit('</', 1)[0]}" if last.startswith("<") else last))
         return "\n".join(lines)
 
     def _picture(self) -> bytes:
