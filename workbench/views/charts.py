@@ -353,8 +353,8 @@ class ChartGrid(anywidget.AnyWidget):
         What :meth:`figure` wraps in plotly's validated objects. The static picture
         (:func:`~workbench.views.pictures.grid_picture`) draws from this instead: building
         and encoding validated figures took about a fifth of a monitor picture's time
-        (``bench/bench_pictures.py``). A live chart without points carries the empty
-        message as an annotation.
+        (``bench/bench_pictures.py``). A live chart without a value carries the empty
+        message as an annotation (alone, once batches came), as the page shows it.
 
         Examples
         --------
@@ -375,7 +375,10 @@ class ChartGrid(anywidget.AnyWidget):
                 live = True
                 trace["x"], trace["y"] = x, next(lanes, [])
         layout = spec.get("layout", {})
-        if not traces or (live and not x):
+        # As the page: the message over a live chart whose lanes hold no value (no batch yet, or
+        # a query without a watermark), and nothing else once batches came.
+        if not traces or (live and not any(v is not None and v == v for lane in ys for v in lane)):
+            traces = traces if not x else []
             text = spec.get("empty_message", self.empty_message)
             layout["annotations"] = [*layout.get("annotations", []), _empty_annotation(text)]
         return {"key": key, "layout": layout, "traces": traces}
@@ -383,7 +386,7 @@ class ChartGrid(anywidget.AnyWidget):
     def figure(self, key: str) -> Any:
         """Chart ``key`` as a ``plotly.graph_objects.Figure`` holding the points drawn.
 
-        A live chart without points carries the empty message as an annotation. A spec
+        A live chart without a value carries the empty message as an annotation. A spec
         without a template gets plotly_white's look in the colours the page draws it with
         (plotly.js's own, :data:`~workbench.views.pictures.PLOTLY_COLOURS`), so that a saved
         HTML shows the traces as the live chart did.

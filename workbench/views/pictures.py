@@ -85,28 +85,8 @@ def grid_picture(grid: Any, *, columns: int = 2, header: str | None = None, note
     >>> grid_picture(grid)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    charts = {spec["key"]: spec for spec in grid.charts}  # one read: the trait is replaced, not changed
-    return figures_picture([_as_the_page_draws(grid, key, charts.get(key, {})) for key in grid.chart_keys()],
-                           columns=columns, header=header, note=note)
-
-
-def _as_the_page_draws(grid: Any, key: str, chart: Mapping[str, Any]) -> dict[str, Any]:
-    """Chart ``key`` of ``grid`` with its points; without a value in its live traces, its message.
-
-    The page shows the empty message over a live chart whose lanes hold only nulls (no
-    watermark yet, or a query without one), where ``drawn_spec`` adds it only while there
-    is no batch at all: the picture drew such a chart as axes of nothing.
-    """
-    spec = grid.drawn_spec(key)
-    x, lanes = grid.data(key)
-    live = any("x" not in trace and "y" not in trace for trace in chart.get("traces", []))
-    if live and x and not any(v is not None and v == v for lane in lanes for v in lane):
-        spec["traces"] = []
-        text = chart.get("empty_message", getattr(grid, "empty_message", ""))
-        spec["layout"]["annotations"] = [*spec["layout"].get("annotations", []), {
-            "text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
-            "font": {"size": 14, "color": "#7f7f7f"}}]
-    return spec
+    return figures_picture([grid.drawn_spec(key) for key in grid.chart_keys()], columns=columns, header=header,
+                           note=note)
 
 
 def figures_picture(specs: Sequence[Mapping[str, Any]], *, columns: int = 2, header: str | None = None,
