@@ -204,9 +204,13 @@ class LabServer:
             body = response.read()
         return json.loads(body) if body else None
 
-    def notebook_url(self, name: str) -> str:
-        """The URL that opens notebook ``name`` in JupyterLab (token included)."""
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+    def notebook_url(self, name: str, workspace: str | None = None) -> str:
+        """The URL that opens notebook ``name`` in JupyterLab (token included), in ``workspace`` if given.
+
+        A workspace of its own shows the notebook alone, whatever other pages opened before.
+        """
+        where = f"workspaces/{workspace}/" if workspace else ""
+        return f"{self.url}/lab/{where}tree/{name}?token={self.token}"
 
     def log_text(self) -> str:
         """What the server (and its kernels) wrote so far."""
@@ -308,6 +312,32 @@ def served(notebooks: Path, server: type[LabServer] | None = None) -> Iterator[L
     finally:
         problems = started.stop()
     assert not problems, "JupyterLab did not shut down cleanly: " + "; ".join(problems)
+
+
+@contextmanager
+def as_if_new(lab: LabServer) -> Iterator[LabServer]:
+    """``lab`` for one test of a module that shares it: afterwards, no kernel runs and its notebooks are as before.
+
+    The test's sessions are shut down (their kernels with them) and the notebooks it changed
+    (a saved run) written back, so that the next test finds the server as a server of its
+    own would be; a test that opens each notebook in a workspace of its own
+    (:meth:`LabServer.notebook_url`) sees no page of an earlier one either.
+
+    Examples
+    --------
+    >>> @pytest.fixture                                      # doctest: +SKIP
+    ... def lab(served_lab):
+    ...     with as_if_new(served_lab) as server:
+    ...         yield server
+    """
+    notebooks = {path: path.read_bytes() for path in lab.server_root.glob("*.ipynb")}
+    yield lab
+    for session in lab.api("GET", "/api/sessions") or []:
+        lab.api("DELETE", f"/api/sessions/{session['id']}", timeout=30.0)
+    wait_for(lambda: not lab.api("GET", "/api/kernels"), 30, 0.2,
+             text=lambda: f"kernels still running after the test: {lab.api('GET', '/api/kernels')}")
+    for path, content in notebooks.items():
+        path.write_bytes(content)
 
 
 def _end_with_parent() -> None:

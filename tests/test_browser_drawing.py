@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .browser_support import JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, write_notebook
+from .browser_support import JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, as_if_new, served, write_notebook
 from .helpers import wait_for
 from . import test_browser
 from .test_browser import evidence_on_failure
@@ -126,14 +126,23 @@ JS_WHERE = """() => {
 page = test_browser.page
 
 
+@pytest.fixture(scope="module")
+def served_lab(tmp_path_factory) -> Iterator[LabServer]:
+    """One JupyterLab for the module's tests."""
+    folder = tmp_path_factory.mktemp("drawing")
+    write_notebook(folder / NOTEBOOK, GRID_CELL, SPACER_CELL)
+    write_notebook(folder / REPUBLISHED, PUBLISHED_CELL)
+    write_notebook(folder / PASSES, GRIDS_CELL)
+    write_notebook(folder / MONITOR, MONITOR_CELL)
+    write_notebook(folder / BETWEEN, SPACER_CELL, GRID_CELL, SPACER_CELL)
+    with served(folder) as server:
+        yield server
+
+
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[LabServer]:
-    write_notebook(tmp_path / NOTEBOOK, GRID_CELL, SPACER_CELL)
-    write_notebook(tmp_path / REPUBLISHED, PUBLISHED_CELL)
-    write_notebook(tmp_path / PASSES, GRIDS_CELL)
-    write_notebook(tmp_path / MONITOR, MONITOR_CELL)
-    write_notebook(tmp_path / BETWEEN, SPACER_CELL, GRID_CELL, SPACER_CELL)
-    with served(tmp_path) as server:
+def lab(served_lab: LabServer) -> Iterator[LabServer]:
+    """The module's JupyterLab, as a server of the test's own would be (each notebook opens in a workspace of its own)."""
+    with as_if_new(served_lab) as server:
         yield server
 
 
@@ -157,7 +166,7 @@ def _wait_drawn(page: Any, last: int, what: str) -> dict[str, Any]:
 
 def _open_and_run_all(page: Any, lab: LabServer, notebook: str) -> None:
     """Open ``notebook`` once its kernel is idle, and run all its cells."""
-    page.goto(lab.notebook_url(notebook))
+    page.goto(lab.notebook_url(notebook, workspace=Path(notebook).stem))
     page.wait_for_function(JS_KERNEL_IDLE, timeout=90_000, polling=250)
     page.evaluate("() => { window.drawingPanel = window.jupyterapp.shell.currentWidget; }")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

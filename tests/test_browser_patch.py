@@ -36,14 +36,13 @@ import base64
 import html
 import io
 import math
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from PIL import Image, ImageChops
 
-from .browser_support import (ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, served, set_device_ratio,
-                              write_notebook)
+from .browser_support import (ARTIFACTS, JS_KERNEL_IDLE, JS_NO_CELL_RUNNING, LabServer, as_if_new, served,
+                              set_device_ratio, write_notebook)
 from .helpers import wait_for
 from . import test_browser
 from .test_browser import evidence_on_failure
@@ -203,10 +202,19 @@ SHARE = 0.001
 page = test_browser.page
 
 
+@pytest.fixture(scope="module")
+def served_lab(tmp_path_factory) -> Iterator[LabServer]:
+    """One JupyterLab for both ways of drawing."""
+    folder = tmp_path_factory.mktemp("patched")
+    write_notebook(folder / NOTEBOOK, GRID_CELL)
+    with served(folder) as server:
+        yield server
+
+
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[LabServer]:
-    write_notebook(tmp_path / NOTEBOOK, GRID_CELL)
-    with served(tmp_path) as server:
+def lab(served_lab: LabServer) -> Iterator[LabServer]:
+    """The module's JupyterLab, as a server of the test's own would be."""
+    with as_if_new(served_lab) as server:
         yield server
 
 
