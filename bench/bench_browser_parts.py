@@ -7,7 +7,8 @@ Run from the repository root (needs Chromium, as ``workbench test`` does)::
 The stream and page of ``bench_browser.py``'s browser-CPU arm (``bench/browser_cpu.py``:
 ``%%stream rates --trigger "1 second"`` over a ``rate`` source at 50 rows/s), one monitor
 on screen. In one page and kernel, in rounds (the machine's noise is as large as the
-differences, so every variant is measured in every round, one after the other):
+differences, so every variant is measured in every round, one after the other, the order
+rotating from round to round):
 
 - **as is**: the monitor as a user sees it (new points drawn as pictures into a canvas
   over each chart, ``extensions/src/canvas.ts``);
@@ -75,7 +76,6 @@ import json
 import re
 import statistics
 import sys
-import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +87,7 @@ sys.path.insert(0, str(ROOT))
 from bench import browser_cpu  # noqa: E402
 from bench.bench_browser import notebook  # noqa: E402
 from bench.lab import lab_and_browser  # noqa: E402
+from bench.stats import rotated  # noqa: E402
 from tests.browser_support import JS_KERNEL_IDLE, LabServer, set_device_ratio  # noqa: E402
 
 #: The monitor's status line (the first HTML of its header row), and the rule that hides an element.
@@ -384,8 +385,8 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int, variants:
         page.wait_for_function(browser_cpu.JS_CHARTS_DRAWN, timeout=300_000, polling=250)
         page.locator(".workbench-chart-grid").first.scroll_into_view_if_needed()
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
-        for _ in range(rounds):
-            for name in variants:
+        for round_index in range(rounds):
+            for name in rotated(list(variants), round_index):
                 with _variant(page, name, cdp):
                     phases[name].append(browser_cpu._phase(page, cdp, "rates", seconds))
         page.wait_for_timeout(3000)

@@ -5,10 +5,10 @@ file manager (``workbench.spark.session.local_checkpoint_manager``); Spark's def
 through Hadoop's ``FileContext`` API, which on a local disk without Hadoop's native library
 starts ``readlink`` processes from the JVM for every rename. This runs the same stateful
 stream (a 10-second windowed count with a watermark over ``rate-micro-batch``, 100 rows a
-batch, batches back to back) in a fresh process per arm, the arms alternating, and prints
-per batch (batches 5 on, medians over the rounds): the trigger's whole time, its
-``walCommit``, ``commitOffsets`` and ``addBatch`` parts, the processes and threads the machine
-started (``forks``: ``/proc/stat``'s ``processes``), and the machine's CPU time.
+batch, batches back to back) in a fresh process per arm, the arms' order rotating from round
+to round, and prints per batch (batches 5 on, medians over the rounds): the trigger's whole
+time, its ``walCommit``, ``commitOffsets`` and ``addBatch`` parts, the processes and threads
+the machine started (``forks``: ``/proc/stat``'s ``processes``), and the machine's CPU time.
 
     .venv/bin/python bench/bench_checkpoint_files.py [--rounds 3] [--batches 40]
 """
@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=40)
     options = parser.parse_args()
+    from stats import rotated
     from workbench.spark.session import local_checkpoint_manager
 
     ours = local_checkpoint_manager()
@@ -89,11 +90,11 @@ def main() -> None:
     default = ours.replace("FileSystemBased", "FileContextBased")
     arms = {"FileContext (Spark's default)": default, "FileSystem (the workbench's)": ""}
     figures: dict[str, list[dict]] = {name: [] for name in arms}
-    for _ in range(options.rounds):
-        for name, manager in arms.items():
-            figures[name].append(run(manager, options.batches))
+    for round_index in range(options.rounds):
+        for name in rotated(list(arms), round_index):
+            figures[name].append(run(arms[name], options.batches))
     print(f"a windowed count over rate-micro-batch, {options.batches} batches back to back, "
-          f"{options.rounds} fresh processes per arm, alternating; per batch, medians:")
+          f"{options.rounds} fresh processes per arm, the order rotating; per batch, medians:")
     columns = [("trigger", "trigger ms"), ("wal", "walCommit ms"), ("commit", "commitOffsets ms"),
                ("add", "addBatch ms"), ("forks", "forks"), ("cpu", "machine CPU ms")]
     print(f"{'':<30}" + "".join(f"{title:>18}" for _, title in columns))

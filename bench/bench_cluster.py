@@ -10,10 +10,16 @@ Starts a standalone master with one worker (2 cores, 2 GB) and a Spark Connect s
 windows, 10 s watermark, rate-micro-batch with 100 rows per batch, 2 partitions) in a
 fresh Python process per run, since one process holds one kind of session: embedded
 ``local[2]``, ``WORKBENCH_MASTER=spark://...`` and ``SPARK_REMOTE=sc://...``, in rotating
-order per round. Prints, side by side:
+order per round. Every arm gets the two settings a workbench session gives an embedded
+Spark alone, so that the arms differ in where Spark runs: its JIT options
+(``LOCAL_JIT_OPTIONS``, through ``SPARK_SUBMIT_OPTS``: every driver, the Connect server and,
+as ``spark.executor.extraJavaOptions``, the cluster's executors) and its checkpoint file
+manager (``local_checkpoint_manager()``, a session setting). What still differs is
+printed. Prints, side by side:
 
 - batches/s and rows/s over ``--seconds`` after ``--warmup`` (counted from the progress
-  history, by batch start time);
+  history, by batch start time), and the median ``triggerExecution`` of all those batches
+  (runs whose window held no batch are counted and reported);
 - the monitor's freshness: from a batch's end (progress ``timestamp`` + ``batchDuration``)
   to its record being in the stream's progress history, which is what the monitor draws
   from (median, p95, max), with the default 0.5 s poll interval.
@@ -34,9 +40,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_monitor import p95, stateful_query  # noqa: E402  (the monitor benchmark's query)
+from bench_monitor import stateful_query  # noqa: E402  (the monitor benchmark's query)
+from stats import p95, rotated  # noqa: E402
 
 ARMS = ("local[2]", "cluster", "connect")
+#: What still differs between the arms once they share the embedded Spark's settings.
+STILL_DIFFERENT = ("still different: the cluster's master and worker daemons run with the test suite's "
+                   "JVM options (tests/cluster_support.py; they schedule, the executor runs the tasks)")
+
+
+def like_local_submit_options() -> str:
+    """``SPARK_SUBMIT_OPTS`` with the embedded Spark's JIT options for every JVM the arms start.
+
+    The launcher gives them to each driver's JVM and to the Connect server's (which runs the
+    query on ``local[2]``); as a ``spark.*`` system property, which the driver's SparkConf
+    reads, they also reach the executors the cluster's worker starts.
+    """
+    from workbench.spark.session import LOCAL_JIT_OPTIONS
+
+    ours = f"{LOCAL_JIT_OPTIONS} '-Dspark.executor.extraJavaOptions={LOCAL_JIT_OPTIONS}'"
+    return " ".join(filter(None, [os.environ.get("SPARK_SUBMIT_OPTS", "").strip(), ours]))
 
 
 def one_run(seconds: float, warmup: float) -> dict[str, object]:
@@ -45,9 +68,12 @@ def one_run(seconds: float, warmup: float) -> dict[str, object]:
 
     import workbench
     from workbench.spark import current_env
+    from workbench.spark.session import CHECKPOINT_MANAGER, local_checkpoint_manager
 
     env = current_env()
-    spark = workbench.session()
+    # The embedded Spark's checkpoint file manager on every arm (a Connect session takes it too).
+    manager = local_checkpoint_manager()
+    spark = workbench.session(**({CHECKPOINT_MANAGER: manager} if manager else {}))
     handle = env.start(stateful_query(spark), "bench")
     arrived: dict[int, float] = {}
     # Runs on the poller's thread as each record lands in the history.
@@ -71,12 +97,11 @@ def one_run(seconds: float, warmup: float) -> dict[str, object]:
         if row.batch_id in arrived and not pd.isna(row.batch_duration_ms)
     ]
     env.close()
-    batch_ms = inside["trigger_execution_ms"].dropna()
     return {
         "batches_per_second": len(inside) / seconds,
         "rows_per_second": float(inside["num_input_rows"].sum()) / seconds,
         "delays": delays,
-        "median_batch_ms": float(batch_ms.median()) if len(batch_ms) else float("nan"),
+        "batch_ms": [float(ms) for ms in inside["trigger_execution_ms"].dropna()],
     }
 
 
@@ -101,6 +126,9 @@ def main() -> None:
 
     from tests.cluster_support import SparkProcesses, user_env
 
+    # Before SparkProcesses, which hands this process's environment to the Connect server;
+    # user_env passes it on to every arm's driver.
+    os.environ["SPARK_SUBMIT_OPTS"] = like_local_submit_options()
     with SparkProcesses() as processes:
         started = time.monotonic()
         master = processes.start_cluster()
@@ -115,8 +143,7 @@ def main() -> None:
         }
         runs: dict[str, list[dict[str, object]]] = {arm: [] for arm in ARMS}
         for round_index in range(args.rounds):
-            order = ARMS[round_index % len(ARMS):] + ARMS[:round_index % len(ARMS)]
-            for arm in order:
+            for arm in rotated(ARMS, round_index):
                 run = run_arm(arm, envs[arm], args.seconds, args.warmup)
                 runs[arm].append(run)
                 print(f"round {round_index + 1}: {arm}: {run['batches_per_second']:.2f} batches/s",
@@ -125,17 +152,22 @@ def main() -> None:
     print(f"stateful window query, rowsPerBatch=100, 2 partitions, append mode, {args.rounds} rounds of "
           f"{args.seconds:g} s runs after {args.warmup:g} s warm-up, poll interval 0.5 s")
     print(f"start-up: master + worker {cluster_up:.1f} s, Connect server {connect_up:.1f} s")
+    print("every arm: the embedded Spark's JIT options and checkpoint file manager; " + STILL_DIFFERENT)
     print(f"{'':<10} {'batches/s':>10} {'rows/s':>8} {'batch ms':>9} {'fresh median':>13} {'p95':>7} {'max':>7}"
           f"  runs (batches/s)")
     for arm in ARMS:
         delays = [d * 1000 for run in runs[arm] for d in run["delays"]]  # type: ignore[union-attr]
         rates = [float(run["batches_per_second"]) for run in runs[arm]]  # type: ignore[arg-type]
         rows = statistics.median(float(run["rows_per_second"]) for run in runs[arm])  # type: ignore[arg-type]
-        batch_ms = statistics.median(float(run["median_batch_ms"]) for run in runs[arm])  # type: ignore[arg-type]
+        # The median of the batches of all runs; a run whose window held none adds none.
+        batch_ms = [ms for run in runs[arm] for ms in run["batch_ms"]]  # type: ignore[union-attr]
+        empty = sum(1 for run in runs[arm] if not run["batch_ms"])
+        batch = f"{statistics.median(batch_ms):>9.0f}" if batch_ms else f"{'-':>9}"
         fresh = (f"{statistics.median(delays):>10.0f} ms {p95(delays):>4.0f} ms {max(delays):>4.0f} ms"
                  if delays else f"{'no batches':>13}")
-        print(f"{arm:<10} {statistics.median(rates):>10.2f} {rows:>8.1f} {batch_ms:>9.0f} {fresh}"
-              f"  ({', '.join(f'{r:.2f}' for r in rates)})")
+        note = f"  {empty} of {len(runs[arm])} runs had no batch in their window" if empty else ""
+        print(f"{arm:<10} {statistics.median(rates):>10.2f} {rows:>8.1f} {batch} {fresh}"
+              f"  ({', '.join(f'{r:.2f}' for r in rates)}){note}")
 
 
 if __name__ == "__main__":

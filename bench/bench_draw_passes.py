@@ -9,7 +9,7 @@ under one cell, all on screen, each fed a batch a second from a thread in the ke
 grids a tenth of a second apart: what a teaching page of ten streams, each with its own
 trigger, gets (no Spark runs, so that only the page's drawing is measured; the browser-CPU
 arm's "ten monitors" watch one stream, whose batches reach all ten grids at once). In rounds,
-one after the other in one page:
+one after the other in one page, the order rotating from round to round:
 
 - **passes**: as the page draws by default: the grids that have something to draw draw it
   together in one animation frame, a pass, the passes apart by 125 ms per grid that drew in
@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bench import browser_cpu  # noqa: E402
 from bench.bench_browser import notebook  # noqa: E402
 from bench.lab import lab_and_browser  # noqa: E402
+from bench.stats import rotated  # noqa: E402
 from tests.browser_support import JS_KERNEL_IDLE, LabServer  # noqa: E402
 
 NOTEBOOK = "bench_draw_passes.ipynb"
@@ -111,9 +112,9 @@ def measure(lab: LabServer, browser: Any, seconds: float, rounds: int,
         page.wait_for_function(f"() => ({browser_cpu.JS_CHARTS_WITH_POINTS})() >= {3 * GRIDS}",
                                timeout=120_000, polling=250)
         page.mouse.move(1, 1)  # away from the charts (plotly draws every update of a chart under the pointer)
-        for _ in range(rounds):
-            for name, switch in variants.items():
-                page.evaluate(switch)
+        for round_index in range(rounds):
+            for name in rotated(list(variants), round_index):
+                page.evaluate(variants[name])
                 passes = page.evaluate(JS_PASSES)
                 phase = browser_cpu._phase(page, cdp, "", seconds, "print(fed)")
                 # _phase waited SETTLE_S before its measured seconds: the passes of both.

@@ -8,11 +8,11 @@ Starts a private JupyterLab (tests/browser_support.py) and drives it in headless
 
 - **first chart after "Run all"**: a copy of ``notebooks/00-quickstart.ipynb`` opened in a
   fresh kernel; from the "Run all" command to the first point in a chart's plotly data in
-  the page (Spark's start included), ``--runs`` times in each arm of :data:`ARMS`, in
-  turn, each run in a kernel of its own: with the class data archive (the default; made
-  first if missing), without it (``WORKBENCH_CLASS_ARCHIVE=0``), and with it and the
-  background warm-up (``WORKBENCH_WARM_UP=1``). The page keeps the monitor in view, as a
-  user watching it would ("Run all" scrolls on to the last cell). Its
+  the page (Spark's start included), ``--runs`` times in each arm of :data:`ARMS`, their
+  order rotating from run to run, each run in a kernel of its own: with the class data
+  archive (the default; made first if missing), without it (``WORKBENCH_CLASS_ARCHIVE=0``),
+  and with it and the background warm-up (``WORKBENCH_WARM_UP=1``). The page keeps the
+  monitor in view, as a user watching it would ("Run all" scrolls on to the last cell). Its
   parts: "Run all" to ``workbench.session()`` returning (the first cell), to the first
   stream's start, to the end of its batch 0 (progress ``timestamp`` + ``batchDuration``),
   and from there to the point in the page;
@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_browser import JS_WATCH_FRESHNESS, SETUP, TRIGGER, Page, notebook  # noqa: E402
 from bench.lab import lab_and_browser  # noqa: E402
+from bench.stats import p95, rotated  # noqa: E402
 from tests.browser_support import LabServer, page_context  # noqa: E402
 
 #: When the first chart of the page first holds a point (Date.now(), in the page). Charts
@@ -264,8 +265,7 @@ def freshness(lab: LabServer, context: Any, batches: int, poll_only: bool) -> li
 
 def spread(values: list[float]) -> str:
     ordered = sorted(values)
-    p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
-    return (f"median {statistics.median(ordered) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+    return (f"median {statistics.median(ordered) * 1000:.0f} ms, p95 {p95(ordered) * 1000:.0f} ms, "
             f"max {ordered[-1] * 1000:.0f} ms")
 
 
@@ -285,9 +285,9 @@ def main() -> None:
     fresh: dict[str, list[tuple[float, float]]] = {}
     with lab_and_archive(archive=not args.skip_first_chart) as (lab, browser):
         for index in range(0 if args.skip_first_chart else args.runs):
-            for number, arm in enumerate(ARMS):
+            for arm in rotated(list(ARMS), index):
                 with page_context(browser) as context:
-                    runs[arm].append(first_chart(lab, context, index, number, args.timeout))
+                    runs[arm].append(first_chart(lab, context, index, list(ARMS).index(arm), args.timeout))
                 print(f"run {index + 1}, {arm}: "
                       + ", ".join(f"{k} {v:.2f} s" for k, v in runs[arm][-1].items()), flush=True)
         for arm, poll_only in FRESHNESS_ARMS.items():

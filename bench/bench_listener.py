@@ -2,22 +2,23 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/bench_listener.py [--batches 20]
+    .venv/bin/python bench/bench_listener.py [--batches 20] [--rounds 2]
 
 On one embedded Spark, a stateful stream (a windowed count, a batch every 0.5 s) runs
-twice, each time with one extra session-wide listener filling a recorder: the one the
-workbench registers (each event's JSON read with one JVM call), then pyspark's
-``StreamingQueryListener`` as documented (pyspark turns each event into Python objects
-first). For each batch: from its end (progress ``timestamp`` + ``batchDuration``) to the
-listener hearing it, next to when ``lastProgress`` showed it (read every 10 ms), and the
-kernel's CPU per batch (the whole process, both phases alike but for the listener).
+once per listener and round, each time with one extra session-wide listener filling a
+recorder: the one the workbench registers (each event's JSON read with one JVM call), and
+pyspark's ``StreamingQueryListener`` as documented (pyspark turns each event into Python
+objects first), the order rotating from round to round. For each batch: from its end
+(progress ``timestamp`` + ``batchDuration``) to the listener hearing it, next to when
+``lastProgress`` showed it (read every 10 ms), and the kernel's CPU per batch: the whole
+Python process's, every thread (the ``lastProgress`` reader too), both phases alike but for
+the listener; the Spark JVM's is not in it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import statistics
 import sys
@@ -32,6 +33,11 @@ sys.path.insert(0, str(ROOT))
 import workbench  # noqa: E402
 from workbench.progress.recorder import QueryRecorder  # noqa: E402
 from workbench.spark.watch import _guarded, _make_listener  # noqa: E402
+
+from bench.stats import p95, rotated  # noqa: E402
+
+#: Most seconds a stream may take to run the batches waited for (a busy machine's first batches take long).
+DEADLINE_S = 300.0
 
 
 class StampingRecorder(QueryRecorder):
@@ -70,6 +76,21 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def wait_for_batches(handle: Any, total: int) -> None:
+    """Wait until ``handle``'s stream has run ``total`` batches; raise a one-line error if it stops or is late."""
+    deadline = time.monotonic() + DEADLINE_S
+    while handle.progress.total < total:
+        status = handle.status
+        if status != "active":
+            why = f": {handle.error}" if handle.error else ""
+            raise RuntimeError(f"stream {handle.name!r} {status} after {handle.progress.total} of {total} "
+                               f"batches{why}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"stream {handle.name!r} ran {handle.progress.total} of {total} batches in "
+                               f"{DEADLINE_S:.0f} s (status {status})")
+        time.sleep(0.1)
+
+
 def phase(spark: Any, listener: Any, recorder: StampingRecorder, batches: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -89,16 +110,16 @@ def phase(spark: Any, listener: Any, recorder: StampingRecorder, batches: int) -
 
     watcher = threading.Thread(target=watch_last, daemon=True)
     watcher.start()
-    while handle.progress.total < 3:  # past the slow first batches
-        time.sleep(0.1)
-    began, first = cpu(), handle.progress.total
-    while handle.progress.total < first + batches:
-        time.sleep(0.1)
-    spent = cpu() - began
-    done.set()
-    watcher.join()
-    handle.stop()
-    spark.streams.removeListener(listener)
+    try:
+        wait_for_batches(handle, 3)  # past the slow first batches
+        began, first = cpu(), handle.progress.total
+        wait_for_batches(handle, first + batches)
+        spent = cpu() - began
+    finally:
+        done.set()
+        watcher.join()
+        handle.stop()
+        spark.streams.removeListener(listener)
     heard, seen = [], []
     for record in handle.progress.records()[first:]:
         end = record.timestamp.timestamp() + (record.batch_duration_ms or 0) / 1000
@@ -111,25 +132,38 @@ def phase(spark: Any, listener: Any, recorder: StampingRecorder, batches: int) -
 
 def spread(values: list[float]) -> str:
     ordered = sorted(values)
-    return (f"median {statistics.median(ordered) * 1000:.0f} ms, p95 {ordered[math.ceil(0.95 * len(ordered)) - 1] * 1000:.0f}"
+    if not ordered:
+        return "no batches"
+    return (f"median {statistics.median(ordered) * 1000:.0f} ms, p95 {p95(ordered) * 1000:.0f}"
             f" ms, max {ordered[-1] * 1000:.0f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=20, help="batches measured per listener")
+    parser.add_argument("--batches", type=int, default=20, help="batches measured per listener and round")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the listeners, the order rotating")
     args = parser.parse_args()
+    if args.batches < 1 or args.rounds < 1:
+        parser.error(f"--batches and --rounds must be at least 1 (got {args.batches}, {args.rounds})")
+    listeners = {"workbench's listener (JSON, one call)": _make_listener,
+                 "pyspark's listener (objects)": pyspark_listener}
     spark = workbench.session()
-    results = {}
-    for label, make in (("workbench's listener (JSON, one call)", _make_listener),
-                        ("pyspark's listener (objects)", pyspark_listener)):
-        recorder = StampingRecorder()
-        results[label] = phase(spark, make(recorder), recorder, args.batches)
-    workbench.stop_all()
-    print(f"batch end -> heard by the kernel, a windowed count every 0.5 s, {args.batches} batches per listener:")
-    for label, r in results.items():
-        print(f"  {label:40} {spread(r['heard'])};  kernel CPU per batch {r['cpu'] * 1000:.1f} ms")
-        print(f"  {'  lastProgress showed it':40} {spread(r['shown'])}")
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label in listeners}
+    try:
+        for round_index in range(args.rounds):
+            for label in rotated(list(listeners), round_index):
+                recorder = StampingRecorder()
+                results[label].append(phase(spark, listeners[label](recorder), recorder, args.batches))
+    finally:
+        workbench.stop_all()
+    print(f"batch end -> heard by the kernel, a windowed count every 0.5 s, {args.rounds} rounds of "
+          f"{args.batches} batches per listener:")
+    for label, runs in results.items():
+        heard = [delay for run in runs for delay in run["heard"]]
+        shown = [delay for run in runs for delay in run["shown"]]
+        per_batch = " ".join(f"{run['cpu'] * 1000:.1f}" for run in runs)
+        print(f"  {label:40} {spread(heard)};  whole-process CPU per batch {per_batch} ms (each round)")
+        print(f"  {'  lastProgress showed it':40} {spread(shown)}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Run from the repository root::
     .venv/bin/python bench/bench_local_jit.py [--rounds 3] [--heavy-rows 40000000]
 
 Each measurement is a fresh Python process with a fresh Spark JVM (``SPARK_SUBMIT_OPTS``
-cleared), the variants one after the other in every round (the machine is noisy):
+cleared), the variants one after the other in every round (the machine is noisy), their
+order rotating from round to round:
 
 - **java defaults**: the workbench's session with Java's own JIT (tiered, C2 at Java's counts);
 - **workbench**: the session as users get it (``LOCAL_JIT_OPTIONS`` in
@@ -33,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.stats import rotated  # noqa: E402
 
 VARIANTS = ("java defaults", "workbench", "C1 only")
 
@@ -101,12 +104,12 @@ def main() -> None:
         return
     steps: dict[str, list[dict[str, object]]] = {variant: [] for variant in VARIANTS}
     heavy: dict[str, list[dict[str, object]]] = {variant: [] for variant in VARIANTS}
-    for _ in range(args.rounds):
-        for variant in VARIANTS:
+    for round_index in range(args.rounds):
+        for variant in rotated(VARIANTS, round_index):
             steps[variant].append(measure(variant, 0))
             print(f"  {variant}: {json.dumps(steps[variant][-1])}", flush=True)
         if args.heavy_rows > 0:
-            for variant in VARIANTS:
+            for variant in rotated(VARIANTS, round_index):
                 heavy[variant].append(measure(variant, args.heavy_rows))
                 print(f"  {variant}, heavy: {json.dumps(heavy[variant][-1])}", flush=True)
     print(f"fresh process and JVM each, {args.rounds} rounds; seconds, median over the rounds (each round)")

@@ -36,6 +36,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.stats import p95, rotated  # noqa: E402
+
 START_MS = 1_700_000_000_000
 
 
@@ -51,11 +53,6 @@ def stateful_query(spark, rows_per_batch: int = 100):
         .groupBy(F.window("event", "5 seconds"))
         .count()
     )
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
 #: The overhead arms: monitor options, or None for no monitor.
@@ -106,10 +103,8 @@ def overhead_and_freshness(seconds: float, rounds: int, warmup: float) -> dict[s
     one_run(env, spark, monitor_options=None, seconds=3, warmup=3)
     rates: dict[str, list[float]] = {arm: [] for arm in ARMS}
     delays: list[float] = []
-    names = list(ARMS)
     for index in range(rounds):
-        shift = index % len(names)
-        for arm in names[shift:] + names[:shift]:
+        for arm in rotated(list(ARMS), index):
             rate, run_delays = one_run(env, spark, monitor_options=ARMS[arm], seconds=seconds, warmup=warmup)
             rates[arm].append(rate)
             if arm == "full monitor":

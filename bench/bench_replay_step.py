@@ -13,7 +13,8 @@ and alternating rounds:
 each stepped ``--steps`` times on a fresh panel, arm **no page** (as headless) and arm
 **page** (the panel's charts told the kernel a page loaded them, the message a page sends).
 Printed per arm: the median wall seconds per step, the Spark JVM's CPU seconds per step and
-the Spark jobs per step (the step's batch included).
+the Spark jobs per step (the step's batch included), counted from the job ids the Spark UI
+lists (:func:`jobs_so_far`).
 
     .venv/bin/python bench/bench_replay_step.py [--steps 6] [--rounds 3]
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import urllib.request
 from typing import Any, Callable
@@ -71,11 +73,36 @@ def window_panel(workbench: Any, name: str) -> Any:
                                   output_mode="append")
 
 
+#: Seconds the UI's job list may take to settle after a step (Spark's listener bus updates it).
+SETTLE_S = 5.0
+
+
 def jobs_so_far(spark: Any) -> int:
-    """The Spark jobs this application ran so far (the streaming query's batches included), from its UI."""
+    """The Spark jobs this application ran so far (the streaming query's batches included), from its UI.
+
+    Spark numbers an application's jobs 0, 1, 2, ... in the order they are submitted, so the
+    newest job id + 1 counts them all, however many older ones the UI has dropped (it keeps
+    ``spark.ui.retainedJobs``, 1,000 by default). The list is updated from Spark's listener
+    bus, after the job: it is read until two reads 0.2 s apart agree and no job in it is
+    running (at most :data:`SETTLE_S` seconds, then with a warning).
+    """
     context = spark.sparkContext
-    with urllib.request.urlopen(f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs") as answer:
-        return len(json.load(answer))
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs"
+    deadline = time.monotonic() + SETTLE_S
+    previous = None
+    while True:
+        with urllib.request.urlopen(url) as answer:
+            jobs = json.load(answer)
+        count = 1 + max((int(job["jobId"]) for job in jobs), default=-1)
+        settled = count == previous and not any(job.get("status") == "RUNNING" for job in jobs)
+        if settled:
+            return count
+        if time.monotonic() > deadline:
+            print(f"warning: the Spark UI's job list did not settle within {SETTLE_S:.0f} s; "
+                  "a step's job count may be short", file=sys.stderr, flush=True)
+            return count
+        previous = count
+        time.sleep(0.2)
 
 
 def measure(workbench: Any, make: Callable[[Any, str], Any], name: str, page: bool, steps: int) -> dict[str, float]:

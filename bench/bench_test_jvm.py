@@ -3,8 +3,9 @@
 The suite starts some 40 short-lived Spark JVMs (each xdist worker's session, kernels,
 notebooks, scripts). ``tests/suite.py`` gives them ``-XX:TieredStopAtLevel=1
 -XX:+UseSerialGC``. This runs one notebook and one Spark test file with the JVM's defaults
-and with those options, alternating, and prints the machine's CPU time (all processes,
-from /proc/stat, so the JVMs that kernels start count too) and the wall time of each run.
+and with those options, the first of a round changing from round to round, and prints the
+machine's CPU time (all processes, from /proc/stat, so the JVMs that kernels start count
+too) and the wall time of each run.
 
 ``--cluster`` runs the tests on a standalone cluster and a Spark Connect server instead
 (``-m cluster``), with the options for the drivers only against the options for the drivers
@@ -27,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from machine_cpu import busy_seconds  # noqa: E402
+from stats import rotated  # noqa: E402
 from tests.suite import SUBMIT_OPTIONS, TEST_JVM_OPTIONS  # noqa: E402
 
 TESTS = ["notebooks/04-joins.ipynb", "tests/test_streams.py", "-m", "not kernel"]
@@ -57,12 +59,12 @@ def main() -> None:
         tests = TESTS
         arms = {"JVM defaults": "", "suite options": TEST_JVM_OPTIONS}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
-    for _ in range(args.rounds):
-        for name, options in arms.items():
-            figures[name].append(run(options, tests))
+    for round_index in range(args.rounds):
+        for name in rotated(list(arms), round_index):
+            figures[name].append(run(arms[name], tests))
             cpu, wall = figures[name][-1]
             print(f"  {name}: CPU {cpu:.1f} s, wall {wall:.1f} s", flush=True)
-    print(f"{' '.join(tests)}, {args.rounds} runs each, alternating")
+    print(f"{' '.join(tests)}, {args.rounds} runs each, the order rotating")
     print(f"{'arm':<15} {'CPU s (median)':>15} {'wall s (median)':>16}")
     for name, runs in figures.items():
         print(f"{name:<15} {statistics.median(c for c, _ in runs):>15.1f} {statistics.median(w for _, w in runs):>16.1f}")
