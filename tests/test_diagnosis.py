@@ -22,10 +22,11 @@ def iso(value: datetime) -> str:
 
 
 def batch(i: int, rows: int = 5, out: int = 0, event: datetime | None = None,
-          watermark: str | None = None, stateful: bool = True) -> BatchProgress:
+          watermark: str | None = None, stateful: bool = True, last: datetime | None = None) -> BatchProgress:
+    """One batch's progress; its event times run from ``event`` to ``last`` (``event`` when left out)."""
     event_time = {}
     if event is not None:
-        event_time.update(min=iso(event), max=iso(event), avg=iso(event))
+        event_time.update(min=iso(event), max=iso(last or event), avg=iso(event))
     if watermark is not None:
         event_time["watermark"] = watermark
     return BatchProgress.from_json({
@@ -108,6 +109,86 @@ def test_watermark_not_yet_set_is_said_in_words():
     # Never a decades-long shortfall measured from epoch 0 ("20780 d 16 h short").
     assert " d " not in message and "short" not in message
     assert "the watermark starts once a batch with event times has run" in message
+
+
+def at(hhmm: str) -> datetime:
+    return datetime(2024, 1, 1, *map(int, hhmm.split(":")), tzinfo=timezone.utc)
+
+
+def minutes(n: int) -> timedelta:
+    return timedelta(minutes=n)
+
+
+# The programming guide's windows (10 minutes, sliding every 5), and tumbling 10-minute ones, with a 1-minute delay.
+GUIDE = PlanFacts(has_aggregation=True, has_watermark=True, watermark_delay=minutes(1),
+                  window_duration=minutes(10), window_slide=minutes(5), watermarks=1)
+TEN_MINUTES = dataclasses.replace(GUIDE, window_slide=minutes(10))
+
+
+def test_a_window_the_last_batchs_event_times_closed_is_due_with_the_next_batch():
+    # One batch (availableNow on a Python data source, or trigger once): it ran with the watermark
+    # not set, and left 12:21 - 1 min = 12:20 for a next batch that never runs.
+    records = [batch(0, event=at("12:07"), last=at("12:21"), watermark=EPOCH_TEXT)]
+    message = why_no_output(OutputSummary().add(records), output_mode="append", plan=GUIDE, min_batches=1)
+    assert message == (
+        "The next micro-batch outputs the earliest open window (2024-01-01 12:10:00 UTC): the last batch ran with "
+        "the watermark not set yet and moved it to 2024-01-01 12:20:00 UTC (latest event time 2024-01-01 12:21:00 "
+        "UTC minus the 1 min delay), past the window's end. Spark runs that batch without new rows only while the "
+        "query keeps running (a processing-time trigger); trigger once, and availableNow on a Python data source "
+        "such as workbench.testing.MemoryStream, end before it.")
+    assert "starts once a batch with event times has run" not in message
+
+
+def guide_batches(last: str) -> list[BatchProgress]:
+    """Three batches, each with the watermark the one before it left; the last one's event times end at ``last``."""
+    return [batch(0, event=at("12:01"), last=at("12:05"), watermark=EPOCH_TEXT),
+            batch(1, event=at("12:06"), last=at("12:09"), watermark=iso(at("12:04"))),
+            batch(2, event=at("12:09"), last=at(last), watermark=iso(at("12:08")))]
+
+
+def test_a_watermark_short_only_in_the_last_batch_is_not_called_short():
+    # Batch 2 ran with 12:08, 2 min short of 12:10, but its 12:15 moved the watermark to 12:14.
+    message = why_no_output(OutputSummary().add(guide_batches("12:15")), output_mode="append", plan=TEN_MINUTES)
+    assert message.startswith("The next micro-batch outputs the earliest open window (2024-01-01 12:10:00 UTC): "
+                              "the last batch ran with the watermark at 2024-01-01 12:08:00 UTC and moved it to "
+                              "2024-01-01 12:14:00 UTC (latest event time 2024-01-01 12:15:00 UTC minus the 1 min "
+                              "delay), past the window's end.")
+    assert "short" not in message
+
+
+def test_a_watermark_the_last_batch_leaves_short_too_is_still_called_short():
+    # Batch 2's 12:10 moves the watermark to 12:09 only: the window ending 12:10 stays open.
+    message = why_no_output(OutputSummary().add(guide_batches("12:10")), output_mode="append", plan=TEN_MINUTES)
+    assert message == (
+        "The watermark (2024-01-01 12:08:00 UTC) has not yet passed the end of the earliest open window "
+        "(2024-01-01 12:10:00 UTC); it is 2 min short. In append mode a window is output only once the watermark "
+        "passes its end. The watermark trails the latest event time (2024-01-01 12:10:00 UTC) by 2 min "
+        "(watermark delay 1 min).")
+
+
+@pytest.mark.spark
+def test_an_ended_available_now_stream_on_a_memory_stream_is_told_the_next_batch_would_output(spark, env):
+    import workbench.testing
+    from pyspark.sql import functions as F
+
+    from workbench.views.monitor_header import no_output_reason
+
+    events = workbench.testing.MemoryStream(spark, "event_time timestamp, word string")
+    try:
+        events.add([("2024-01-01 12:07", "dog"), ("2024-01-01 12:21", "owl")])
+        counts = (events.df.withWatermark("event_time", "1 minute")
+                  .groupBy(F.window("event_time", "10 minutes", "5 minutes"), "word").count())
+        handle = env.start(counts, "ended_words", trigger="available-now")
+        assert handle.wait_finished(60) and handle.status == "stopped"
+        records = handle.progress.records()
+        assert [(r.batch_id, r.num_output_rows) for r in records] == [(0, 0)], "no watermark-only batch ran"
+        message = no_output_reason(handle, OutputSummary().add(records), [], min_batches=1,
+                                   quiet_time=timedelta(seconds=10))
+        assert message.startswith("The next micro-batch outputs the earliest open window (2024-01-01 12:10:00 UTC): "
+                                  "the last batch ran with the watermark not set yet and moved it to "
+                                  "2024-01-01 12:20:00 UTC"), message
+    finally:
+        events.close()
 
 
 def test_summary_folds_incrementally_like_all_at_once():

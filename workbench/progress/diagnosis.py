@@ -405,7 +405,8 @@ def why_no_output(
 
     A sink that cannot count its rows (foreachBatch, files) gets no reason that rests on
     "nothing was output". With several watermarked inputs, progress's event times are one
-    input's, so no window end is computed from them.
+    input's, so no window end is computed from them. Progress reports the watermark a batch
+    ran with; a window that the last batch's event times closed is output by the next batch.
 
     Examples
     --------
@@ -473,6 +474,14 @@ def why_no_output(
                     f"{format_duration(plan.session_gap)} gap)")
         if watermark >= end:
             return None  # it has passed: the window or session is output with the next batch
+        moved = latest - delay if delay is not None and not held else watermark
+        if what == "window" and moved >= end:
+            ran = "not set yet" if watermark <= EPOCH else f"at {format_time(watermark)}"
+            return (f"The next micro-batch outputs the earliest open window {when}: the last batch ran with the "
+                    f"watermark {ran} and moved it to {format_time(moved)} (latest event time {format_time(latest)} "
+                    f"minus the {format_duration(delay)} delay), past the window's end. Spark runs that batch without "
+                    "new rows only while the query keeps running (a processing-time trigger); trigger once, and "
+                    "availableNow on a Python data source such as workbench.testing.MemoryStream, end before it.")
         earliest = "earliest open window" if what == "window" else "earliest session"
         # Against an unset (epoch 0) watermark a shortfall is decades long and says nothing.
         gap = (f"; it is {short}{format_duration(end - watermark)} short" if watermark > EPOCH
