@@ -60,6 +60,17 @@ class TestRecords:
         assert r.operators[0].custom_metrics == {"x": 1}
         assert r.num_output_rows == 2 and not r.is_idle_report
 
+    def test_custom_metrics_read_as_spark_gave_them(self):
+        def metrics(value):
+            operator = {"operatorName": "x", "customMetrics": {"a": value, "rocksdbBytes": 2**40}}
+            return BatchProgress.from_json({**FULL, "stateOperators": [operator]}).operators[0].custom_metrics
+        one, two = metrics(1), metrics(2)
+        assert one == {"a": 1, "rocksdbBytes": 2**40} and dict(two) == {"a": 2, "rocksdbBytes": 2**40}
+        assert list(two) == ["a", "rocksdbBytes"] and two.get("missing", 0) == 0 and len(one) == 2
+        with pytest.raises(KeyError):
+            one["missing"]
+        assert metrics(0.5) == {"a": 0.5, "rocksdbBytes": 2**40}  # not a long: kept as given
+
     def test_records_are_frozen(self):
         r = BatchProgress.from_json(FULL)
         with pytest.raises(AttributeError):
@@ -81,6 +92,21 @@ class TestRecords:
 
     def test_idle_report_is_recognised(self):
         assert BatchProgress.from_json(idle(7)).is_idle_report
+
+
+    def test_times_past_year_9999_are_the_latest_time_not_a_failed_read(self):
+        # Event times in epoch milliseconds read as seconds (timestamp_seconds) land in year
+        # 55840, which Java writes with a sign and Python's datetime cannot hold.
+        far = "+55840-11-09T23:13:20.000Z"
+        record = BatchProgress.from_json(batch(3, eventTime={"min": far, "max": far, "avg": far, "watermark": far}))
+        assert record.watermark == record.event_time_max == datetime.max.replace(tzinfo=timezone.utc)
+        early = BatchProgress.from_json(batch(4, eventTime={"min": "-0044-03-15T00:00:00.000Z"}))
+        assert early.event_time_min == datetime.min.replace(tzinfo=timezone.utc)
+        history = ProgressHistory()
+        history.extend([BatchProgress.from_json(batch(2)), record])
+        frame = history.to_frame()  # past 2262: microseconds, where nanoseconds end
+        assert str(frame["watermark"].dtype) == "datetime64[us, UTC]"
+        assert frame["watermark"].iloc[1].year == 9999 and pd.isna(frame["watermark"].iloc[0])
 
 
 class TestHistory:
@@ -213,6 +239,33 @@ class TestPollerLogic:
         self.source.report(batch(1), idle(2))  # batch 1 ran and went idle between two ticks
         self.poller.poll_once()
         assert self.ids() == [0, 1]
+
+    def test_a_stream_before_its_first_batch_fetches_the_list_once(self):
+        # An empty input folder, a topic without data: Spark re-reports "batch 0 next" every
+        # few seconds; the list holds nothing else until a batch runs.
+        self.source.report(idle(0))
+        for _ in range(5):
+            assert self.poller.poll_once() == []
+        assert self.source.recent_calls == 1
+        self.source.report(idle(0))  # re-reported: still nothing ran
+        self.poller.poll_once()
+        assert self.source.recent_calls == 1
+        self.source.report(batch(0), idle(1))  # batch 0 ran between two ticks
+        self.poller.poll_once()
+        assert self.ids() == [0] and self.source.recent_calls == 2
+
+    def test_batches_gone_from_the_recent_list_are_said_to_be_missing(self):
+        self.source.report(batch(0))
+        self.poller.poll_once()
+        assert self.history.skipped_note is None
+        for i in range(1, 251):  # 250 batches while nobody read: the list keeps the last 99
+            self.source.report(batch(i))
+        self.poller.poll_once()
+        assert self.ids() == [0, *range(152, 251)] and self.history.skipped == 151
+        assert self.history.skipped_note.startswith("151 batches were never read (the last: 1-151)")
+        self.source.report(batch(251))
+        self.poller.poll_once()
+        assert self.history.skipped == 151  # the next batch follows on
 
     def test_restart_from_checkpoint_starts_at_later_id(self):
         self.source.report(batch(40), batch(41))

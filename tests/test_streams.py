@@ -278,6 +278,44 @@ def test_idle_re_reports_are_not_batches(env, spark, tmp_path):
     assert list(history["batch_id"]) == [0] and list(history["num_input_rows"]) == [2]
 
 
+def test_a_stream_before_its_first_batch_is_not_fetched_every_tick(env, spark, tmp_path):
+    # An empty input folder: Spark re-reports "batch 0 next" (here every second) until a file
+    # comes; one fetch of the recent list says nothing ran, and no tick fetches it again.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "1s")
+    try:
+        handle = env.start(spark.readStream.format("text").load(str(folder)), "waiting", trigger="0.2 seconds")
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    try:
+        wait_for(lambda: handle.query.lastProgress is not None, timeout=40, message="Spark's first idle report")
+        time.sleep(3.0)  # a dozen ticks of the poller, several idle re-reports
+        assert handle.poller.recent_fetches <= 2 and handle.progress.total == 0, handle.poller.recent_fetches
+        (folder / "a.txt").write_text("one\n")
+        wait_for(lambda: handle.progress.total == 1, message="the first batch")
+        assert list(handle.history()["num_input_rows"]) == [1]
+    finally:
+        handle.stop()
+
+
+def test_event_times_past_year_9999_keep_the_history_going(env, rate_stream):
+    # Epoch milliseconds read as seconds: Spark's event times and watermark are in year
+    # 55840, past what Python's datetime holds; the history and its notes carry on.
+    events = rate_stream(rows_per_batch=5).withColumn(
+        "ts", F.timestamp_seconds(F.col("value") * 1000 + F.lit(1_700_000_000_000)))
+    counts = events.withWatermark("ts", "1 minute").groupBy(F.window("ts", "10 minutes")).count()
+    handle = env.start(counts, "far_future", trigger="0.3 seconds")
+    try:
+        wait_for(lambda: handle.progress.total >= 3, message="3 batches")
+        assert handle.poller.read_failures == 0 and handle.progress_note is None
+        history = handle.history()
+        assert history["event_time_max"].dt.year.eq(9999).all(), history["event_time_max"].tolist()
+        assert history["watermark"].iloc[-1].year == 9999
+    finally:
+        handle.stop()
+
+
 def test_console_sink_renders_each_batch_like_spark(env, rate_stream):
     texts: list[str] = []
     handle = env.start(rate_stream(rows_per_batch=4, partitions=1), "shown", sink="console",

@@ -105,12 +105,32 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
     frame = pd.DataFrame(rows, columns=list(columns))
     for name in columns:
         if name in _TIME_COLUMNS:
-            frame[name] = pd.to_datetime(frame[name], utc=True)
+            frame[name] = utc_times(frame[name])
         elif name in _NULLABLE_INT_COLUMNS:
             frame[name] = frame[name].astype("Int64")
         elif name.endswith("_per_second"):
             frame[name] = frame[name].astype("float64")
     return frame
+
+
+def utc_times(column: pd.Series) -> pd.Series:
+    """``column``'s datetimes (None: NaT) as pandas times in UTC, in nanoseconds where they fit.
+
+    Times past 2262 (where nanoseconds end: event times in milliseconds read as seconds,
+    say) make the column microseconds instead, which reach any year Python has.
+
+    Examples
+    --------
+    >>> from datetime import datetime, timezone
+    >>> utc_times(pd.Series([datetime(2024, 1, 1, tzinfo=timezone.utc), None])).dtype
+    datetime64[ns, UTC]
+    >>> utc_times(pd.Series([datetime(9999, 1, 1, tzinfo=timezone.utc)])).dtype
+    datetime64[us, UTC]
+    """
+    try:
+        return pd.to_datetime(column, utc=True)
+    except pd.errors.OutOfBoundsDatetime:
+        return column.astype("datetime64[us, UTC]")
 
 
 class ProgressHistory:
@@ -142,6 +162,8 @@ class ProgressHistory:
         self._listeners: list[Listener] = []
         self._total = 0
         self._last_batch_id: int | None = None
+        self._skipped = 0
+        self._last_gap: tuple[int, int] | None = None
 
     @property
     def cap(self) -> int:
@@ -163,6 +185,35 @@ class ProgressHistory:
         """Oldest batches dropped because the cap was reached."""
         return self._total - len(self._records)
 
+    @property
+    def skipped(self) -> int:
+        """Batches that ran but never reached the history: ids missing between two it holds.
+
+        Spark keeps only its last ``spark.sql.streaming.numRecentProgressUpdates`` (100)
+        reports: a reader that falls further behind (a long pause in reading) finds the batches
+        before them gone.
+        """
+        return self._skipped
+
+    @property
+    def skipped_note(self) -> str | None:
+        """One line saying how many batches the history skipped (and the last such gap), or None.
+
+        Examples
+        --------
+        >>> from workbench.progress import BatchProgress
+        >>> history = ProgressHistory()
+        >>> added = history.extend(BatchProgress.from_json({"batchId": i, "numInputRows": 1}) for i in (0, 1, 152))
+        >>> history.skipped_note
+        "150 batches were never read (the last: 2-151): Spark keeps only its recent progress reports and reading them fell behind; the history's totals leave them out"
+        """
+        if not self._skipped or self._last_gap is None:
+            return None
+        first, last = self._last_gap
+        return (f"{self._skipped} batch{'es were' if self._skipped > 1 else ' was'} never read (the last: "
+                f"{first}{'' if first == last else f'-{last}'}): Spark keeps only its recent progress reports and "
+                "reading them fell behind; the history's totals leave them out")
+
     def __len__(self) -> int:
         return len(self._records)
 
@@ -179,6 +230,9 @@ class ProgressHistory:
                     continue
                 if self._last_batch_id is not None and record.batch_id <= self._last_batch_id:
                     continue
+                if self._last_batch_id is not None and record.batch_id > self._last_batch_id + 1:
+                    self._skipped += record.batch_id - self._last_batch_id - 1
+                    self._last_gap = (self._last_batch_id + 1, record.batch_id - 1)
                 self._records.append(record)
                 self._last_batch_id = record.batch_id
                 self._total += 1

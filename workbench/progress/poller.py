@@ -132,6 +132,8 @@ class ProgressPoller:
         self.read_failures = 0
         #: The last such failure in one line, or None once a read works again.
         self.read_error: str | None = None
+        # The idle report's id (the next batch's) when a fetch found no batch before it.
+        self._none_before: int | None = None
 
     # -- pure logic -------------------------------------------------------------------
 
@@ -149,12 +151,17 @@ class ProgressPoller:
         if not latest.is_idle_report and latest.batch_id == (0 if known is None else known + 1):
             # The next batch, or a run's very first one: nothing can be missing before it.
             return self.history.extend([latest])
+        if known is None and latest.is_idle_report and latest.batch_id == self._none_before:
+            return []  # no batch has run since a fetch found none: not every tick again
         heard = self._heard_after(known)
         if heard:
             # The batches the events told of, from the one after the history's newest: any
             # newer ones come with their own events, which wake the next tick.
             return self.history.extend(heard)
-        return self.fill()
+        added = self.fill()
+        if not added and known is None and latest.is_idle_report:
+            self._none_before = latest.batch_id
+        return added
 
     def _heard_after(self, known: int | None) -> list[BatchProgress]:
         """What the source heard after batch ``known``, when it continues the history without a gap."""

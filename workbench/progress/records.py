@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 __all__ = ["BatchProgress", "OperatorProgress", "parse_spark_time", "parse_interval", "DURATION_PARTS",
            "TWS_OPERATORS", "AGGREGATION_OPERATORS"]
@@ -30,6 +31,12 @@ DURATION_PARTS: dict[str, str] = {
     "walCommit": "wal_commit_ms",
     "commitOffsets": "commit_offsets_ms",
 }
+
+
+#: Java's ISO format signs a year only past 9999 or before year 1, where Python's datetime ends.
+_OUT_OF_RANGE = re.compile(r"[+-]\d{4,}-")
+_LATEST = datetime.max.replace(tzinfo=timezone.utc)
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
 @lru_cache(maxsize=1024)
@@ -52,9 +59,18 @@ def parse_spark_time(text: str | None) -> datetime | None:
     datetime.datetime(2024, 1, 1, 12, 7, tzinfo=datetime.timezone.utc)
     >>> parse_spark_time(None) is None
     True
+
+    A time past year 9999 (event times in milliseconds read as seconds, say) is the latest
+    time Python has, and one before year 1 the earliest: the batch's record stays, and its
+    charts show the time as far off as it is.
+
+    >>> parse_spark_time("+55840-11-09T23:13:20.000Z").year
+    9999
     """
     if not text:
         return None
+    if _OUT_OF_RANGE.match(text):
+        return _EARLIEST if text.startswith("-") else _LATEST
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
@@ -115,8 +131,40 @@ def _name(value: Any) -> str | None:
     return None if value is None else sys.intern(str(value))
 
 
+class _Metrics(Mapping[str, int]):
+    """An operator's custom metrics in a batch: the names shared with every batch that has the
+    same ones, the values packed (RocksDB's state store reports 38 per operator and batch:
+    about 480 bytes so, against 1,900 as a dict of Python ints)."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: Mapping[str, int], values: array) -> None:
+        self._index, self._values = index, values
+
+    def __getitem__(self, key: str) -> int:
+        return self._values[self._index[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+@lru_cache(maxsize=256)
+def _metric_index(names: tuple[str, ...]) -> Mapping[str, int]:
+    return MappingProxyType({sys.intern(name): i for i, name in enumerate(names)})
+
+
 def _metrics(values: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return {sys.intern(str(k)): v for k, v in values.items()} if values else _NO_METRICS
+    if not values:
+        return _NO_METRICS
+    if all(type(v) is int and -(2**63) <= v < 2**63 for v in values.values()):
+        return _Metrics(_metric_index(tuple(map(str, values))), array("q", values.values()))
+    return {sys.intern(str(k)): v for k, v in values.items()}  # not Spark's longs: kept as given
 
 
 def _int(value: Any) -> int | None:

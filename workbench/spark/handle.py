@@ -288,13 +288,14 @@ class StreamHandle:
 
     @property
     def progress_note(self) -> str | None:
-        """One line while reading the query's progress fails and the query still runs, else None.
+        """One line while reading the query's progress fails and the query still runs; else one
+        when batches were never read (:attr:`ProgressHistory.skipped_note`); else None.
 
         The poller keeps trying, less often the longer it fails; the full error is in the log.
         """
         error = self.poller.read_error
         if error is None or self._end.status is not None:
-            return None
+            return self.progress.skipped_note
         return (f"Reading this stream's progress failed {self.poller.read_failures} time(s) in a row; "
                 f"the query still runs and the workbench keeps trying: {error}")
 
