@@ -13,7 +13,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from workbench.magics.parser import parse_cell
-from workbench.progress import BatchProgress
+from workbench.progress import BatchProgress, ProgressHistory
 from workbench.progress.diagnosis import OutputSummary, PlanFacts, held_back_by, why_no_output
 from workbench.progress.input_watermarks import InputSpec, InputWatermarkTracker, input_watermarks
 from tests.helpers import wait_for
@@ -24,13 +24,14 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 SPECS = (InputSpec("clicks", "o0", "click_time", 2 * MINUTE), InputSpec("views", "o1", "view_time", 5 * MINUTE))
 
 
-def batch(batch_id: int, clicks: datetime | None, views: datetime | None) -> BatchProgress:
+def batch(batch_id: int, clicks: datetime | None, views: datetime | None,
+          kind: type[BatchProgress] = BatchProgress) -> BatchProgress:
     def metrics(t: datetime | None) -> dict:
         return {"rows": 0, "max_event_time_us": None} if t is None else {
             "rows": 2, "max_event_time_us": int((t - EPOCH) / timedelta(microseconds=1))}
 
-    return BatchProgress.from_json({"batchId": batch_id, "numInputRows": 1, "durationMs": {"addBatch": 1},
-                                    "observedMetrics": {"o0": metrics(clicks), "o1": metrics(views)}})
+    return kind.from_json({"batchId": batch_id, "numInputRows": 1, "durationMs": {"addBatch": 1},
+                           "observedMetrics": {"o0": metrics(clicks), "o1": metrics(views)}})
 
 
 def test_tracker_follows_sparks_rules():
@@ -81,6 +82,85 @@ def test_diagnosis_names_the_input_that_holds_the_watermark_back():
                            inputs=latest)
     assert joined.startswith(message)
     assert why_no_output(summary, output_mode="append", plan=PlanFacts(has_watermark=True, watermarks=2)) is None
+
+
+class ScriptedJoin:
+    """A stream with two watermarked inputs known only by its scripted progress (``MonitoredStream``)."""
+
+    name, sink, output_mode, started_at, plan, status, error = "joined", "console", "append", None, None, "active", None
+    inputs, watermark_policy = SPECS, "min"
+
+    def __init__(self, records: list[BatchProgress]) -> None:
+        self.progress = ProgressHistory()
+        self.progress.extend(records)
+
+    def stop(self) -> None:
+        pass
+
+    def on_finished(self, callback) -> None:
+        pass
+
+
+def scripted_join(first: int, count: int, kind: type[BatchProgress] = BatchProgress) -> list[BatchProgress]:
+    """Clicks at minute b in each batch b; views at minute 2b in batches 0 to 2, then none."""
+    return [batch(b, START + b * MINUTE, START + 2 * b * MINUTE if b < 3 else None, kind)
+            for b in range(first, first + count)]
+
+
+def assert_lanes_show(monitor, records: list[BatchProgress], ids: list[int]) -> None:
+    """At batch b each input's lane shows the watermark it proposed after batch b - 1 (none at epoch 0)."""
+    proposed = {(row.batch_id, row.input): row.watermark for row in input_watermarks(records, SPECS)}
+    lanes = {trace.name: trace for trace in monitor.figures["watermark"].data}
+    for name in ("clicks", "views"):
+        lane = lanes[f"watermark: {name}"]
+        assert list(lane.x) == ids
+        expected = [proposed.get((b - 1, name)) for b in ids]
+        assert list(lane.y) == [None if t is None or t <= EPOCH else t.strftime("%Y-%m-%d %H:%M:%S.%f")
+                                for t in expected], name
+
+
+def test_a_monitor_opened_on_a_long_history_reads_each_batch_a_bounded_number_of_times():
+    # Opening a monitor folds the whole history through the input tracker, on the caller's
+    # thread and under the lock the poller's updates wait on: it must cost O(batches). A
+    # probe counts every read of each batch's fields; the most any batch is read must not
+    # grow with the history (it did: once per row of the history, so O(batches²) in all).
+    from collections import Counter
+
+    from workbench.views.monitor import StreamMonitor
+
+    window = 30
+
+    def opened(count: int) -> tuple[StreamMonitor, Counter, list[BatchProgress]]:
+        reads: Counter = Counter()
+
+        class Counted(BatchProgress):
+            def __getattribute__(self, name: str):
+                if not name.startswith("__"):
+                    reads[object.__getattribute__(self, "batch_id")] += 1
+                return super().__getattribute__(name)
+
+        records = scripted_join(0, count, Counted)
+        stream = ScriptedJoin(records)
+        reads.clear()
+        monitor = StreamMonitor(stream, window=window, interval=3600)
+        return monitor, Counter(reads), records
+
+    small, small_reads, _ = opened(500)
+    small.close()
+    monitor, reads, records = opened(2_000)
+    try:
+        assert set(reads) == set(range(2_000))  # every batch is folded
+        most, most_in_small = max(reads.values()), max(small_reads.values())
+        assert most <= most_in_small, f"a batch was read {most} times in 2,000 batches, {most_in_small} times in 500"
+        assert_lanes_show(monitor, records, list(range(2_000 - window, 2_000)))
+        assert "2000 batches (last 1999)" in monitor.summary()
+        # New batches, more than the window at once, as a poll after a pause brings them.
+        later = scripted_join(2_000, window + 5)
+        monitor.handle.progress.extend(later)
+        monitor.refresh()
+        assert_lanes_show(monitor, records + later, list(range(2_005, 2_005 + window)))
+    finally:
+        monitor.close()
 
 
 def test_magic_option_parses_and_refuses_replays():

@@ -277,6 +277,58 @@ def test_a_query_started_before_the_listener_is_back_filled_and_says_so(env, spa
 
 
 @pytest.mark.spark
+def test_a_watched_runs_history_has_one_writer_so_a_monitor_loses_no_batch(env, spark, rate_stream):
+    # The listener's recorder and the handle's poller both wrote a watched run's history. A
+    # history tells its subscribers of each append after releasing its lock, so the monitor
+    # could hear of batch k + 1 from one writer before it heard of batch k from the other,
+    # and then dropped batch k for good. Here the poller's news of batch k is held (by a
+    # subscriber that runs before the monitor's) until the recorder has been given Spark's
+    # report of batch k + 1, as the session's listener gives it.
+    import threading
+
+    from workbench.spark.progress_source import progress_json
+    from workbench.spark.watch import SessionWatcher, watched_handle
+    from workbench.views.monitor import StreamMonitor
+
+    query = (rate_stream(rows_per_batch=10).writeStream.format("noop").queryName("one_writer")
+             .trigger(processingTime="0.2 seconds").start())
+    watcher = SessionWatcher(spark, QueryRecorder())  # no listener of its own: the test is its listener
+    handle = watched_handle(spark, query, watcher, poll_interval=0.2, history_cap=1_000)
+    armed, told, failures = threading.Event(), [], []
+
+    def report_of(batch_id: int) -> dict | None:
+        return next((raw for raw in map(progress_json, query.recentProgress) if raw["batchId"] == batch_id), None)
+
+    def listener_is_told_of_the_next_batch_first(records) -> None:
+        if not armed.is_set() or told:  # until then the poller is the only one to write
+            return
+        try:
+            after = records[-1].batch_id + 1
+            raw = wait_for(lambda: report_of(after), 60, message=f"Spark's report of batch {after}")
+            told.append(after)
+            watcher.recorder.progress(raw)
+        except BaseException as exc:  # a failed wait must not end the poller's thread
+            failures.append(exc)
+
+    handle.progress.subscribe(listener_is_told_of_the_next_batch_first)
+    monitor = StreamMonitor(handle, interval=3600)
+    try:
+        armed.set()
+        wait_for(lambda: told or failures, 60, message="a batch the poller read after the monitor opened")
+        assert not failures, failures
+        wait_for(lambda: (handle.progress.last_batch_id or -1) > told[0], 60, message="the batch after it")
+        handle.stop()
+        last = handle.progress.last_batch_id
+        wait_for(lambda: f"(last {last})" in monitor.summary(), 30, message=f"the monitor taking batch {last}")
+        ids = [r.batch_id for r in handle.progress.records()]
+        assert ids == list(range(ids[0], last + 1))
+        assert f"{len(ids)} batches (last {last}), {10 * len(ids):,} rows in" in monitor.summary()
+    finally:
+        monitor.close()
+        handle.stop()
+
+
+@pytest.mark.spark
 def test_unknown_or_wrong_watch_targets_are_one_line(env, spark, rate_stream, tmp_path):
     query = parquet_query(spark, rate_stream, tmp_path, name="present")
     try:

@@ -176,7 +176,10 @@ class QueryRecorder:
             _wake(waker)
 
     def release(self, run_id: str, wake: Callable[[], None] | None = None) -> Callable[[], list[Mapping[str, Any]]]:
-        """Stop recording run ``run_id``: its owner (a stream the workbench started) keeps its own history.
+        """Stop recording run ``run_id``: its owner keeps its own history.
+
+        The owner is the handle of a stream the workbench started or watches: from then on its
+        poller is the only writer of the run's history.
 
         Parameters
         ----------
@@ -261,7 +264,8 @@ class QueryRecorder:
         query_id, run_id, name
             The run.
         history : ProgressHistory
-            The history a handle reads; every later batch of the run lands in it.
+            The history a handle reads; every later batch of the run lands in it, until
+            :meth:`release` hands the run to the handle's poller.
         recent : iterable of dict
             Spark's recent progress list (``recentProgress``), to back-fill a run whose
             start the recorder did not see.

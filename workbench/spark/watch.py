@@ -320,7 +320,9 @@ def watched_handle(
 
     Its history is the listener's record of the run (complete from batch 0 when the
     listener saw the start), back-filled from ``recentProgress`` otherwise;
-    ``handle.history_note`` says which batches are missing. Nothing is done to the query.
+    ``handle.history_note`` says which batches are missing. From then on the handle's poller
+    is the only writer of that history (the recorder releases the run). Nothing is done to
+    the query.
     """
     facts = _jvm_facts(query)
     description = facts.get("sink")
@@ -347,6 +349,13 @@ def watched_handle(
         record = watcher.recorder.attach(str(query.id), run_id, query.name, history, recent=recent,
                                          recent_limit=limit)
     handle = StreamHandle(spec, query, spark, on_event=on_event, history=history)
+    if watcher is not None:
+        # From here on the handle's poller is the history's one writer, as for a started
+        # stream: with the listener writing too, two appends could reach a monitor in the
+        # other order, and it would drop the older batch. The listener wakes the poller as
+        # each batch ends and keeps the run's reports for it.
+        wake = handle.poller.wake if watcher.listening else None  # unheard, the run's end would never drop it
+        handle.hear_from(watcher.recorder.release(run_id, wake=wake))
     handle.started_by = started_by
     handle.sink_description = description
     handle.output_mode_known = spec.output_mode is not None

@@ -137,10 +137,9 @@ class StreamMonitor(widgets.VBox):
         if interval is None:
             interval = getattr(getattr(handle, "spec", None), "poll_interval", 0.5)
         interval = check_seconds("interval", interval)
-        if isinstance(quiet_seconds, bool) or not isinstance(quiet_seconds, (int, float)) or quiet_seconds < 0:
-            raise ValueError(f"quiet_seconds must be a number of seconds >= 0, got {quiet_seconds!r}")
-        if isinstance(preview_every, bool) or not isinstance(preview_every, (int, float)) or preview_every < 0:
-            raise ValueError(f"preview_every must be a number of seconds >= 0, got {preview_every!r}")
+        for label, seconds in (("quiet_seconds", quiet_seconds), ("preview_every", preview_every)):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+                raise ValueError(f"{label} must be a number of seconds >= 0, got {seconds!r}")
         self.preview_every = float(preview_every)
         if caption is not None and not callable(caption):
             raise TypeError(f"caption must be a function of the newest batch's progress, got {caption!r}")
@@ -258,20 +257,20 @@ class StreamMonitor(widgets.VBox):
         self._wake.set()
 
     def _fold_inputs(self, records: list[BatchProgress]) -> None:
-        """Per-input watermarks of new batches (called under the lock, each batch once)."""
+        """Per-input watermarks of new batches (called under the lock, each batch once, in O(batches))."""
         if self._tracker is None or not records:
             return
-        previous = {row.input: row.watermark for row in self._input_rows}
-        rows = self._tracker.add(records)
-        for record in records:
+        rows, width = self._tracker.add(records), len(self._input_names)  # one row per batch and input, in order
+        for index in range(max(0, len(records) - self.window), len(records)):  # the lanes the charts can show
             # Drawn at batch b: the watermark each input proposed after the batch before
             # (what batch b ran with), like the global watermark lane.
-            self._input_lanes[record.batch_id] = [utc_text(known_watermark(previous.get(name)))
-                                                  for name in self._input_names]
-            previous.update((row.input, row.watermark) for row in rows if row.batch_id == record.batch_id)
-        self._input_rows = [row for row in rows if row.batch_id == records[-1].batch_id]
-        while len(self._input_lanes) > self.window:
-            del self._input_lanes[min(self._input_lanes)]
+            before = rows[(index - 1) * width:index * width] if index else self._input_rows
+            marks = {row.input: row.watermark for row in before}
+            self._input_lanes[records[index].batch_id] = [utc_text(known_watermark(marks.get(name)))
+                                                          for name in self._input_names]
+        self._input_rows = rows[-width:]
+        while len(self._input_lanes) > self.window:  # batch ids arrive in increasing order: the oldest is first
+            del self._input_lanes[next(iter(self._input_lanes))]
 
     def _on_finished(self, _handle: Any) -> None:
         with self._lock:
