@@ -246,6 +246,9 @@ def test_a_memory_query_watched_by_its_object_reads_its_table(env, spark, rate_s
         handle = workbench.watch(query)  # the object, not its name
         assert handle.spark is spark and handle.sink == "memory"
         assert len(handle.result()) >= 6 and handle.preview(2)[1] >= 6
+        # Its table's rows are counted from batch 0, those it ran before it was watched too.
+        wait_for(lambda: handle.table_rows == 3 * handle.progress.total, 10,
+                 text=lambda: f"{handle.table_rows} rows counted for {handle.progress.total} batches of 3")
     finally:
         query.stop()
     assert handle.status == "stopped"

@@ -262,13 +262,17 @@ class ProgressHistory:
         with self._lock:
             return self._records[-1] if self._records else None
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: Listener, *, held: bool = False) -> Callable[[], None]:
         """Call ``listener(new_records)`` after every batch added; returns an unsubscribe function.
 
         The listener runs on the poller's thread: it must be quick and must not block.
+        ``held``: first call it with the batches held now, in the same step, so that each
+        batch reaches it once and in order, however other threads add batches meanwhile.
         """
         with self._lock:
             self._listeners.append(listener)
+            if held and self._records:
+                listener(list(self._records))
 
         def unsubscribe() -> None:
             with self._lock:

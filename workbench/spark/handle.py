@@ -124,8 +124,8 @@ class StreamHandle:
             self._end.on_finished(on_event)
         self._memory = MemoryTable(spec.name, spec.output_mode, spec.checkpoint, spec.table_warn_rows, query, spark,
                                    self.progress)
-        if self.sink == "memory":
-            self.progress.subscribe(self._memory.count_rows)
+        if self.sink == "memory":  # the batches a watched query's history holds already, then each new one
+            self.progress.subscribe(self._memory.count_rows, held=True)
         self._reader = TableReader(spec.name, self._run_id, spec.sink, spec.output_mode, spark)
         self._source = QueryProgressSource(query, output_rows, spark)
         self.poller = ProgressPoller(
@@ -142,8 +142,7 @@ class StreamHandle:
         self.spec = replace(self.spec, sink=self.sink)
         self._reader = TableReader(self.name, self._run_id, self.sink, self.output_mode, self._spark)
         if self.sink == "memory":  # the batches so far (this one's too), then each new one
-            self._memory.count_rows(self.progress.records())
-            self.progress.subscribe(self._memory.count_rows)
+            self.progress.subscribe(self._memory.count_rows, held=True)
 
     def hear_from(self, heard: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
         """Let the poller also read the reports the session's listener heard for this run.

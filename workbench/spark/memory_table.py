@@ -105,17 +105,21 @@ class MemoryTable:
         """Add the output of each new batch (a progress-history subscriber)."""
         # Runs on the poller's thread for each batch added: arithmetic only.
         limit = self._warn_rows
-        for record in records:
-            rows = record.num_output_rows or 0
-            # In complete mode the memory sink replaces its table with each batch's output.
-            self.rows = rows if self._output_mode == "complete" else self.rows + rows
-            if limit and self.rows >= limit and self.warning is None:
-                self.warning = (
-                    f"stream {self._name!r} keeps {self.rows:,} rows in its memory table, in the Spark "
-                    "driver's memory, and the table grows with every batch: stop the stream when done, or use "
-                    "sink='console' for a long run (WORKBENCH_TABLE_WARN_ROWS sets this limit)"
-                )
-                log.warning(self.warning)
+        with self._lock:
+            for record in records:
+                rows = record.num_output_rows or 0
+                # In complete mode the memory sink replaces its table with each batch's output.
+                self.rows = rows if self._output_mode == "complete" else self.rows + rows
+            self._warn(limit)
+
+    def _warn(self, limit: int) -> None:
+        if limit and self.rows >= limit and self.warning is None:
+            self.warning = (
+                f"stream {self._name!r} keeps {self.rows:,} rows in its memory table, in the Spark "
+                "driver's memory, and the table grows with every batch: stop the stream when done, or use "
+                "sink='console' for a long run (WORKBENCH_TABLE_WARN_ROWS sets this limit)"
+            )
+            log.warning(self.warning)
 
     def find_cut_batch(self, replaced: bool) -> None:
         """After the query ended (once): find a batch whose rows reached the table without progress.
@@ -152,7 +156,8 @@ class MemoryTable:
         if cut is None or (last is not None and cut[0] <= last):
             return
         self.cut_batch = CutBatch(*cut)
-        self.rows = cut[1] if self._output_mode == "complete" else self.rows + cut[1]
+        with self._lock:
+            self.rows = cut[1] if self._output_mode == "complete" else self.rows + cut[1]
         log.info(self.cut_batch.note)
 
     def _ended_with_error(self) -> bool:
