@@ -367,6 +367,11 @@ def test_starting_an_active_name_replaces_the_stream(env, spark, rate_stream):
     wait_for(lambda: len(second.history()) >= 1, message="a batch of the second stream")
     assert second.result()["value"].min() == 0
     second.stop()
+    # A console stream of the name keeps no table: the memory stream's table is still its own.
+    rows = len(second.result())
+    third = env.start(rate_stream(), "same", sink="console", console=lambda _text: None)
+    third.stop()
+    assert second.replaced_by is third and len(second.result()) == rows and second.preview(2)[1] == rows
 
 
 def test_a_query_started_outside_the_workbench_is_left_alone(env, spark, rate_stream):

@@ -287,10 +287,9 @@ class StreamHandle:
 
     @property
     def progress_note(self) -> str | None:
-        """One line while reading the query's progress fails and the query still runs; else one
-        when batches were never read (:attr:`ProgressHistory.skipped_note`); else None.
-
-        The poller keeps trying, less often the longer it fails; the full error is in the log.
+        """One line while reading the query's progress fails and the query still runs (the poller
+        keeps trying, less often the longer it fails; the full error is in the log); else one when
+        batches were never read (:attr:`ProgressHistory.skipped_note`); else None.
         """
         error = self.poller.read_error
         if error is None or self._end.status is not None:
@@ -301,7 +300,11 @@ class StreamHandle:
     def _find_cut_batch(self) -> None:
         """After the query ended: find a batch whose rows reached the memory table without progress."""
         if self.sink == "memory":
-            self._memory.find_cut_batch(replaced=self.replaced_by is not None)
+            self._memory.find_cut_batch(replaced=self._table_taker() is not None)
+
+    def _table_taker(self) -> str | None:  # a newer stream of the name took the table (not one without a table)
+        newer = self.replaced_by
+        return newer.name if newer is not None and newer.sink == "memory" else None
 
     # -- data ------------------------------------------------------------------------------
 
@@ -332,7 +335,7 @@ class StreamHandle:
         ValueError
             For a console-sink stream, which keeps no table.
         """
-        return self._reader.result(replaced=self.replaced_by and self.replaced_by.name)
+        return self._reader.result(replaced=self._table_taker())
 
     def preview(self, rows: int) -> tuple[pd.DataFrame, int]:
         """A few rows of the memory sink's table and its row count, without fetching it all.
@@ -345,7 +348,7 @@ class StreamHandle:
         (pandas.DataFrame, int)
             The rows and the number of rows in the table.
         """
-        return self._reader.preview(rows, replaced=self.replaced_by and self.replaced_by.name)
+        return self._reader.preview(rows, replaced=self._table_taker())
 
     def input_watermarks(self) -> pd.DataFrame:
         """Each watermarked input's max event time and watermark, one row per batch and input.
