@@ -98,10 +98,9 @@ class StreamHandle:
         self._id, self._run_id = str(query.id), str(query.runId)
         #: Facts from the query plan (``PlanFacts``) for the monitor, or None when unknown.
         self.plan: Any = None
-        #: The batch id this run continued with when it restarted from a user's checkpoint
-        #: that already held committed batches (the monitor can say "resumed from batch N").
+        #: The batch id this run continued with, restarted from a user's checkpoint with committed batches.
         self.resumed_from: int | None = None
-        #: The newer stream that took this one's name (and with it the memory sink's table).
+        #: The newer stream that took this one's name (a memory-sink one took the table too).
         self.replaced_by: StreamHandle | None = None
         #: The query's output columns (names the state inspector's grouping keys).
         self.output_columns: tuple[str, ...] = ()
@@ -348,7 +347,8 @@ class StreamHandle:
         (pandas.DataFrame, int)
             The rows and the number of rows in the table.
         """
-        return self._reader.preview(rows, replaced=self._table_taker())
+        whole = self.history_note is None and not self.progress.skipped  # table_rows counts every row: no count job
+        return self._reader.preview(rows, replaced=self._table_taker(), total=self.table_rows if whole else None)
 
     def input_watermarks(self) -> pd.DataFrame:
         """Each watermarked input's max event time and watermark, one row per batch and input.

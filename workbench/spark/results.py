@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from .frames import flat_select, to_flat_pandas
+from .frames import flat_select, rows_to_pandas, times_as_micros, to_flat_pandas
 from .progress_source import SPARK_STOPPED
 from .session_end import spark_is_gone
 
@@ -50,8 +50,23 @@ class TableReader:
         self._check_spark()
         return to_flat_pandas(self._spark.sql(f"SELECT * FROM `{self._name}`"))
 
-    def preview(self, rows: int, replaced: bool | str) -> tuple[pd.DataFrame, int]:
-        """A few rows of the table and its row count (see ``StreamHandle.preview``)."""
+    def preview(self, rows: int, replaced: bool | str, total: int | None = None) -> tuple[pd.DataFrame, int]:
+        """A few rows of the table and its row count (see ``StreamHandle.preview``).
+
+        The rows have the columns, dtypes and times of :meth:`result`'s rows: the first
+        ``rows`` in complete mode, otherwise the newest ``rows`` (Spark's ``tail``).
+
+        Parameters
+        ----------
+        rows : int
+            How many rows to return at most.
+        replaced : bool or str
+            As for :meth:`result`.
+        total : int or None, default None
+            The table's row count when the caller knows it (a handle counts it from the
+            progress history): returned as it is, which spares Spark a count over the
+            whole table. None: Spark counts the rows.
+        """
         if self._sink != "memory":
             raise ValueError(f"stream {self._name!r} writes to the {self._sink} sink, which keeps no table")
         self._check_not_replaced(replaced)
@@ -64,11 +79,13 @@ class TableReader:
             # planned afresh, so it sees the rows as they are now.
             self._table = flat_select(self._spark.table(f"`{self._name}`"))
         table = self._table
-        total = table.count()  # a new DataFrame (an aggregate over the table): planned now
+        if total is None:
+            total = table.count()  # a new DataFrame (an aggregate over the table): planned now
         if self._output_mode == "complete":
-            return table.limit(rows).toPandas(), total
-        picked = table.select("*").tail(rows)
-        return pd.DataFrame([r.asDict() for r in picked], columns=table.columns), total
+            return to_flat_pandas(table.limit(rows)), total
+        # Collected as the instants themselves (not wall-clock times) and as tuples, which
+        # keep every column even where names repeat.
+        return rows_to_pandas(times_as_micros(table).tail(rows), table.schema), total
 
     def _check_not_replaced(self, replaced: bool | str) -> None:
         # The memory sink's table is found by the stream's name, which now means the newer stream.
