@@ -105,7 +105,7 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
     frame = pd.DataFrame(rows, columns=list(columns))
     for name in columns:
         if name in _TIME_COLUMNS:
-            frame[name] = utc_times(frame[name])
+            frame[name] = utc_time_column(frame[name])
         elif name in _NULLABLE_INT_COLUMNS:
             frame[name] = frame[name].astype("Int64")
         elif name.endswith("_per_second"):
@@ -113,7 +113,7 @@ def records_to_frame(records: Iterable[BatchProgress], *, operators: bool = Fals
     return frame
 
 
-def utc_times(column: pd.Series) -> pd.Series:
+def utc_time_column(column: pd.Series) -> pd.Series:
     """``column``'s datetimes (None: NaT) as pandas times in UTC, in nanoseconds where they fit.
 
     Times past 2262 (where nanoseconds end: event times in milliseconds read as seconds,
@@ -122,9 +122,9 @@ def utc_times(column: pd.Series) -> pd.Series:
     Examples
     --------
     >>> from datetime import datetime, timezone
-    >>> utc_times(pd.Series([datetime(2024, 1, 1, tzinfo=timezone.utc), None])).dtype
+    >>> utc_time_column(pd.Series([datetime(2024, 1, 1, tzinfo=timezone.utc), None])).dtype
     datetime64[ns, UTC]
-    >>> utc_times(pd.Series([datetime(9999, 1, 1, tzinfo=timezone.utc)])).dtype
+    >>> utc_time_column(pd.Series([datetime(9999, 1, 1, tzinfo=timezone.utc)])).dtype
     datetime64[us, UTC]
     """
     try:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .history import utc_times
+from .history import utc_time_column
 
 __all__ = ["InputSpec", "InputWatermark", "InputWatermarkTracker", "INPUT_WATERMARK_COLUMNS", "input_watermarks",
            "input_watermark_frame", "POLICIES"]
@@ -202,7 +202,7 @@ def input_watermark_frame(rows: Sequence[InputWatermark]) -> pd.DataFrame:
     frame = pd.DataFrame([{name: getattr(r, name) for name in INPUT_WATERMARK_COLUMNS} for r in rows],
                          columns=list(INPUT_WATERMARK_COLUMNS))
     for name in ("max_event_time", "watermark", "global_watermark"):
-        frame[name] = utc_times(frame[name])
+        frame[name] = utc_time_column(frame[name])
     frame["delay"] = pd.to_timedelta(frame["delay"])
     for name in ("batch_id", "rows", "quiet_batches"):
         frame[name] = frame[name].astype("int64")

@@ -110,7 +110,7 @@ class MemoryTable:
                 rows = record.num_output_rows or 0
                 # In complete mode the memory sink replaces its table with each batch's output.
                 self.rows = rows if self._output_mode == "complete" else self.rows + rows
-            self._warn(limit)
+                self._warn(limit)  # the rows as the batch that crossed the limit left them
 
     def _warn(self, limit: int) -> None:
         if limit and self.rows >= limit and self.warning is None:
